@@ -1,0 +1,1 @@
+"""Litestar gateways: one app per service, validating requests and answering from storage."""

@@ -1,0 +1,1 @@
+"""The phone verification gateway (contract: spec/phone-verification.md)."""

@@ -1,0 +1,322 @@
+"""The phone gateway app: `POST /v1/verify`, `GET /v1/requests/{id}`, `GET /v1/usage`."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import msgspec
+import phonenumbers
+import structlog
+from litestar import Controller, Litestar, Request, Response, get, post
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig, ResponseSpec
+from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from sqlalchemy.exc import IntegrityError
+
+from storage import phone as requests
+from storage.db import Database
+from storage.models import PhoneRequest
+from storage.tenants import KeyOwner
+from topics.phone import SKU, StoredRequestFailure, VerificationRequested, VerifyResult
+
+from gateway.platform import ReadinessCheck, health_routes, observe
+from gateway.phone.auth import Authenticator, authorize
+from gateway.phone.enforcement import Enforcement, seconds_to_next_month
+from gateway.phone.errors import EXCEPTION_HANDLERS, ErrorEnvelope, PhoneError, error_response, invalid_body
+from gateway.phone.schemas import Pending, Period, SkuUsage, UsageSummary, VerifyRequest
+from gateway.phone.waiter import ResultWaiter, within
+
+log = structlog.get_logger("signalyard.gateway.phone")
+
+API_VERSION = "2026-10-15.2"
+Publish = Callable[[VerificationRequested], Awaitable[None]]
+JSON = "application/json"
+
+_decode_verify = msgspec.json.Decoder(VerifyRequest).decode
+_canonical = msgspec.json.Encoder(order="sorted").encode
+_pending = msgspec.json.Encoder().encode
+
+
+@dataclass(frozen=True, slots=True)
+class PhoneGateway:
+    """Everything the phone routes need, wired once by the launcher."""
+
+    db: Database
+    auth: Authenticator
+    enforcement: Enforcement
+    waiter: ResultWaiter
+    publish: Publish
+    wait_s: float
+    """How long `POST /verify` waits for its result before answering 202 (SIGNALYARD_PHONE_WAIT_MS)."""
+
+
+def parse_us_number(text: str) -> phonenumbers.PhoneNumber:
+    """US numbers only, decided by phonenumbers: other NANP regions (CA, JM, PR, ...) are unsupported countries."""
+    try:
+        number = phonenumbers.parse(text, "US")
+    except phonenumbers.NumberParseException as error:
+        raise PhoneError("invalid_phone", f"not a phone number: {error}", details={"field": "phone"}) from error
+    region = phonenumbers.region_code_for_number(number)
+    if not phonenumbers.is_valid_number(number):
+        if number.country_code != 1 and phonenumbers.is_possible_number(number):
+            raise PhoneError("unsupported_country", "only US numbers are supported", details={"field": "phone"})
+        raise PhoneError("invalid_phone", "not a valid US phone number", details={"field": "phone"})
+    if region != "US":
+        raise PhoneError(
+            "unsupported_country", f"only US numbers are supported (this one is {region})", details={"field": "phone"}
+        )
+    return number
+
+
+def idempotency_key_of(request: Request[Any, Any, Any]) -> str:
+    key = request.headers.get("idempotency-key")
+    if key is None:
+        raise PhoneError("missing_idempotency_key", "the Idempotency-Key header is required")
+    if not 1 <= len(key) <= 128 or not all(" " <= char <= "~" for char in key):
+        raise PhoneError(
+            "invalid_request",
+            "Idempotency-Key must be 1 to 128 printable characters",
+            details={"field": "Idempotency-Key"},
+        )
+    return key
+
+
+def answer_for(row: PhoneRequest, *, replay_failure_as_error: bool) -> Response[Any]:
+    """What the API answers for a stored request: its result, its failure, or 202 while pending."""
+    if row.state == "pending":
+        return Response(_pending(Pending(row.id)), status_code=202, media_type=JSON)
+    if row.state in requests.RESULT_STATES:
+        return Response(row.result, media_type=JSON)
+    failure = requests.failure_of(row)
+    if not replay_failure_as_error:
+        return Response(msgspec.json.encode(failure), media_type=JSON)
+    retry_after = seconds_to_next_month(datetime.now(UTC)) if row.error_code == "spend_cap_reached" else None
+    return error_response(
+        PhoneError(failure.error.code, failure.error.message, request_id=row.id, retry_after=retry_after)
+    )
+
+
+_ERRORS = {status: ResponseSpec(ErrorEnvelope, description="Error envelope") for status in (400, 401, 403, 404)}
+
+
+class VerifyController(Controller):
+    path = "/v1"
+    tags = ["phone"]
+
+    @post(
+        "/verify",
+        operation_id="verify",
+        summary="Verify a US phone number against a supplied name",
+        status_code=200,
+        responses={
+            200: ResponseSpec(VerifyResult, description="A completed check, or an explicit unavailable result"),
+            202: ResponseSpec(Pending, description="Still being processed: poll GET /requests/{id}"),
+            **_ERRORS,
+            409: ResponseSpec(ErrorEnvelope, description="Same Idempotency-Key with a different body"),
+            422: ResponseSpec(ErrorEnvelope, description="invalid_phone or unsupported_country"),
+            429: ResponseSpec(ErrorEnvelope, description="rate_limited or spend_cap_reached, with Retry-After"),
+            502: ResponseSpec(ErrorEnvelope, description="provider_unavailable"),
+            503: ResponseSpec(ErrorEnvelope, description="enforcement, provider or ledger unavailable"),
+        },
+    )
+    async def verify(self, request: Request[Any, Any, Any], phone: PhoneGateway) -> Response[Any]:
+        owner = await phone.auth.owner(request.headers.get("authorization"))
+        authorize(owner, "verify", SKU)
+        idempotency_key = idempotency_key_of(request)
+        await phone.enforcement.rate_limit(owner)
+        try:
+            body = _decode_verify(await request.body())
+        except msgspec.ValidationError as error:
+            raise invalid_body(str(error)) from error
+        except msgspec.DecodeError as error:
+            raise PhoneError("invalid_request", f"the body is not valid JSON: {error}") from error
+        body_hash = hashlib.sha256(_canonical(body)).hexdigest()
+        number = parse_us_number(body.phone)
+
+        async with phone.db.read() as session:
+            existing = await requests.find_by_idempotency_key(
+                session, owner.tenant_id, owner.environment, idempotency_key
+            )
+        if existing is not None:
+            return await _replay(phone, existing, body_hash)
+        await phone.enforcement.spend_cap(owner)
+
+        now = datetime.now(UTC)
+        row = PhoneRequest(
+            id=str(uuid.uuid4()),
+            tenant_id=owner.tenant_id,
+            environment=owner.environment,
+            idempotency_key=idempotency_key,
+            body_hash=body_hash,
+            phone_e164=phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164),
+            subject_type=body.subject_type,
+            supplied_name=body.name,
+            reference_id=body.reference_id,
+            state="pending",
+            created_at=now,
+            published_at=now,
+        )
+        try:
+            async with phone.db.write() as session:
+                await requests.add_request(session, row)
+        except IntegrityError:
+            return await _after_insert_conflict(phone, owner, row)
+        structlog.contextvars.bind_contextvars(request_id=row.id)
+        with phone.waiter.expecting(row.id) as completed:
+            try:
+                await phone.publish(
+                    VerificationRequested(
+                        request_id=row.id,
+                        tenant_id=row.tenant_id,
+                        environment=owner.environment,  # type: ignore[arg-type]
+                        phone_e164=row.phone_e164,
+                    )
+                )
+            except Exception:  # the row is the outbox: the sweeper publishes it again
+                log.exception("publish_failed")
+            await within(completed, phone.wait_s)
+        return await _stored_answer(phone, row.id)
+
+    @get(
+        "/requests/{request_id:str}",
+        operation_id="getRequest",
+        summary="Fetch a previous request",
+        responses={
+            200: ResponseSpec(VerifyResult | StoredRequestFailure, description="A result or a stored failure"),  # type: ignore[arg-type]
+            202: ResponseSpec(Pending, description="Still pending"),
+            **_ERRORS,
+        },
+    )
+    async def get_request(self, request: Request[Any, Any, Any], phone: PhoneGateway, request_id: str) -> Response[Any]:
+        owner = await phone.auth.owner(request.headers.get("authorization"))
+        authorize(owner, "requests:read")
+        row = None
+        if _is_uuid(request_id):
+            async with phone.db.read() as session:
+                row = await requests.get_request(session, request_id)
+        if row is None or row.tenant_id != owner.tenant_id or row.environment != owner.environment:
+            raise PhoneError("not_found", "no request with this id for this key's tenant and environment")
+        return answer_for(row, replay_failure_as_error=False)
+
+    @get(
+        "/usage",
+        operation_id="getUsage",
+        summary="Usage summary for the calling key's tenant and environment",
+        responses={200: ResponseSpec(UsageSummary, description="Usage summary"), **_ERRORS},
+    )
+    async def get_usage(
+        self, request: Request[Any, Any, Any], phone: PhoneGateway
+    ) -> Response[UsageSummary]:
+        owner = await phone.auth.owner(request.headers.get("authorization"))
+        authorize(owner, "usage:read")
+        start, end = usage_period(request.query_params.get("from"), request.query_params.get("to"), datetime.now(UTC))
+        async with phone.db.read() as session:
+            rows = await requests.usage(session, owner.tenant_id, owner.environment, start, end)
+        by_sku = [SkuUsage(r.sku, r.billable_requests, r.cache_hits, r.amount_microdollars) for r in rows]
+        return Response(
+            UsageSummary(
+                tenant_id=owner.tenant_id,
+                environment=owner.environment,  # type: ignore[arg-type]
+                period=Period(from_=_iso(start), to=_iso(end - timedelta(microseconds=1))),
+                by_sku=by_sku,
+                total_amount_microdollars=sum(usage.amount_microdollars for usage in by_sku),
+            )
+        )
+
+
+def usage_period(from_text: str | None, to_text: str | None, now: datetime) -> tuple[datetime, datetime]:
+    """Section 4.3: inclusive UTC dates; `to` defaults to today, `from` to the first day of `to`'s month."""
+    to_day = _date_param("to", to_text) if to_text else now.date()
+    from_day = _date_param("from", from_text) if from_text else to_day.replace(day=1)
+    if from_day > to_day:
+        raise PhoneError("invalid_request", "`from` is after `to`", details={"field": "from"})
+    start = datetime.combine(from_day, datetime.min.time(), tzinfo=UTC)
+    end = datetime.combine(to_day + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+    return start, end
+
+
+def _date_param(name: str, text: str) -> date:
+    try:
+        if len(text) != len("2026-11-01"):
+            raise ValueError(text)
+        return date.fromisoformat(text)
+    except ValueError as error:
+        raise PhoneError("invalid_request", f"`{name}` must be a date like 2026-11-01", details={"field": name}) from error
+
+
+def _iso(at: datetime) -> str:
+    return at.isoformat().replace("+00:00", "Z")
+
+
+def _is_uuid(text: str) -> bool:
+    try:
+        uuid.UUID(text)
+    except ValueError:
+        return False
+    return True
+
+
+async def _replay(phone: PhoneGateway, existing: PhoneRequest, body_hash: str) -> Response[Any]:
+    """Same key again: the original answer (waiting for it while pending), or 409 for a different body."""
+    if existing.body_hash != body_hash:
+        raise PhoneError(
+            "idempotency_conflict",
+            "this Idempotency-Key was used with a different body",
+            request_id=existing.id,
+        )
+    if existing.state != "pending":
+        return answer_for(existing, replay_failure_as_error=True)
+    with phone.waiter.expecting(existing.id) as completed:
+        async with phone.db.read() as session:
+            row = await requests.get_request(session, existing.id)
+        if row is not None and row.state == "pending":
+            await within(completed, phone.wait_s)
+    return await _stored_answer(phone, existing.id)
+
+
+async def _after_insert_conflict(phone: PhoneGateway, owner: KeyOwner, row: PhoneRequest) -> Response[Any]:
+    async with phone.db.read() as session:
+        existing = await requests.find_by_idempotency_key(
+            session, owner.tenant_id, owner.environment, row.idempotency_key
+        )
+        open_check = await requests.find_open_check(session, owner.tenant_id, owner.environment, row.phone_e164)
+    if existing is not None:
+        return await _replay(phone, existing, row.body_hash)
+    raise PhoneError(
+        "idempotency_conflict",
+        "a check of this number is still pending or awaiting reconciliation; poll it instead of starting another",
+        request_id=open_check,
+    )
+
+
+async def _stored_answer(phone: PhoneGateway, request_id: str) -> Response[Any]:
+    async with phone.db.read() as session:
+        row = await requests.get_request(session, request_id)
+    assert row is not None
+    return answer_for(row, replay_failure_as_error=True)
+
+
+def create_phone_app(gateway: PhoneGateway, readiness: dict[str, ReadinessCheck], *, debug: bool = False) -> Litestar:
+    return Litestar(
+        route_handlers=[VerifyController, *health_routes(readiness)],
+        dependencies={"phone": Provide(lambda: gateway, use_cache=True, sync_to_thread=False)},
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[observe("phone")],
+        openapi_config=OpenAPIConfig(
+            title="signalyard phone verification",
+            version=API_VERSION,
+            path="/docs",
+            render_plugins=[ScalarRenderPlugin()],
+            components=Components(
+                security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}
+            ),
+            security=[{"bearer": []}],
+        ),
+        debug=debug,
+    )

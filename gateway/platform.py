@@ -1,0 +1,89 @@
+"""What every gateway shares: request ids, per-route metrics, health and readiness, the metrics endpoint."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+import structlog
+from litestar import Litestar, Request, Response, get
+from litestar.datastructures import MutableScopeHeaders
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
+
+REQUESTS = Counter("signalyard_http_requests_total", "HTTP requests answered", ["service", "route", "status"])
+LATENCY = Histogram(
+    "signalyard_http_request_seconds",
+    "HTTP request duration",
+    ["service", "route"],
+    buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+
+ReadinessCheck = Callable[[], Awaitable[None]]
+
+
+def observe(service: str) -> Callable[[ASGIApp], ASGIApp]:
+    """Middleware: a request id for every request (header and log context), and the route/status metrics."""
+
+    def middleware(app: ASGIApp) -> ASGIApp:
+        async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] != "http":
+                await app(scope, receive, send)
+                return
+            request_id = str(uuid.uuid4())
+            scope.setdefault("state", {})["request_id"] = request_id
+            started = time.perf_counter()
+            status = 500
+
+            async def send_with_id(message: Message) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                    MutableScopeHeaders.from_message(message)["X-Request-Id"] = request_id
+                await send(message)
+
+            with structlog.contextvars.bound_contextvars(http_request_id=request_id):
+                try:
+                    await app(scope, receive, send_with_id)
+                finally:
+                    route = scope.get("path_template") or "unmatched"
+                    REQUESTS.labels(service, route, str(status)).inc()
+                    LATENCY.labels(service, route).observe(time.perf_counter() - started)
+
+        return handle
+
+    return middleware
+
+
+def health_routes(checks: dict[str, ReadinessCheck]) -> list[object]:
+    """`/healthz` (the process answers) and `/readyz` (every dependency answers), plus `/metrics`."""
+
+    @get("/healthz", operation_id="healthz", include_in_schema=False, sync_to_thread=False)
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @get("/readyz", operation_id="readyz", include_in_schema=False)
+    async def readyz() -> Response[dict[str, object]]:
+        failing: dict[str, str] = {}
+        for name, check in checks.items():
+            try:
+                await check()
+            except Exception as error:  # any failure means not ready; the reason is for the operator
+                failing[name] = type(error).__name__
+        if failing:
+            return Response({"status": "unavailable", "failing": failing}, status_code=503)
+        return Response({"status": "ok", "checks": sorted(checks)})
+
+    @get("/metrics", operation_id="metrics", include_in_schema=False, sync_to_thread=False)
+    def metrics() -> Response[bytes]:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    return [healthz, readyz, metrics]
+
+
+def request_id_of(request: Request[object, object, object]) -> str | None:
+    return request.scope.get("state", {}).get("request_id")
+
+
+__all__ = ["Litestar", "health_routes", "observe", "request_id_of"]

@@ -1,0 +1,1 @@
+"""FastStream processors: the work behind each service's topics."""

@@ -1,0 +1,1 @@
+"""Phone verification processing: carrier lookups, caller-ID reading, name matching, billing."""

@@ -1,0 +1,53 @@
+"""The FastStream subscriber that feeds accepted verify requests to the phone processor."""
+
+from __future__ import annotations
+
+from aiokafka import TopicPartition
+from faststream import AckPolicy
+from faststream.kafka import KafkaMessage, KafkaRouter
+
+from processors.phone.metrics import FAILED, LAG
+from processors.phone.service import PhoneProcessor
+from topics.phone import VerificationRequested
+
+GROUP_ID = "signalyard-phone-processors"
+
+
+def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_records: int = 200) -> KafkaRouter:
+    """Consumer-group members share the requested topic's partitions; add members to scale out."""
+    router = KafkaRouter()
+
+    @router.subscriber(
+        processor.config.requested_topic,
+        group_id=group_id,
+        batch=True,
+        max_records=max_records,
+        batch_timeout_ms=10,
+        fetch_max_wait_ms=5,
+        auto_offset_reset="earliest",
+        ack_policy=AckPolicy.NACK_ON_ERROR,
+        title="phone-processor",
+    )
+    async def on_verification_requested(
+        batch: list[VerificationRequested], message: KafkaMessage
+    ) -> None:
+        try:
+            await processor.handle_batch(batch)
+        except Exception:
+            FAILED.inc()
+            raise
+        _record_lag(message)
+
+    return router
+
+
+def _record_lag(message: KafkaMessage) -> None:
+    records = message.raw_message if isinstance(message.raw_message, tuple) else (message.raw_message,)
+    last: dict[TopicPartition, int] = {}
+    for record in records:
+        partition = TopicPartition(record.topic, record.partition)
+        last[partition] = max(last.get(partition, -1), record.offset)
+    for partition, offset in last.items():
+        end = message.consumer.highwater(partition)  # type: ignore[attr-defined]
+        if end is not None:
+            LAG.labels(partition=str(partition.partition)).set(max(end - offset - 1, 0))

@@ -1,0 +1,1 @@
+"""The launcher: the one place where broker, storage, settings, gateways and processors are wired."""

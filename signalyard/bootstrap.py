@@ -1,0 +1,155 @@
+"""Wiring: settings -> broker, storage, gateways and processors. The only module that imports both sides."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import msgspec
+import structlog
+import uvicorn
+from fast_depends.msgspec import MsgSpecSerializer
+from faststream.kafka import KafkaBroker
+from litestar import Litestar
+
+from gateway.phone.app import PhoneGateway, create_phone_app
+from gateway.phone.auth import Authenticator
+from gateway.phone.enforcement import Enforcement
+from gateway.phone.waiter import ResultWaiter
+from processors.phone.lookup import Provider
+from processors.phone.providers import CarrierLookup, Sandbox
+from processors.phone.router import phone_router
+from processors.phone.service import PhoneProcessor, PhoneProcessorConfig
+from signalyard.embedded_broker import EmbeddedBroker
+from signalyard.settings import Settings
+from storage.db import Database, migrate, sqlite_url
+from topics.admin import ensure_topics
+from topics.phone import PhoneTopics, VerificationRequested, partition_key
+
+log = structlog.get_logger("signalyard")
+
+
+def database_url(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    return sqlite_url(settings.sqlite_path.resolve())
+
+
+@dataclass
+class Platform:
+    """The shared parts of one process: settings, database, Kafka client, and what must be closed at the end."""
+
+    settings: Settings
+    db: Database
+    broker: KafkaBroker
+    bootstrap: str
+    topics: PhoneTopics
+    closers: list[CarrierLookup] = field(default_factory=list)
+
+    async def publish(self, message: msgspec.Struct, topic: str, key: bytes) -> None:
+        await self.broker.publish(message, topic, key=key)
+
+    async def ping_broker(self) -> None:
+        if not await self.broker.ping(timeout=2):
+            raise ConnectionError("Kafka is unreachable")
+
+
+@contextlib.asynccontextmanager
+async def platform(settings: Settings, *, bootstrap: str | None = None) -> AsyncIterator[Platform]:
+    """Broker address (configured, or the embedded broker), migrated database, topics, and a Kafka client."""
+    embedded: EmbeddedBroker | None = None
+    bootstrap = bootstrap or settings.kafka_bootstrap
+    if bootstrap is None:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        embedded = EmbeddedBroker(log_path=settings.data_dir / "broker.log")
+        bootstrap = await asyncio.to_thread(embedded.start)
+    try:
+        url = database_url(settings)
+        await asyncio.to_thread(migrate, url)
+        topics = PhoneTopics(settings.topic_prefix)
+        await ensure_topics(bootstrap, [topics.requested, topics.completed], settings.topic_partitions)
+        db = Database(url)
+        broker = KafkaBroker(bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=1)
+        running = Platform(settings, db, broker, bootstrap, topics)
+        try:
+            yield running
+        finally:
+            await broker.stop()
+            for closer in running.closers:
+                await closer.aclose()
+            await db.dispose()
+    finally:
+        if embedded is not None:
+            embedded.stop()
+
+
+def phone_gateway(p: Platform) -> Litestar:
+    """The phone gateway app; its result subscription is added to the platform's broker (start it afterwards)."""
+    waiter = ResultWaiter()
+    p.broker.include_router(waiter.router(p.topics.completed))
+    enforcement = Enforcement(p.db, p.settings.phone_rate_limit, _limits_url(p.settings.redis_url))
+
+    async def publish(message: VerificationRequested) -> None:
+        await p.publish(message, p.topics.requested, partition_key(message.phone_e164))
+
+    gateway = PhoneGateway(
+        db=p.db,
+        auth=Authenticator(p.db, p.settings.auth_cache_s),
+        enforcement=enforcement,
+        waiter=waiter,
+        publish=publish,
+        wait_s=p.settings.phone_wait_ms / 1000,
+    )
+    readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": enforcement.ping}
+    return create_phone_app(gateway, readiness)
+
+
+def _limits_url(redis_url: str | None) -> str | None:
+    if not redis_url:
+        return None
+    return redis_url if redis_url.startswith("async+") else "async+" + redis_url
+
+
+def phone_processor(p: Platform) -> PhoneProcessor:
+    """The phone processor, subscribed on the platform's broker as a member of the processors' consumer group."""
+    s = p.settings
+    live = CarrierLookup(
+        s.carrier_lookup_url,
+        s.carrier_lookup_sid,
+        s.carrier_lookup_token,
+        timeout_s=s.carrier_lookup_timeout_s,
+        retries=s.carrier_lookup_retries,
+    )
+    p.closers.append(live)
+    providers: dict[str, Provider] = {"test": Sandbox(slow_delay_s=s.sandbox_slow_ms / 1000), "live": live}
+    processor = PhoneProcessor(
+        p.db,
+        providers,
+        p.publish,
+        PhoneProcessorConfig(
+            requested_topic=p.topics.requested,
+            completed_topic=p.topics.completed,
+            sweep_after=timedelta(seconds=s.sweep_after_s),
+        ),
+    )
+    p.broker.include_router(phone_router(processor))
+    return processor
+
+
+async def sweep_forever(processor: PhoneProcessor, every_s: float) -> None:
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await processor.sweep()
+        except Exception:  # a sweep that fails is retried at the next tick
+            log.exception("sweep_failed")
+
+
+async def serve(app: Litestar, host: str, port: int) -> None:
+    """Serve until SIGINT/SIGTERM (uvicorn installs the handlers and returns on them)."""
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
+    await uvicorn.Server(config).serve()

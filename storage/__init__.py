@@ -1,0 +1,1 @@
+"""SQLAlchemy storage: tables, repositories, engine setup and migrations."""

@@ -1,0 +1,133 @@
+"""Tenants, their API keys and prices: the operator's side of the data."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.models import ApiKey, Price, Tenant
+
+KEY_PREFIX = "sy"
+DEFAULT_PRICES = {"core_phone": 15000}
+"""Microdollars per SKU for tenants without a price of their own."""
+ALL_SCOPES = ("verify", "requests:read", "usage:read")
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_key(environment: str) -> str:
+    return f"{KEY_PREFIX}_{environment}_{secrets.token_hex(20)}"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOwner:
+    """What a presented API key stands for: its tenant, environment and rights."""
+
+    key_id: str
+    tenant_id: str
+    environment: str
+    scopes: frozenset[str]
+    tenant_status: str
+    allowed_skus: frozenset[str]
+    spend_cap_microdollars: int | None
+
+
+async def create_tenant(
+    session: AsyncSession, name: str, *, skus: list[str] | None = None, spend_cap_microdollars: int | None = None
+) -> str:
+    tenant_id = str(uuid.uuid4())
+    session.add(
+        Tenant(
+            id=tenant_id,
+            name=name,
+            status="active",
+            allowed_skus=skus if skus is not None else list(DEFAULT_PRICES),
+            spend_cap_microdollars=spend_cap_microdollars,
+            created_at=datetime.now(UTC),
+        )
+    )
+    return tenant_id
+
+
+async def update_tenant(session: AsyncSession, tenant_id: str, **values: object) -> bool:
+    """Set status, allowed_skus or spend_cap_microdollars; False when the tenant does not exist."""
+    result = await session.execute(update(Tenant).where(Tenant.id == tenant_id).values(**values))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def create_key(
+    session: AsyncSession, tenant_id: str, environment: str, scopes: list[str] | None = None
+) -> tuple[str, str]:
+    """Returns (key id, the key itself). Only the key's SHA-256 is stored: it is shown this once."""
+    if environment not in ("live", "test"):
+        raise ValueError("environment must be live or test")
+    if await session.get(Tenant, tenant_id) is None:
+        raise LookupError(f"no tenant {tenant_id}")
+    key = new_key(environment)
+    key_id = str(uuid.uuid4())
+    session.add(
+        ApiKey(
+            id=key_id,
+            tenant_id=tenant_id,
+            environment=environment,
+            key_hash=hash_key(key),
+            display_prefix=key[:16],
+            scopes=list(scopes if scopes is not None else ALL_SCOPES),
+            created_at=datetime.now(UTC),
+        )
+    )
+    return key_id, key
+
+
+async def revoke_key(session: AsyncSession, key_or_id: str) -> bool:
+    """Revoke by key id or by the key itself."""
+    matches = (ApiKey.id == key_or_id) | (ApiKey.key_hash == hash_key(key_or_id))
+    result = await session.execute(
+        update(ApiKey).where(matches, ApiKey.revoked_at.is_(None)).values(revoked_at=datetime.now(UTC))
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def find_key_owner(session: AsyncSession, key: str) -> KeyOwner | None:
+    row = (
+        await session.execute(
+            select(ApiKey, Tenant)
+            .join(Tenant, Tenant.id == ApiKey.tenant_id)
+            .where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
+        )
+    ).first()
+    if row is None:
+        return None
+    api_key, tenant = row
+    return KeyOwner(
+        key_id=api_key.id,
+        tenant_id=tenant.id,
+        environment=api_key.environment,
+        scopes=frozenset(api_key.scopes),
+        tenant_status=tenant.status,
+        allowed_skus=frozenset(tenant.allowed_skus),
+        spend_cap_microdollars=tenant.spend_cap_microdollars,
+    )
+
+
+async def get_tenant(session: AsyncSession, tenant_id: str) -> Tenant | None:
+    return await session.get(Tenant, tenant_id)
+
+
+async def set_price(session: AsyncSession, tenant_id: str, sku: str, unit_price_microdollars: int) -> None:
+    if await session.get(Tenant, tenant_id) is None:
+        raise LookupError(f"no tenant {tenant_id}")
+    await session.merge(Price(tenant_id=tenant_id, sku=sku, unit_price_microdollars=unit_price_microdollars))
+
+
+async def unit_price(session: AsyncSession, tenant_id: str, sku: str) -> int:
+    price = await session.get(Price, (tenant_id, sku))
+    return price.unit_price_microdollars if price is not None else DEFAULT_PRICES[sku]

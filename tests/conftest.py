@@ -1,0 +1,204 @@
+"""Shared fixtures: one embedded broker per session, and a whole phone stack per database under test."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from sqlalchemy.engine import make_url
+
+from signalyard import bootstrap
+from signalyard.embedded_broker import EmbeddedBroker, free_port
+from signalyard.settings import Settings
+from storage import tenants
+from storage.db import Database
+from tests.peers.twilio import TwilioLookupServer
+
+PG_URL = os.environ.get("SIGNALYARD_TEST_DATABASE_URL")
+DATABASES = ["sqlite"] + (["postgresql"] if PG_URL else [])
+TWILIO_SID = "AC" + "0" * 32
+TWILIO_TOKEN = "test-auth-token"
+
+
+@pytest.fixture(scope="session")
+def broker_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    broker = EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "broker.log")
+    yield broker.start()
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def twilio() -> Iterator[TwilioLookupServer]:
+    with TwilioLookupServer(account_sid=TWILIO_SID, auth_token=TWILIO_TOKEN) as server:
+        yield server
+
+
+@pytest.fixture(scope="session", params=DATABASES)
+async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
+    """A fresh database per session: a SQLite file, or a new PostgreSQL database dropped afterwards."""
+    if request.param == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'signalyard.db'}"
+        return
+    async with fresh_postgres_database(PG_URL or "") as url:
+        yield url
+
+
+class fresh_postgres_database:  # noqa: N801 - used like a function
+    def __init__(self, base_url: str) -> None:
+        self.base = make_url(base_url)
+        self.name = f"sy_test_{uuid.uuid4().hex[:12]}"
+
+    def _dsn(self, database: str) -> str:
+        return self.base.set(drivername="postgresql", database=database).render_as_string(hide_password=False)
+
+    async def __aenter__(self) -> str:
+        connection = await asyncpg.connect(self._dsn(self.base.database or "postgres"))
+        await connection.execute(f'CREATE DATABASE "{self.name}"')
+        await connection.close()
+        return self.base.set(database=self.name).render_as_string(hide_password=False)
+
+    async def __aexit__(self, *_: object) -> None:
+        connection = await asyncpg.connect(self._dsn(self.base.database or "postgres"))
+        await connection.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        await connection.close()
+
+
+def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer | None, **overrides: Any) -> Settings:
+    values: dict[str, Any] = {
+        "data_dir": data_dir,
+        "database_url": database_url,
+        "topic_prefix": f"t{uuid.uuid4().hex[:8]}.",
+        "topic_partitions": 4,
+        "phone_port": free_port(),
+        "phone_wait_ms": 2000,
+        "phone_rate_limit": "1000/second",
+        "auth_cache_s": 0,
+        "sandbox_slow_ms": 2500,
+        "sweep_after_s": 30,
+        "sweep_every_s": 1,
+        "carrier_lookup_url": twilio.base_url if twilio else "http://127.0.0.1:9",
+        "carrier_lookup_sid": TWILIO_SID,
+        "carrier_lookup_token": TWILIO_TOKEN,
+        "carrier_lookup_timeout_s": 0.5,
+        "carrier_lookup_retries": 1,
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@dataclass
+class TenantKeys:
+    id: str
+    test_key: str
+    live_key: str
+
+
+@dataclass
+class Stack:
+    """A running phone gateway and processor on the session broker, with a client pointed at its /v1."""
+
+    settings: Settings
+    db: Database
+    base_url: str
+    client: httpx.AsyncClient
+
+    async def new_tenant(
+        self, *, scopes: list[str] | None = None, skus: list[str] | None = None, spend_cap: int | None = None
+    ) -> TenantKeys:
+        async with self.db.write() as session:
+            tenant_id = await tenants.create_tenant(session, "test", skus=skus, spend_cap_microdollars=spend_cap)
+            _, test_key = await tenants.create_key(session, tenant_id, "test", scopes)
+            _, live_key = await tenants.create_key(session, tenant_id, "live", scopes)
+        return TenantKeys(tenant_id, test_key, live_key)
+
+    async def verify(
+        self, key: str, body: Any, *, idempotency_key: str | None = "auto", **headers: str
+    ) -> httpx.Response:
+        sent = {"Authorization": f"Bearer {key}", **headers}
+        if idempotency_key == "auto":
+            idempotency_key = str(uuid.uuid4())
+        if idempotency_key is not None:
+            sent["Idempotency-Key"] = idempotency_key
+        return await self.client.post("/v1/verify", json=body, headers=sent)
+
+    async def get(self, key: str, path: str, **params: str) -> httpx.Response:
+        return await self.client.get(path, headers={"Authorization": f"Bearer {key}"}, params=params)
+
+    async def settle(self, key: str, request_id: str, timeout_s: float = 15) -> httpx.Response:
+        """Poll GET /requests/{id} until it is no longer pending."""
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while True:
+            response = await self.get(key, f"/v1/requests/{request_id}")
+            if response.status_code != 202 or asyncio.get_running_loop().time() > deadline:
+                return response
+            await asyncio.sleep(0.1)
+
+
+@pytest.fixture(scope="session")
+async def stack(
+    broker_bootstrap: str, database_url: str, twilio: TwilioLookupServer, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[Stack]:
+    settings = stack_settings(tmp_path_factory.mktemp("data"), database_url, twilio)
+    async with running_stack(settings, broker_bootstrap) as running:
+        yield running
+
+
+class running_stack:  # noqa: N801 - used like a function
+    """Gateway (served by uvicorn on a free port) and processor, exactly as `signalyard up` wires them."""
+
+    def __init__(self, settings: Settings, broker_bootstrap: str) -> None:
+        self.settings = settings
+        self.bootstrap = broker_bootstrap
+
+    async def __aenter__(self) -> Stack:
+        import uvicorn
+
+        self._platform = bootstrap.platform(self.settings, bootstrap=self.bootstrap)
+        p = await self._platform.__aenter__()
+        app = bootstrap.phone_gateway(p)
+        self.processor = bootstrap.phone_processor(p)
+        await p.broker.start()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.settings.phone_port, log_config=None, access_log=False)
+        self._server = uvicorn.Server(config)
+        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        self._serving = asyncio.create_task(self._server.serve())
+        self._sweeper = asyncio.create_task(bootstrap.sweep_forever(self.processor, self.settings.sweep_every_s))
+        while not self._server.started:
+            await asyncio.sleep(0.02)
+        base_url = f"http://127.0.0.1:{self.settings.phone_port}"
+        self._client = httpx.AsyncClient(base_url=base_url, timeout=30)
+        await _wait_for_processor(self._client, p)
+        return Stack(self.settings, p.db, base_url, self._client)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._sweeper.cancel()
+        await self._client.aclose()
+        self._server.should_exit = True
+        await self._serving
+        await self._platform.__aexit__(*exc)
+
+
+async def _wait_for_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
+    """The processors' consumer group takes a few seconds to join; a warm-up check tells when it has."""
+    async with p.db.write() as session:
+        tenant_id = await tenants.create_tenant(session, "warm-up")
+        _, key = await tenants.create_key(session, tenant_id, "test")
+    for attempt in range(60):
+        response = await client.post(
+            "/v1/verify",
+            json={"phone": "+12025550100", "name": "Warm Up", "subject_type": "person"},
+            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": f"warm-up-{attempt}"},
+        )
+        if response.status_code == 200:
+            return
+        if response.status_code == 409:  # the previous attempt is still pending: give it time
+            await asyncio.sleep(0.5)
+    raise RuntimeError("the phone processor never answered")

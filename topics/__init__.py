@@ -1,0 +1,1 @@
+"""Topic names, partition keys and msgspec message types shared by gateways, processors and stream consumers."""

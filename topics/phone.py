@@ -1,0 +1,160 @@
+"""Phone verification topics, their partition key and the message types that cross them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+VERIFICATION_REQUESTED = "phone.verification.requested"
+"""A gateway accepted a verify request and stored it as `pending`; a processor must look it up."""
+VERIFICATION_COMPLETED = "phone.verification.completed"
+"""A request reached a terminal state; carries the stored result or failure for stream consumers."""
+
+Environment = Literal["live", "test"]
+SubjectType = Literal["person", "business"]
+ResultState = Literal["completed", "unavailable", "error"]
+FailureStatus = Literal["failed", "rejected", "pending_reconciliation"]
+Disposition = Literal["billable", "not_billable", "pending_reconciliation"]
+SKU = "core_phone"
+
+
+class PhoneTopics(msgspec.Struct, frozen=True):
+    """The phone topics' names under an optional prefix (one deployment, or one test, per prefix)."""
+
+    prefix: str = ""
+
+    @property
+    def requested(self) -> str:
+        return self.prefix + VERIFICATION_REQUESTED
+
+    @property
+    def completed(self) -> str:
+        return self.prefix + VERIFICATION_COMPLETED
+
+
+def partition_key(phone_e164: str) -> bytes:
+    """One number's checks share a partition, so they are processed in the order they were accepted."""
+    return phone_e164.encode()
+
+
+class VerificationRequested(msgspec.Struct, frozen=True, kw_only=True):
+    """Work order for one accepted request; the request row in storage is the source of truth."""
+
+    request_id: str
+    tenant_id: str
+    environment: Environment
+    phone_e164: str
+
+
+class Subject(msgspec.Struct, kw_only=True):
+    phone_e164: str
+    phone_national: str
+    subject_type: SubjectType
+    supplied_name: str
+    reference_id: str | None
+
+
+class Checks(msgspec.Struct, kw_only=True):
+    requested: list[Literal["core_phone"]]
+    completed: list[Literal["core_phone"]]
+
+
+class RateCenter(msgspec.Struct, kw_only=True):
+    city: str | None
+    state: str | None
+
+
+class Phone(msgspec.Struct, kw_only=True):
+    valid: bool | None
+    country: Literal["US"]
+    line_type: Literal["mobile", "landline", "voip", "toll_free", "premium", "pager", "unknown"]
+    line_type_raw: str | None
+    carrier_name: str | None
+    carrier_type: Literal["wireless", "landline", "voip", "unknown"]
+    ported: bool | None
+    rate_center: RateCenter | None
+
+
+class CallerIdView(msgspec.Struct, kw_only=True):
+    state: Literal["available", "placeholder", "unavailable", "error"]
+    name: str | None
+    error_code: str | None
+
+
+class NameMatchView(msgspec.Struct, kw_only=True):
+    state: Literal["match", "partial_match", "mismatch", "ambiguous", "unavailable"]
+    score: Annotated[int, msgspec.Meta(ge=0, le=100)] | None
+    reasons: list[str]
+
+
+class Signals(msgspec.Struct, kw_only=True):
+    voip_or_virtual: bool | None
+    toll_free: bool | None
+
+
+class Provenance(msgspec.Struct, kw_only=True):
+    provider: Literal["carrier_lookup", "sandbox"]
+    sku: str
+    cache_hit: bool
+    attempted_at: str
+
+
+class Billing(msgspec.Struct, kw_only=True):
+    disposition: Disposition
+    sku: str
+    unit_price_microdollars: int
+    cache_hit: bool
+
+
+class VerifyResult(msgspec.Struct, kw_only=True):
+    """The contract's VerifyResult (section 2.2), exactly as the API returns it."""
+
+    request_id: str
+    environment: Environment
+    created_at: str
+    completed_at: str | None
+    product_version: str
+    rule_version: str
+    result_state: ResultState
+    subject: Subject
+    checks: Checks
+    phone: Phone
+    caller_id: CallerIdView
+    name_match: NameMatchView
+    signals: Signals
+    provenance: list[Provenance]
+    billing: Billing
+    warnings: list[str]
+
+
+class ErrorDetail(msgspec.Struct, kw_only=True):
+    code: str
+    message: str
+
+
+class StoredRequestFailure(msgspec.Struct, kw_only=True):
+    """The contract's StoredRequestFailure (section 2.3)."""
+
+    request_id: str
+    status: FailureStatus
+    error: ErrorDetail
+    billing_disposition: Disposition | None
+
+
+class VerificationCompleted(msgspec.Struct, frozen=True, kw_only=True):
+    """A request reached a terminal (or operator-bound) state. Exactly one of `result` and `failure` is set."""
+
+    request_id: str
+    tenant_id: str
+    environment: Environment
+    phone_e164: str
+    result: VerifyResult | None = None
+    failure: StoredRequestFailure | None = None
+
+
+MESSAGES: dict[str, type[msgspec.Struct]] = {
+    VERIFICATION_REQUESTED: VerificationRequested,
+    VERIFICATION_COMPLETED: VerificationCompleted,
+}
+"""Every phone topic and the one message type it carries (source of the AsyncAPI document)."""
