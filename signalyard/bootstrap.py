@@ -51,7 +51,13 @@ class Platform:
     closers: list[CarrierLookup] = field(default_factory=list)
 
     async def publish(self, message: msgspec.Struct, topic: str, key: bytes) -> None:
-        await self.broker.publish(message, topic, key=key)
+        """Publish and wait for the broker's acknowledgement, at most `publish_timeout_s` (the outbox covers losses)."""
+        await asyncio.wait_for(self.broker.publish(message, topic, key=key), self.settings.publish_timeout_s)
+
+    async def ensure_topics(self) -> None:
+        await ensure_topics(
+            self.bootstrap, [self.topics.requested, self.topics.completed], self.settings.topic_partitions
+        )
 
     async def ping_broker(self) -> None:
         if not await self.broker.ping(timeout=2):
@@ -70,11 +76,10 @@ async def platform(settings: Settings, *, bootstrap: str | None = None) -> Async
     try:
         url = database_url(settings)
         await asyncio.to_thread(migrate, url)
-        topics = PhoneTopics(settings.topic_prefix)
-        await ensure_topics(bootstrap, [topics.requested, topics.completed], settings.topic_partitions)
         db = Database(url)
         broker = KafkaBroker(bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=1)
-        running = Platform(settings, db, broker, bootstrap, topics)
+        running = Platform(settings, db, broker, bootstrap, PhoneTopics(settings.topic_prefix))
+        await running.ensure_topics()
         try:
             yield running
         finally:
@@ -135,6 +140,7 @@ def phone_processor(p: Platform) -> PhoneProcessor:
             completed_topic=p.topics.completed,
             sweep_after=timedelta(seconds=s.sweep_after_s),
         ),
+        ensure_topics=p.ensure_topics,
     )
     p.broker.include_router(phone_router(processor))
     return processor

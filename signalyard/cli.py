@@ -55,7 +55,7 @@ async def up(settings: Settings, _: argparse.Namespace) -> None:
             f"Try:\n"
             f"  curl -s {base}/v1/verify -H 'Authorization: Bearer {demo_key}' -H 'Idempotency-Key: try-1' \\\n"
             f"    -H 'Content-Type: application/json' \\\n"
-            f"    -d '{{\"phone\": \"+14155550100\", \"name\": \"John Smith\", \"subject_type\": \"person\"}}'\n"
+            f'    -d \'{{"phone": "+14155550100", "name": "John Smith", "subject_type": "person"}}\'\n'
             f"Ctrl-C stops everything.",
             flush=True,
         )

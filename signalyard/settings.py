@@ -32,6 +32,8 @@ class Settings:
     """Partitions of topics this launcher creates; the ceiling on useful processor replicas."""
     phone_wait_ms: int = field(default_factory=lambda: int(_env("SIGNALYARD_PHONE_WAIT_MS", "5000") or 5000))
     """How long POST /verify waits for its result before answering 202."""
+    publish_timeout_s: float = field(default_factory=lambda: float(_env("SIGNALYARD_PUBLISH_TIMEOUT_S", "2") or 2))
+    """How long a publish may wait for the broker; past it the stored request is left to the sweeper."""
     phone_rate_limit: str = field(
         default_factory=lambda: _env("SIGNALYARD_PHONE_RATE_LIMIT", "50/second") or "50/second"
     )
@@ -45,8 +47,9 @@ class Settings:
     sandbox_slow_ms: int = field(default_factory=lambda: int(_env("SIGNALYARD_SANDBOX_SLOW_MS", "6000") or 6000))
     """How long the sandbox's slow magic number takes (longer than the wait: it shows the 202 path)."""
     carrier_lookup_url: str = field(
-        default_factory=lambda: _env("SIGNALYARD_CARRIER_LOOKUP_URL", "https://lookups.twilio.com")
-        or "https://lookups.twilio.com"
+        default_factory=lambda: (
+            _env("SIGNALYARD_CARRIER_LOOKUP_URL", "https://lookups.twilio.com") or "https://lookups.twilio.com"
+        )
     )
     """Base URL of the Twilio Lookup v2 compatible carrier lookup used by live keys."""
     carrier_lookup_sid: str | None = field(default_factory=lambda: _env("SIGNALYARD_CARRIER_LOOKUP_SID"))
@@ -71,4 +74,3 @@ class Settings:
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "signalyard.db"
-

@@ -97,10 +97,22 @@ class Outcome:
     cache_hit: bool = False
 
 
-async def finish(session: AsyncSession, request: PhoneRequest, outcome: Outcome, *, from_state: str = "pending") -> bool:
+class SpendCapReached(Exception):
+    """Billing this request would take the tenant past its monthly cap; the caller's transaction must roll back."""
+
+
+async def finish(
+    session: AsyncSession,
+    request: PhoneRequest,
+    outcome: Outcome,
+    *,
+    from_state: str = "pending",
+    spend_cap: int | None = None,
+) -> bool:
     """Move a request from `from_state` to its outcome and write its one ledger row, in the caller's transaction.
 
     False when another worker got there first: the update is conditional, so redelivery never bills twice.
+    Raises SpendCapReached when the billed amount would pass `spend_cap` (checked atomically with the write).
     """
     moved = await session.execute(
         update(PhoneRequest)
@@ -134,21 +146,23 @@ async def finish(session: AsyncSession, request: PhoneRequest, outcome: Outcome,
             )
         )
         if amount:
-            await _add_spend(session, request.tenant_id, request.environment, outcome.completed_at, amount)
+            spent = await _add_spend(session, request.tenant_id, request.environment, outcome.completed_at, amount)
+            if spend_cap is not None and spent > spend_cap:
+                raise SpendCapReached
     return True
 
 
-async def _add_spend(session: AsyncSession, tenant_id: str, environment: str, at: datetime, amount: int) -> None:
+async def _add_spend(session: AsyncSession, tenant_id: str, environment: str, at: datetime, amount: int) -> int:
+    """Add to the month's total and return the new total (one atomic upsert on both backends)."""
     dialect = postgresql if session.bind.dialect.name == "postgresql" else sqlite
     statement = dialect.insert(MonthlySpend).values(
         tenant_id=tenant_id, environment=environment, month=month_of(at), amount_microdollars=amount
     )
-    await session.execute(
-        statement.on_conflict_do_update(
-            index_elements=["tenant_id", "environment", "month"],
-            set_={"amount_microdollars": MonthlySpend.amount_microdollars + amount},
-        )
-    )
+    upsert = statement.on_conflict_do_update(
+        index_elements=["tenant_id", "environment", "month"],
+        set_={"amount_microdollars": MonthlySpend.amount_microdollars + amount},
+    ).returning(MonthlySpend.amount_microdollars)
+    return int((await session.execute(upsert)).scalar_one())
 
 
 def month_of(at: datetime) -> str:
@@ -188,7 +202,7 @@ async def claim_republish(session: AsyncSession, request: PhoneRequest, now: dat
 
 async def count_by_state(session: AsyncSession) -> dict[str, int]:
     rows = await session.execute(select(PhoneRequest.state, func.count()).group_by(PhoneRequest.state))
-    return {state: count for state, count in rows.tuples()}
+    return dict(rows.all())
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,13 +16,14 @@ import httpx
 import pytest
 from sqlalchemy.engine import make_url
 
-from signalyard import bootstrap
+from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker, free_port
 from signalyard.settings import Settings
 from storage import tenants
 from storage.db import Database
 from tests.peers.twilio import TwilioLookupServer
 
+logs.configure("warning")
 PG_URL = os.environ.get("SIGNALYARD_TEST_DATABASE_URL")
 DATABASES = ["sqlite"] + (["postgresql"] if PG_URL else [])
 TWILIO_SID = "AC" + "0" * 32
@@ -51,7 +53,7 @@ async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.
         yield url
 
 
-class fresh_postgres_database:  # noqa: N801 - used like a function
+class fresh_postgres_database:
     def __init__(self, base_url: str) -> None:
         self.base = make_url(base_url)
         self.name = f"sy_test_{uuid.uuid4().hex[:12]}"
@@ -109,6 +111,7 @@ class Stack:
     db: Database
     base_url: str
     client: httpx.AsyncClient
+    platform: bootstrap.Platform
 
     async def new_tenant(
         self, *, scopes: list[str] | None = None, skus: list[str] | None = None, spend_cap: int | None = None
@@ -151,12 +154,27 @@ async def stack(
         yield running
 
 
-class running_stack:  # noqa: N801 - used like a function
+@pytest.fixture
+async def gateway_only(
+    broker_bootstrap: str, database_url: str, tmp_path: Path
+) -> AsyncIterator[Callable[..., AbstractAsyncContextManager[Stack]]]:
+    """A factory of extra phone gateways (no processor) on the session's database, with settings of the test's own:
+    `async with gateway_only(phone_rate_limit="2/minute") as strict: ...`. Their requests stay pending."""
+
+    def start(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
+        settings = stack_settings(tmp_path, database_url, None, phone_wait_ms=100, **overrides)
+        return running_stack(settings, broker_bootstrap, with_processor=False)
+
+    return start
+
+
+class running_stack:
     """Gateway (served by uvicorn on a free port) and processor, exactly as `signalyard up` wires them."""
 
-    def __init__(self, settings: Settings, broker_bootstrap: str) -> None:
+    def __init__(self, settings: Settings, broker_bootstrap: str, *, with_processor: bool = True) -> None:
         self.settings = settings
         self.bootstrap = broker_bootstrap
+        self.with_processor = with_processor
 
     async def __aenter__(self) -> Stack:
         import uvicorn
@@ -164,22 +182,28 @@ class running_stack:  # noqa: N801 - used like a function
         self._platform = bootstrap.platform(self.settings, bootstrap=self.bootstrap)
         p = await self._platform.__aenter__()
         app = bootstrap.phone_gateway(p)
-        self.processor = bootstrap.phone_processor(p)
+        self.processor = bootstrap.phone_processor(p) if self.with_processor else None
         await p.broker.start()
         config = uvicorn.Config(app, host="127.0.0.1", port=self.settings.phone_port, log_config=None, access_log=False)
         self._server = uvicorn.Server(config)
         self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
         self._serving = asyncio.create_task(self._server.serve())
-        self._sweeper = asyncio.create_task(bootstrap.sweep_forever(self.processor, self.settings.sweep_every_s))
+        self._sweeper = (
+            asyncio.create_task(bootstrap.sweep_forever(self.processor, self.settings.sweep_every_s))
+            if self.processor
+            else None
+        )
         while not self._server.started:
             await asyncio.sleep(0.02)
         base_url = f"http://127.0.0.1:{self.settings.phone_port}"
         self._client = httpx.AsyncClient(base_url=base_url, timeout=30)
-        await _wait_for_processor(self._client, p)
-        return Stack(self.settings, p.db, base_url, self._client)
+        if self.processor:
+            await _wait_for_processor(self._client, p)
+        return Stack(self.settings, p.db, base_url, self._client, p)
 
     async def __aexit__(self, *exc: object) -> None:
-        self._sweeper.cancel()
+        if self._sweeper:
+            self._sweeper.cancel()
         await self._client.aclose()
         self._server.should_exit = True
         await self._serving

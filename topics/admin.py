@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
@@ -13,9 +15,7 @@ async def ensure_topics(bootstrap: str, names: list[str], partitions: int) -> No
         existing = set(await admin.list_topics())
         missing = [NewTopic(name, partitions, 1) for name in names if name not in existing]
         if missing:
-            try:
+            with contextlib.suppress(TopicAlreadyExistsError):  # another process created them first
                 await admin.create_topics(missing)
-            except TopicAlreadyExistsError:
-                pass  # another process created them first
     finally:
         await admin.close()

@@ -13,24 +13,24 @@ import msgspec
 import phonenumbers
 import structlog
 from litestar import Controller, Litestar, Request, Response, get, post
-from litestar.di import Provide
+from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
+from litestar.params import FromPath
 from sqlalchemy.exc import IntegrityError
 
-from storage import phone as requests
-from storage.db import Database
-from storage.models import PhoneRequest
-from storage.tenants import KeyOwner
-from topics.phone import SKU, StoredRequestFailure, VerificationRequested, VerifyResult
-
-from gateway.platform import ReadinessCheck, health_routes, observe
 from gateway.phone.auth import Authenticator, authorize
 from gateway.phone.enforcement import Enforcement, seconds_to_next_month
 from gateway.phone.errors import EXCEPTION_HANDLERS, ErrorEnvelope, PhoneError, error_response, invalid_body
 from gateway.phone.schemas import Pending, Period, SkuUsage, UsageSummary, VerifyRequest
 from gateway.phone.waiter import ResultWaiter, within
+from gateway.platform import ReadinessCheck, health_routes, observe
+from storage import phone as requests
+from storage.db import Database
+from storage.models import PhoneRequest
+from storage.tenants import KeyOwner
+from topics.phone import SKU, StoredRequestFailure, VerificationRequested, VerifyResult
 
 log = structlog.get_logger("signalyard.gateway.phone")
 
@@ -125,7 +125,7 @@ class VerifyController(Controller):
             503: ResponseSpec(ErrorEnvelope, description="enforcement, provider or ledger unavailable"),
         },
     )
-    async def verify(self, request: Request[Any, Any, Any], phone: PhoneGateway) -> Response[Any]:
+    async def verify(self, request: Request[Any, Any, Any], phone: NamedDependency[PhoneGateway]) -> Response[Any]:
         owner = await phone.auth.owner(request.headers.get("authorization"))
         authorize(owner, "verify", SKU)
         idempotency_key = idempotency_key_of(request)
@@ -193,7 +193,9 @@ class VerifyController(Controller):
             **_ERRORS,
         },
     )
-    async def get_request(self, request: Request[Any, Any, Any], phone: PhoneGateway, request_id: str) -> Response[Any]:
+    async def get_request(
+        self, request: Request[Any, Any, Any], phone: NamedDependency[PhoneGateway], request_id: FromPath[str]
+    ) -> Response[Any]:
         owner = await phone.auth.owner(request.headers.get("authorization"))
         authorize(owner, "requests:read")
         row = None
@@ -211,7 +213,7 @@ class VerifyController(Controller):
         responses={200: ResponseSpec(UsageSummary, description="Usage summary"), **_ERRORS},
     )
     async def get_usage(
-        self, request: Request[Any, Any, Any], phone: PhoneGateway
+        self, request: Request[Any, Any, Any], phone: NamedDependency[PhoneGateway]
     ) -> Response[UsageSummary]:
         owner = await phone.auth.owner(request.headers.get("authorization"))
         authorize(owner, "usage:read")
@@ -242,12 +244,14 @@ def usage_period(from_text: str | None, to_text: str | None, now: datetime) -> t
 
 
 def _date_param(name: str, text: str) -> date:
+    """A calendar date in the strict YYYY-MM-DD form (fromisoformat alone would also take 20261101)."""
     try:
-        if len(text) != len("2026-11-01"):
-            raise ValueError(text)
-        return date.fromisoformat(text)
-    except ValueError as error:
-        raise PhoneError("invalid_request", f"`{name}` must be a date like 2026-11-01", details={"field": name}) from error
+        day = date.fromisoformat(text)
+    except ValueError:
+        day = None
+    if day is None or len(text) != len("2026-11-01"):
+        raise PhoneError("invalid_request", f"`{name}` must be a date like 2026-11-01", details={"field": name})
+    return day
 
 
 def _iso(at: datetime) -> str:
@@ -262,7 +266,7 @@ def _is_uuid(text: str) -> bool:
     return True
 
 
-async def _replay(phone: PhoneGateway, existing: PhoneRequest, body_hash: str) -> Response[Any]:
+async def _replay(phone: NamedDependency[PhoneGateway], existing: PhoneRequest, body_hash: str) -> Response[Any]:
     """Same key again: the original answer (waiting for it while pending), or 409 for a different body."""
     if existing.body_hash != body_hash:
         raise PhoneError(
@@ -280,7 +284,9 @@ async def _replay(phone: PhoneGateway, existing: PhoneRequest, body_hash: str) -
     return await _stored_answer(phone, existing.id)
 
 
-async def _after_insert_conflict(phone: PhoneGateway, owner: KeyOwner, row: PhoneRequest) -> Response[Any]:
+async def _after_insert_conflict(
+    phone: NamedDependency[PhoneGateway], owner: KeyOwner, row: PhoneRequest
+) -> Response[Any]:
     async with phone.db.read() as session:
         existing = await requests.find_by_idempotency_key(
             session, owner.tenant_id, owner.environment, row.idempotency_key
@@ -295,7 +301,7 @@ async def _after_insert_conflict(phone: PhoneGateway, owner: KeyOwner, row: Phon
     )
 
 
-async def _stored_answer(phone: PhoneGateway, request_id: str) -> Response[Any]:
+async def _stored_answer(phone: NamedDependency[PhoneGateway], request_id: FromPath[str]) -> Response[Any]:
     async with phone.db.read() as session:
         row = await requests.get_request(session, request_id)
     assert row is not None
@@ -313,9 +319,7 @@ def create_phone_app(gateway: PhoneGateway, readiness: dict[str, ReadinessCheck]
             version=API_VERSION,
             path="/docs",
             render_plugins=[ScalarRenderPlugin()],
-            components=Components(
-                security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}
-            ),
+            components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
             security=[{"bearer": []}],
         ),
         debug=debug,

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 
+from gateway.phone.errors import PhoneError
 from storage import tenants
 from storage.db import Database
 from storage.tenants import KeyOwner
-
-from gateway.phone.errors import PhoneError
 
 
 class Authenticator:

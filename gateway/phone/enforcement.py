@@ -7,17 +7,16 @@ import time
 from datetime import UTC, datetime
 
 from limits import parse
-from limits.storage import storage_from_string
 from limits.aio.strategies import MovingWindowRateLimiter
+from limits.storage import storage_from_string
 from sqlalchemy.exc import SQLAlchemyError
 
+from gateway.phone.errors import PhoneError
 from storage import phone as requests
 from storage import tenants
 from storage.db import Database
 from storage.tenants import KeyOwner
 from topics.phone import SKU
-
-from gateway.phone.errors import PhoneError
 
 
 class Enforcement:
@@ -35,9 +34,7 @@ class Enforcement:
         except Exception as error:  # the store is down: refuse rather than serve unmetered (fail closed)
             raise PhoneError("enforcement_unavailable", "rate limits cannot be checked right now; retry") from error
         retry_after = max(1, math.ceil(reset_at - time.time()))
-        raise PhoneError(
-            "rate_limited", f"rate limit of {self.item} per key reached", retry_after=retry_after
-        )
+        raise PhoneError("rate_limited", f"rate limit of {self.item} per key reached", retry_after=retry_after)
 
     async def spend_cap(self, owner: KeyOwner) -> None:
         if owner.spend_cap_microdollars is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 import msgspec
 from faststream.kafka import KafkaRouter
@@ -43,7 +43,11 @@ class ResultWaiter:
         router = KafkaRouter()
 
         @router.subscriber(
-            completed_topic, batch=True, fetch_max_wait_ms=5, batch_timeout_ms=5, auto_offset_reset="latest",
+            completed_topic,
+            batch=True,
+            fetch_max_wait_ms=5,
+            batch_timeout_ms=5,
+            auto_offset_reset="latest",
             title="phone-gateway-results",
         )
         async def on_verification_completed(batch: list[CompletedRef]) -> None:
@@ -55,7 +59,5 @@ class ResultWaiter:
 
 async def within(future: asyncio.Future[None], timeout_s: float) -> None:
     """Wait for `future` at most `timeout_s` seconds; running out of time is not an error."""
-    try:
+    with suppress(TimeoutError):
         await asyncio.wait_for(asyncio.shield(future), timeout_s)
-    except TimeoutError:
-        pass

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import structlog
 from aiokafka import TopicPartition
 from faststream import AckPolicy
 from faststream.kafka import KafkaMessage, KafkaRouter
@@ -10,7 +13,10 @@ from processors.phone.metrics import FAILED, LAG
 from processors.phone.service import PhoneProcessor
 from topics.phone import VerificationRequested
 
+log = structlog.get_logger("signalyard.processors.phone")
+
 GROUP_ID = "signalyard-phone-processors"
+REDELIVERY_PAUSE_S = 1.0
 
 
 def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_records: int = 200) -> KafkaRouter:
@@ -28,13 +34,13 @@ def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_rec
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="phone-processor",
     )
-    async def on_verification_requested(
-        batch: list[VerificationRequested], message: KafkaMessage
-    ) -> None:
+    async def on_verification_requested(batch: list[VerificationRequested], message: KafkaMessage) -> None:
         try:
             await processor.handle_batch(batch)
         except Exception:
             FAILED.inc()
+            log.exception("batch_failed_will_be_redelivered", size=len(batch))
+            await asyncio.sleep(REDELIVERY_PAUSE_S)  # a failing dependency is not hammered in a tight loop
             raise
         _record_lag(message)
 

@@ -57,9 +57,15 @@ class PhoneProcessor:
     """Decides the outcome of accepted requests. Every state change is conditional, so redelivery is harmless."""
 
     def __init__(
-        self, db: Database, providers: dict[str, Provider], publish: Publish, config: PhoneProcessorConfig
+        self,
+        db: Database,
+        providers: dict[str, Provider],
+        publish: Publish,
+        config: PhoneProcessorConfig,
+        ensure_topics: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.db = db
+        self.ensure_topics = ensure_topics
         self.providers = providers
         self.publish = publish
         self.config = config
@@ -85,15 +91,16 @@ class PhoneProcessor:
             HANDLED.labels(outcome="unknown_request").inc()
             return
         if request.state == "pending":
-            outcome = await self._decide(request)
-            await self._store(request, outcome)
+            outcome, spend_cap = await self._decide(request)
+            await self._store(request, outcome, spend_cap)
         async with self.db.read() as session:
             request = await requests.get_request(session, message.request_id)
         assert request is not None
         await self.announce(request)
         HANDLED.labels(outcome=request.state).inc()
 
-    async def _decide(self, request: PhoneRequest) -> requests.Outcome:
+    async def _decide(self, request: PhoneRequest) -> tuple[requests.Outcome, int | None]:
+        """The outcome, and the tenant's spend cap that its billing must respect."""
         now = datetime.now(UTC)
         async with self.db.read() as session:
             tenant = await tenants.get_tenant(session, request.tenant_id)
@@ -103,25 +110,25 @@ class PhoneProcessor:
             price = await tenants.unit_price(session, request.tenant_id, SKU)
             spent = await requests.month_spend(session, request.tenant_id, request.environment, now)
         if tenant is None or tenant.status != "active":
-            return _refusal("rejected", "tenant_suspended", "the tenant is suspended", now)
-        if recheck is not None and recheck.lookup is not None:
-            return self._result(request, _lookup_decoder.decode(recheck.lookup), cache_hit=True, price=price)
+            return _refusal("rejected", "tenant_suspended", "the tenant is suspended", now), None
         cap = tenant.spend_cap_microdollars
+        if recheck is not None and recheck.lookup is not None:
+            return self._result(request, _lookup_decoder.decode(recheck.lookup), cache_hit=True, price=price), cap
         if cap is not None and spent + price > cap:
-            return _refusal("rejected", "spend_cap_reached", "the tenant's monthly spend cap is reached", now)
+            return _spend_cap_refusal(now), cap
         provider = self.providers[request.environment]
         attempted_at = datetime.now(UTC)
         try:
             answer = await provider.lookup(request.phone_e164)
         except ProviderUnavailable as error:
-            return _refusal("failed", "provider_unavailable", str(error), datetime.now(UTC))
+            return _refusal("failed", "provider_unavailable", str(error), datetime.now(UTC)), cap
         except ProviderUnconfigured:
             message = "no carrier lookup credentials are configured for live requests"
-            return _refusal("failed", "provider_unconfigured", message, datetime.now(UTC))
+            return _refusal("failed", "provider_unconfigured", message, datetime.now(UTC)), cap
         except ProviderUninterpretable:
             answer = None
         lookup = StoredLookup(provider=provider.name, attempted_at=attempted_at, answer=answer)
-        return self._result(request, lookup, cache_hit=False, price=price)
+        return self._result(request, lookup, cache_hit=False, price=price), cap
 
     def _result(self, request: PhoneRequest, lookup: StoredLookup, *, cache_hit: bool, price: int) -> requests.Outcome:
         completed_at = datetime.now(UTC)
@@ -153,10 +160,14 @@ class PhoneProcessor:
             cache_hit=cache_hit,
         )
 
-    async def _store(self, request: PhoneRequest, outcome: requests.Outcome) -> None:
+    async def _store(self, request: PhoneRequest, outcome: requests.Outcome, spend_cap: int | None) -> None:
         try:
             async with self.db.write() as session:
-                await requests.finish(session, request, outcome)
+                await requests.finish(session, request, outcome, spend_cap=spend_cap)
+        except requests.SpendCapReached:
+            # Checks running side by side passed the cap together: the write, not the earlier read, decides.
+            async with self.db.write() as session:
+                await requests.finish(session, request, _spend_cap_refusal(outcome.completed_at))
         except SQLAlchemyError:
             if outcome.lookup is None:
                 raise  # nothing was spent at the provider: the redelivered message simply tries again
@@ -194,6 +205,9 @@ class PhoneProcessor:
         async with self.db.read() as session:
             stale = await requests.stale_pending(session, now - self.config.sweep_after, self.config.sweep_batch)
             OUTBOX_PENDING.set((await requests.count_by_state(session)).get("pending", 0))
+        if stale and self.ensure_topics is not None:
+            # Stale rows may mean the broker lost its state (a memory-only broker restarted): recreate the topics.
+            await self.ensure_topics()
         sent = 0
         for request in stale:
             async with self.db.write() as session:
@@ -210,6 +224,10 @@ class PhoneProcessor:
         if sent:
             log.info("sweeper_republished", count=sent)
         return sent
+
+
+def _spend_cap_refusal(at: datetime) -> requests.Outcome:
+    return _refusal("rejected", "spend_cap_reached", "the tenant's monthly spend cap is reached", at)
 
 
 def _refusal(state: str, code: str, message: str, at: datetime) -> requests.Outcome:

@@ -140,7 +140,8 @@ async def test_request_carries_auth_fields_and_number(twilio: TwilioLookupServer
     assert request.number == NUMBER
     assert request.query == {"Fields": ["line_type_intelligence,caller_name"]}
     assert request.fields == {"line_type_intelligence", "caller_name"}
-    assert request.auth_present and request.authorized
+    assert request.auth_present
+    assert request.authorized
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 429])
@@ -167,7 +168,8 @@ async def test_retries_exhausted(twilio: TwilioLookupServer, provider: CarrierLo
     with pytest.raises(ProviderUnavailable, match="HTTP 503") as caught:
         await provider.lookup(NUMBER)
     assert "3 attempt" in str(caught.value)
-    assert TOKEN not in str(caught.value) and SID not in str(caught.value)
+    assert TOKEN not in str(caught.value)
+    assert SID not in str(caught.value)
     assert twilio.count(NUMBER) == 3
 
 
@@ -210,7 +212,8 @@ async def test_wrong_credentials_are_not_retried(twilio: TwilioLookupServer):
             await client.lookup(NUMBER)
     assert str(caught.value) == "carrier lookup rejected the configured credentials"
     [request] = twilio.requests
-    assert request.auth_present and not request.authorized
+    assert request.auth_present
+    assert not request.authorized
 
 
 async def test_forbidden_is_not_retried(twilio: TwilioLookupServer, provider: CarrierLookup):
@@ -306,7 +309,9 @@ async def test_every_magic_number_gives_its_documented_answer(no_network: None, 
     e164 = f"+1{area_code}555{last4}"
     entry = SANDBOX_NUMBERS[last4]
     assert sandbox_entry(e164) is entry
-    assert entry.description and "\n" not in entry.description and entry.returns
+    assert entry.description
+    assert "\n" not in entry.description
+    assert entry.returns
     sandbox = Sandbox(slow_delay_s=0.001)
     if entry.raises is not None:
         with pytest.raises(entry.raises):
@@ -353,7 +358,8 @@ async def test_sandbox_special_cases():
     cnam_error = await sandbox.lookup("+14155550111")
     assert (cnam_error.caller_name, cnam_error.caller_name_error_code) == (None, "60608")
     ported = await sandbox.lookup("+14155550112")
-    assert ported.ported is True and ported.caller_name == "DOE JANE"
+    assert ported.ported is True
+    assert ported.caller_name == "DOE JANE"
     assert (await sandbox.lookup("+14155550100")).ported is False
     assert await sandbox.lookup("+14155550190") == CarrierAnswer(valid=False)
     with pytest.raises(ProviderUninterpretable):

@@ -1,0 +1,110 @@
+"""The baseline for bench/phone.py: a bare Litestar `POST /v1/verify` that authenticates the bearer key exactly as the
+phone gateway does (the gateway's own `Authenticator`, same database, same cache TTL) and answers a canned
+VerifyResult. No rate limit, no idempotency, no database write, no Kafka: what is left is HTTP, Litestar and auth.
+
+    python bench/bare_app.py --port 8101 --database-url sqlite+aiosqlite:////path/to/signalyard.db \
+        [--response captured-verify-result.json]
+
+It is served the way `signalyard up` serves the gateway: `bootstrap.serve` (uvicorn, same options) inside
+`asyncio.run`, one process, on SIGNALYARD_HOST (default 127.0.0.1). It stops on SIGINT/SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from litestar import Litestar, Request, Response, get, post
+
+from gateway.phone.auth import Authenticator, authorize
+from gateway.phone.errors import EXCEPTION_HANDLERS
+from signalyard import bootstrap, logs
+from signalyard.settings import Settings
+from storage.db import Database
+from topics.phone import SKU
+
+JSON = "application/json"
+
+
+def sample_result() -> bytes:
+    """A VerifyResult built by the processor's own code for a sandbox number (used when no --response is given)."""
+    import msgspec
+
+    from processors.phone.providers import Sandbox
+    from processors.phone.result import Request as ResultRequest
+    from processors.phone.result import StoredLookup, build_result
+
+    now = datetime.now(UTC)
+    phone = "+12122001234"
+    answer = asyncio.run(Sandbox().lookup(phone))
+    result = build_result(
+        ResultRequest(
+            request_id=str(uuid.uuid4()),
+            environment="test",
+            created_at=now,
+            phone_e164=phone,
+            subject_type="person",
+            supplied_name="John Smith",
+            reference_id=None,
+        ),
+        StoredLookup(provider="sandbox", attempted_at=now, answer=answer),
+        completed_at=now,
+        cache_hit=False,
+        billable=True,
+        unit_price_microdollars=15000,
+    )
+    return msgspec.json.encode(result)
+
+
+def create_bare_app(db: Database, auth_cache_s: float, canned: bytes) -> Litestar:
+    auth = Authenticator(db, auth_cache_s)
+
+    @post("/v1/verify", status_code=200)
+    async def verify(request: Request[Any, Any, Any]) -> Response[bytes]:
+        owner = await auth.owner(request.headers.get("authorization"))
+        authorize(owner, "verify", SKU)
+        return Response(canned, media_type=JSON)
+
+    @get("/readyz")
+    async def readyz() -> dict[str, str]:
+        await db.ping()
+        return {"status": "ok"}
+
+    return Litestar(
+        route_handlers=[verify, readyz],
+        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        on_shutdown=[db.dispose],
+        openapi_config=None,
+    )
+
+
+async def serve(args: argparse.Namespace, settings: Settings, canned: bytes) -> None:
+    db = Database(args.database_url)
+    app = create_bare_app(db, settings.auth_cache_s, canned)
+    await bootstrap.serve(app, args.host or settings.host, args.port)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", help="default: SIGNALYARD_HOST or 127.0.0.1, like the gateway")
+    parser.add_argument("--database-url", required=True, help="the stack's database (SQLAlchemy async URL)")
+    parser.add_argument("--response", type=Path, help="file with the canned VerifyResult JSON (default: built here)")
+    args = parser.parse_args(argv)
+    settings = Settings()
+    logs.configure(settings.log_level)
+    canned = args.response.read_bytes() if args.response else sample_result()
+    try:
+        asyncio.run(serve(args, settings, canned))
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,715 @@
+"""Phone verify benchmark: the whole stack against a bare Litestar endpoint, served the same way.
+
+    python bench/phone.py [--duration 10] [--concurrency 1,8,32,64] [--database-url URL]
+
+Starts `signalyard up` (gateway -> Kafka (embedded Tansu) -> processor -> SQLite or --database-url -> gateway) and
+`bench/bare_app.py` (authenticates the key like the gateway, answers a canned VerifyResult) as subprocesses, then,
+from this process (the load generator: aiohttp on uvloop, keep-alive connections):
+
+1. closed loop, for each concurrency: `--duration` s against the stack, then against the bare endpoint:
+   successful (HTTP 200) requests/s, p50 and p99 latency, any other status by code, CPU of each process;
+2. ratio@32 = stack / bare throughput at concurrency 32 (target >= 0.30);
+3. open loop at half the stack's best throughput for `--duration` s: p50/p99 measured from each request's
+   scheduled send time, so a stalled server cannot hide its queueing (target p99 <= 50 ms).
+
+Prints a table and the two checks, and writes the figures to bench/results/phone-<timestamp>.json.
+Every verify has its own Idempotency-Key and its own valid US number (never a 555-01XX magic number), so no
+request is a replay, a free re-check or a 409 for a pending number. Not a test: it always exits 0 when it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import ctypes
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+try:
+    import aiohttp
+except ImportError:  # pragma: no cover - a message instead of a traceback
+    sys.exit("bench/phone.py needs aiohttp: pip install aiohttp (see bench/README.md)")
+try:
+    import uvloop
+except ImportError:  # pragma: no cover - the stdlib loop works, only slower
+    uvloop = None  # type: ignore[assignment]
+
+import phonenumbers
+
+from storage.db import sqlite_url
+
+HERE = Path(__file__).resolve().parent
+RESULTS = HERE / "results"
+RATIO_CONCURRENCY = 32
+RATIO_TARGET = 0.30
+P99_TARGET_MS = 50.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+VERIFY_BODY = '{{"phone": "{phone}", "name": "John Smith", "subject_type": "person"}}'
+
+
+# ------------------------------------------------------------------------------------------------ numbers
+
+
+class Numbers:
+    """Distinct valid US numbers, +1 NPA 2XX XXXX in big-city area codes: never 555, so never a magic number.
+
+    Every (area code, exchange) block is checked once with phonenumbers (a US number's validity depends on its
+    first six digits); the start is random so that runs against a persistent database (--database-url) do not
+    reuse numbers (a reused number within 24 h would be a free re-check, a cheaper path).
+    """
+
+    AREA_CODES = (212, 415, 646, 312, 617, 206, 303, 404, 512, 702, 213, 305, 503, 612, 718, 773, 202, 214, 480, 602)
+    BLOCK = 10_000
+    EXCHANGES = range(200, 300)
+
+    def __init__(self, seed: int | None = None) -> None:
+        self.space = len(self.AREA_CODES) * len(self.EXCHANGES) * self.BLOCK
+        self.n = random.Random(seed).randrange(self.space)
+        self._blocks: dict[int, bool] = {}
+
+    def _block_ok(self, area: int, exchange: int) -> bool:
+        key = area * 1000 + exchange
+        ok = self._blocks.get(key)
+        if ok is None:
+            ok = all(_valid_us(f"+1{area}{exchange}{line:04d}") for line in (0, 1234, 9999))
+            self._blocks[key] = ok
+        return ok
+
+    def next(self) -> str:
+        for _ in range(self.space):
+            self.n = (self.n + 1) % self.space
+            block, line = divmod(self.n, self.BLOCK)
+            area_index, exchange_index = divmod(block, len(self.EXCHANGES))
+            area, exchange = self.AREA_CODES[area_index], self.EXCHANGES[exchange_index]
+            if self._block_ok(area, exchange):
+                return f"+1{area}{exchange}{line:04d}"
+        raise RuntimeError("no valid number left")
+
+
+def _valid_us(e164: str) -> bool:
+    number = phonenumbers.parse(e164)
+    return phonenumbers.is_valid_number(number) and phonenumbers.region_code_for_number(number) == "US"
+
+
+# ------------------------------------------------------------------------------------------------ processes
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _die_with_parent() -> None:
+    # If the benchmark is killed outright, the servers get SIGTERM (and the stack then stops its broker).
+    ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _stat(pid: int) -> list[str] | None:
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = _stat(pid)
+    if fields is None:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+def children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fields = _stat(int(entry))
+            if fields is not None and int(fields[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return fields is not None and fields[0] != "Z"
+
+
+@dataclass
+class Server:
+    """One server subprocess we started, its logs, and the children it started (the stack's broker)."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    workdir: Path
+    port: int
+    process: subprocess.Popen[bytes] | None = None
+    children: list[int] = field(default_factory=list)
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.workdir / f"{self.name}.stdout"
+
+    @property
+    def stderr_path(self) -> Path:
+        return self.workdir / f"{self.name}.stderr"
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
+            self.process = subprocess.Popen(
+                self.argv,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,  # Ctrl-C reaches only the benchmark, which stops the servers in order
+                preexec_fn=_die_with_parent,  # noqa: PLW1509
+            )
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def note_children(self) -> None:
+        if self.running():
+            self.children = children_of(self.pid)
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds used so far: the server process, and its children (the broker) together."""
+        if self.process is None:
+            return {"server": 0.0, "children": 0.0}
+        return {"server": cpu_seconds(self.pid), "children": sum(cpu_seconds(c) for c in self.children)}
+
+    def log_tail(self, lines: int = 30) -> str:
+        parts = []
+        for path in (self.stdout_path, self.stderr_path):
+            if path.exists():
+                text = path.read_text(errors="replace").splitlines()[-lines:]
+                if text:
+                    parts.append(f"--- {path.name} (last {len(text)} lines)\n" + "\n".join(text))
+        return "\n".join(parts)
+
+    def stop(self, timeout_s: float = 20) -> list[str]:
+        """SIGTERM, wait, SIGKILL if needed; then make sure no child (the broker) outlives it. Returns problems."""
+        problems: list[str] = []
+        if self.process is None:
+            return problems
+        if not self.children:
+            self.note_children()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                problems.append(f"{self.name} did not stop within {timeout_s:g}s of SIGTERM: killed")
+                self.process.kill()
+                self.process.wait()
+        deadline = time.monotonic() + 5  # the broker gets SIGTERM from the launcher or from PDEATHSIG
+        while any(alive(c) for c in self.children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for child in self.children:
+            if alive(child):
+                problems.append(f"{self.name}'s child {child} outlived it: killed")
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
+        return problems
+
+
+# ------------------------------------------------------------------------------------------------ load
+
+
+@dataclass
+class Phase:
+    """What one measured run produced."""
+
+    target: str
+    mode: str
+    concurrency: int | None
+    rate: float | None
+    duration_s: float
+    ok: int = 0
+    throughput: float = 0.0
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    statuses: dict[str, int] = field(default_factory=dict)
+    cpu_percent: dict[str, float] = field(default_factory=dict)
+    server_cpu_ms_per_ok: float | None = None
+    sent: int = 0
+    late_sends: int = 0
+
+    @property
+    def failures(self) -> str:
+        other = {status: count for status, count in self.statuses.items() if status != "200"}
+        return ", ".join(f"{status}x{count}" for status, count in sorted(other.items())) or "-"
+
+
+def percentile(ordered: list[float], q: float) -> float | None:
+    """Nearest-rank percentile of an ascending list."""
+    if not ordered:
+        return None
+    rank = max(1, -(-len(ordered) * q // 100))  # ceil
+    return ordered[int(rank) - 1]
+
+
+class Client:
+    """Sends verifies: each with its own Idempotency-Key and number."""
+
+    def __init__(self, key: str, run_id: str, numbers: Numbers) -> None:
+        self.run_id = run_id
+        self.numbers = numbers
+        self.seq = 0
+        self.authorization = f"Bearer {key}"
+
+    async def verify(self, session: aiohttp.ClientSession, url: str) -> tuple[str, bytes]:
+        self.seq += 1
+        body = VERIFY_BODY.format(phone=self.numbers.next()).encode()
+        headers = {
+            "Authorization": self.authorization,
+            "Idempotency-Key": f"bench-{self.run_id}-{self.seq}",
+            "Content-Type": "application/json",
+        }
+        try:
+            async with session.post(url, data=body, headers=headers) as response:
+                payload = await response.read()
+                return str(response.status), payload
+        except (aiohttp.ClientError, TimeoutError) as error:
+            return type(error).__name__, b""
+
+
+def _session(limit: int) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, ttl_dns_cache=None, use_dns_cache=True)
+    return aiohttp.ClientSession(
+        connector=connector,
+        timeout=aiohttp.ClientTimeout(total=60),
+        skip_auto_headers=("User-Agent",),
+    )
+
+
+class CpuMeter:
+    """CPU use of the target server, its children and this load generator over one phase."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def start(self) -> None:
+        self.wall = time.perf_counter()
+        self.before = {**self.server.cpu(), "client": cpu_seconds(os.getpid())}
+
+    def stop(self) -> None:
+        self.elapsed = time.perf_counter() - self.wall
+        after = {**self.server.cpu(), "client": cpu_seconds(os.getpid())}
+        self.used = {name: after[name] - self.before[name] for name in after}
+
+    def percent(self) -> dict[str, float]:
+        return {name: round(100 * used / self.elapsed, 1) for name, used in self.used.items()}
+
+
+def _finish(phase: Phase, latencies: list[float], statuses: Counter[str], meter: CpuMeter) -> Phase:
+    latencies.sort()
+    phase.ok = statuses.get("200", 0)
+    phase.throughput = round(phase.ok / phase.duration_s, 1)
+    for name, q in (("p50_ms", 50), ("p99_ms", 99), ("max_ms", 100)):
+        value = percentile(latencies, q)
+        setattr(phase, name, None if value is None else round(value * 1000, 2))
+    phase.statuses = dict(statuses)
+    phase.cpu_percent = meter.percent()
+    if phase.ok:
+        phase.server_cpu_ms_per_ok = round(1000 * meter.used["server"] / phase.ok, 3)
+    return phase
+
+
+async def closed_loop(client: Client, server: Server, concurrency: int, duration_s: float, warmup_s: float) -> Phase:
+    """`concurrency` workers, each sending its next verify as soon as the last one answered.
+
+    Counted: answers that arrive inside the measured window (after `warmup_s`); latencies of the 200 answers.
+    """
+    url = server.base + "/v1/verify"
+    latencies: list[float] = []
+    statuses: Counter[str] = Counter()
+    async with _session(concurrency) as session:
+        start = time.perf_counter()
+        measure_from, measure_to = start + warmup_s, start + warmup_s + duration_s
+        meter = CpuMeter(server)
+
+        async def worker() -> None:
+            while (sent_at := time.perf_counter()) < measure_to:
+                status, _ = await client.verify(session, url)
+                done = time.perf_counter()
+                if measure_from <= done <= measure_to:
+                    statuses[status] += 1
+                    if status == "200":
+                        latencies.append(done - sent_at)
+
+        async def measure_cpu() -> None:
+            await asyncio.sleep(max(0.0, measure_from - time.perf_counter()))
+            meter.start()
+            await asyncio.sleep(max(0.0, measure_to - time.perf_counter()))
+            meter.stop()
+
+        await asyncio.gather(measure_cpu(), *(worker() for _ in range(concurrency)))
+    phase = Phase(server.name, "closed", concurrency, None, duration_s)
+    return _finish(phase, latencies, statuses, meter)
+
+
+async def open_loop(client: Client, server: Server, rate: float, duration_s: float, warmup_s: float) -> Phase:
+    """Requests sent at a fixed rate whatever the answers; latency from each request's *scheduled* send time.
+
+    Counted: every request scheduled in the measured window, however late it answers (up to the client timeout).
+    """
+    url = server.base + "/v1/verify"
+    latencies: list[float] = []
+    statuses: Counter[str] = Counter()
+    interval = 1 / rate
+    late = 0
+    phase = Phase(server.name, "open", None, round(rate, 1), duration_s)
+    async with _session(1024) as session:
+        start = time.perf_counter() + 0.01
+        measure_from, measure_to = start + warmup_s, start + warmup_s + duration_s
+        meter = CpuMeter(server)
+        tasks: set[asyncio.Task[None]] = set()
+
+        async def one(scheduled: float, counted: bool) -> None:
+            status, _ = await client.verify(session, url)
+            if counted:
+                statuses[status] += 1
+                if status == "200":
+                    latencies.append(time.perf_counter() - scheduled)
+
+        i = 0
+        metering = False
+        while (scheduled := start + i * interval) < measure_to:
+            if not metering and scheduled >= measure_from:
+                meter.start()
+                metering = True
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            elif delay < -0.005:
+                late += 1
+            counted = scheduled >= measure_from
+            phase.sent += counted
+            task = asyncio.create_task(one(scheduled, counted))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+            i += 1
+        await asyncio.sleep(max(0.0, measure_to - time.perf_counter()))
+        meter.stop()
+        if tasks:
+            await asyncio.wait(tasks)
+    phase.late_sends = late
+    return _finish(phase, latencies, statuses, meter)
+
+
+# ------------------------------------------------------------------------------------------------ orchestration
+
+
+async def wait_ready(server: Server, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as session:
+        while time.monotonic() < deadline:
+            if not server.running():
+                raise RuntimeError(f"{server.name} exited with status {server.process.returncode}\n{server.log_tail()}")  # type: ignore[union-attr]
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with session.get(server.base + "/readyz") as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(0.2)
+    raise RuntimeError(f"{server.name} was not ready within {timeout_s:g}s\n{server.log_tail()}")
+
+
+def read_key(data_dir: Path, stack: Server) -> str:
+    path = data_dir / "demo-sandbox-key"
+    if path.exists():
+        return path.read_text().strip()
+    for line in stack.stdout_path.read_text().splitlines():
+        if line.strip().startswith("sandbox key"):
+            return line.split()[-1]
+    raise RuntimeError(f"no sandbox key in {path} nor in the stack's output\n{stack.log_tail()}")
+
+
+async def first_200(client: Client, server: Server, timeout_s: float) -> bytes:
+    """Verifies until one answers 200 (the processor's consumer group needs a few seconds to join)."""
+    deadline = time.monotonic() + timeout_s
+    seen: Counter[str] = Counter()
+    async with _session(4) as session:
+        while time.monotonic() < deadline:
+            status, body = await client.verify(session, server.base + "/v1/verify")
+            if status == "200":
+                return body
+            seen[status] += 1
+            if status != "202":  # a 202 has already waited SIGNALYARD_PHONE_WAIT_MS
+                await asyncio.sleep(0.5)
+    statuses = ", ".join(f"{s}x{n}" for s, n in seen.items())
+    raise RuntimeError(
+        f"{server.name} answered no verify with 200 within {timeout_s:g}s (got {statuses}); "
+        f"is the processor handling requests?\n{server.log_tail()}"
+    )
+
+
+def server_env(args: argparse.Namespace, data_dir: Path, port: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SIGNALYARD_DATA_DIR=str(data_dir),
+        SIGNALYARD_PHONE_PORT=str(port),
+        SIGNALYARD_PHONE_RATE_LIMIT="1000000/second",
+        SIGNALYARD_LOG_LEVEL=args.log_level,
+        PYTHONUNBUFFERED="1",
+    )
+    if args.database_url:
+        env["SIGNALYARD_DATABASE_URL"] = args.database_url
+    return env
+
+
+def signalyard_command() -> list[str]:
+    script = Path(sys.executable).with_name("signalyard")
+    if script.exists():
+        return [str(script), "up"]
+    found = shutil.which("signalyard")
+    return [found, "up"] if found else [sys.executable, "-m", "signalyard.cli", "up"]
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
+    data_dir = workdir / "data"
+    data_dir.mkdir()
+    database_url = args.database_url or sqlite_url((data_dir / "signalyard.db").resolve())
+    numbers = Numbers()
+    run_id = uuid.uuid4().hex[:12]
+    started = datetime.now(UTC)
+    load_before = os.getloadavg()
+
+    stack_port = free_port()
+    stack = Server("stack", signalyard_command(), server_env(args, data_dir, stack_port), workdir, stack_port)
+    servers.append(stack)
+    log(f"starting `{' '.join(stack.argv[-2:])}` on port {stack_port} (data dir {data_dir})")
+    stack.start()
+    await wait_ready(stack, args.startup_timeout)
+    stack.note_children()
+    key = read_key(data_dir, stack)
+    client = Client(key, run_id, numbers)
+    log(f"stack ready (pid {stack.pid}, children {stack.children}); waiting for a first 200 ...")
+    t = time.monotonic()
+    canned = await first_200(client, stack, args.warmup_timeout)
+    log(f"first 200 after {time.monotonic() - t:.1f}s")
+    response_path = workdir / "verify-result.json"
+    response_path.write_bytes(canned)
+
+    bare_port = free_port()
+    bare_argv = [
+        sys.executable,
+        str(HERE / "bare_app.py"),
+        *("--port", str(bare_port), "--database-url", database_url, "--response", str(response_path)),
+    ]
+    bare = Server("bare", bare_argv, server_env(args, data_dir, bare_port), workdir, bare_port)
+    servers.append(bare)
+    log(f"starting bench/bare_app.py on port {bare_port}")
+    bare.start()
+    await wait_ready(bare, args.startup_timeout)
+    await first_200(client, bare, 10)
+    log(f"bare endpoint ready (pid {bare.pid})")
+
+    phases: list[Phase] = []
+    for concurrency in args.concurrency:
+        for server in (stack, bare):
+            log(f"closed loop: {server.name}, concurrency {concurrency}, {args.duration:g}s")
+            phase = await closed_loop(client, server, concurrency, args.duration, args.warmup)
+            phases.append(phase)
+            log(f"  {phase.throughput:.1f} ok/s, p50 {phase.p50_ms} ms, p99 {phase.p99_ms} ms, other {phase.failures}")
+            await asyncio.sleep(args.pause)
+
+    stack_phases = [p for p in phases if p.target == "stack"]
+    best = max(stack_phases, key=lambda p: p.throughput)
+    half_rate = best.throughput / 2
+    open_phase = None
+    if half_rate > 0:
+        log(f"open loop: stack at {half_rate:.1f} req/s (half of {best.throughput:.1f}), {args.duration:g}s")
+        open_phase = await open_loop(client, stack, half_rate, args.duration, args.warmup)
+        phases.append(open_phase)
+
+    by = {(p.target, p.concurrency): p for p in phases if p.mode == "closed"}
+    ratio = None
+    if (s := by.get(("stack", RATIO_CONCURRENCY))) and (b := by.get(("bare", RATIO_CONCURRENCY))) and b.throughput:
+        ratio = round(s.throughput / b.throughput, 3)
+    return {
+        "benchmark": "phone",
+        "started_at": started.isoformat(),
+        "finished_at": datetime.now(UTC).isoformat(),
+        "settings": {
+            "duration_s": args.duration,
+            "warmup_s": args.warmup,
+            "concurrency": args.concurrency,
+            "database": "sqlite (temporary)" if not args.database_url else _redacted(args.database_url),
+            "rate_limit": "1000000/second",
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "loadavg_before": [round(x, 2) for x in load_before],
+            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+            "client": f"aiohttp {aiohttp.__version__} on {'uvloop' if uvloop else 'asyncio'}",
+        },
+        "phases": [asdict(p) | {"failures": p.failures} for p in phases],
+        "max_rate": best.throughput,
+        "max_rate_concurrency": best.concurrency,
+        "ratio_at_32": ratio,
+        "ratio_target": RATIO_TARGET,
+        "ratio_met": None if ratio is None else ratio >= RATIO_TARGET,
+        "half_max_rate": round(half_rate, 1),
+        "p99_at_half_max_rate_ms": open_phase.p99_ms if open_phase else None,
+        "p50_at_half_max_rate_ms": open_phase.p50_ms if open_phase else None,
+        "p99_target_ms": P99_TARGET_MS,
+        "p99_met": None
+        if open_phase is None or open_phase.p99_ms is None
+        else open_phase.p99_ms <= P99_TARGET_MS and open_phase.failures == "-",
+    }
+
+
+def _redacted(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    if "@" in rest:
+        rest = "***@" + rest.rpartition("@")[2]
+    return scheme + sep + rest
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        "",
+        f"phone verify benchmark ({result['settings']['duration_s']:g}s per run, "
+        f"{result['settings']['database']}, {result['machine']['cpus']} CPUs, {result['machine']['client']})",
+        "",
+        f"{'target':<7} {'mode':<6} {'conc':>5} {'rate':>7} {'ok/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
+        f"  {'cpu% srv':>8} {'broker':>6} {'client':>6}  {'srv ms/ok':>9}  other statuses",
+    ]
+    for p in result["phases"]:
+        cpu = p["cpu_percent"]
+        children = f"{cpu.get('children', 0):.0f}" if p["target"] == "stack" else "-"
+        lines.append(
+            f"{p['target']:<7} {p['mode']:<6} {p['concurrency'] or '-':>5} {p['rate'] or '-':>7} "
+            f"{p['throughput']:>8.1f} {_ms(p['p50_ms']):>8} {_ms(p['p99_ms']):>8} {_ms(p['max_ms']):>8}"
+            f"  {cpu.get('server', 0):>8.0f} {children:>6} {cpu.get('client', 0):>6.0f}"
+            f"  {_ms(p['server_cpu_ms_per_ok']) if p['server_cpu_ms_per_ok'] is not None else '-':>9}"
+            f"  {p['failures']}"
+        )
+    ratio = result["ratio_at_32"]
+    p99 = result["p99_at_half_max_rate_ms"]
+    lines += [
+        "",
+        f"stack max rate = {result['max_rate']:.1f} req/s (closed loop, concurrency {result['max_rate_concurrency']})",
+        f"ratio@{RATIO_CONCURRENCY} = {'n/a' if ratio is None else f'{ratio:.3f}'} (target >= {RATIO_TARGET:.2f})"
+        f"  {_verdict(result['ratio_met'])}",
+        f"p99 @ half max rate = {_ms(p99)} ms (target <= {P99_TARGET_MS:.0f} ms)"
+        f"  [{result['half_max_rate']:.1f} req/s open loop, p50 {_ms(result['p50_at_half_max_rate_ms'])} ms]"
+        f"  {_verdict(result['p99_met'])}",
+    ]
+    return "\n".join(lines)
+
+
+def _verdict(met: bool | None) -> str:
+    return {True: "met", False: "MISSED", None: "not measured"}[met]
+
+
+def _concurrencies(text: str) -> list[int]:
+    values = [int(part) for part in text.split(",") if part.strip()]
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("a comma-separated list of positive integers")
+    return values
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench/phone.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--duration", type=float, default=10, help="measured seconds per run (default 10)")
+    parser.add_argument(
+        "--concurrency", type=_concurrencies, default=[1, 8, 32, 64], help="closed-loop concurrencies (1,8,32,64)"
+    )
+    parser.add_argument("--database-url", help="SIGNALYARD_DATABASE_URL for the stack (default: SQLite in a temp dir)")
+    parser.add_argument("--warmup", type=float, default=1, help="unmeasured seconds before each run (default 1)")
+    parser.add_argument("--pause", type=float, default=0.5, help="seconds between runs (default 0.5)")
+    parser.add_argument("--startup-timeout", type=float, default=90, help="seconds for /readyz to answer 200")
+    parser.add_argument("--warmup-timeout", type=float, default=60, help="seconds for a first verify 200")
+    parser.add_argument("--log-level", default="warning", help="SIGNALYARD_LOG_LEVEL of the servers")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir (server logs, SQLite file)")
+    parser.add_argument("--output", type=Path, help="JSON file (default bench/results/phone-<timestamp>.json)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="signalyard-bench-"))
+    servers: list[Server] = []
+    result: dict[str, Any] | None = None
+    code = 0
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop if uvloop else None) as runner:
+            loop = runner.get_loop()
+            task = loop.create_task(run(args, servers, workdir))
+            loop.add_signal_handler(signal.SIGTERM, task.cancel)  # like Ctrl-C: stop the servers, then exit
+            result = runner.run(_await(task))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        log("interrupted")
+        code = 130
+    except RuntimeError as error:
+        log(f"failed: {error}")
+        code = 1
+    finally:
+        log("stopping servers")
+        for server in reversed(servers):
+            for problem in server.stop():
+                log(problem)
+        leftovers = [c for s in servers for c in s.children if alive(c)]
+        if leftovers:
+            log(f"WARNING: processes left running: {leftovers}")
+        if args.keep or code not in (0, 130):
+            log(f"server logs and data kept in {workdir}")
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    if result is None:
+        return code
+    output = args.output or RESULTS / f"phone-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2) + "\n")
+    print(report(result), flush=True)
+    print(f"\nfigures written to {output.relative_to(Path.cwd()) if output.is_relative_to(Path.cwd()) else output}")
+    return code
+
+
+async def _await(task: asyncio.Task[dict[str, Any]]) -> dict[str, Any]:
+    return await task
+
+
+if __name__ == "__main__":
+    sys.exit(main())

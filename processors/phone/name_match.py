@@ -1,0 +1,728 @@
+"""Caller-ID reading and name matching: owns how a carrier CNAM string is classified and compared with a supplied name.
+
+Everything here is a pure function of its arguments (no I/O, no clock, no database); the lookup
+tables are built once at import.
+
+Reading a caller-ID (`read_caller_id`)
+--------------------------------------
+* A provider error code for the caller-name lookup wins: state ``error``, name ``None``.
+* ``None``, ``""`` or whitespace: state ``unavailable``.
+* A generic string the carrier sends when no name is on file: state ``placeholder``. These are
+  the phrases in ``_GENERIC_PHRASES`` (WIRELESS CALLER, UNKNOWN NAME, ...), anything without a
+  letter (a bare phone number or digits), a generic phrase followed by digits or by a state code
+  ("CELL PHONE TX"), and the carrier rate centre ``CITY ST``.
+* Anything else: state ``available``.
+
+The ``CITY ST`` rule. A string whose last word is a USPS state or territory code (military codes
+excluded) is a rate centre, hence a placeholder, when one of these holds, checked in order:
+(1) the city and state form a known rate centre from the compact list ``_RATE_CENTRES``
+("AUSTIN TX", "MOBILE AL"); otherwise it is read as a name when (2) the code is also a business
+designation (CO, PA, MD: "ACME CO", "SMITH JONES PA") or (3) the code is itself a given name or
+nickname in the ``nicknames`` package (AL, VI: "SMITH AL" is Al Smith); otherwise it is a rate
+centre when (4) it starts with a place word such as SAN, FORT, NEW, LAKE followed by at least one
+more word ("SANTA CLARA CA"); otherwise it is read as a name when (5) any word before the code is
+a given name or nickname ("JOHN MA", "SMITH JOHN MD"); and otherwise (6) it is a rate centre
+("PLEASANTON CA"). The trade-off is deliberate: an unlisted city that is also a given name read
+with an AL/VI code ("SELMA AL") comes out ``available``, while a person whose two-letter
+first name is a state code without being a known nickname ("NGUYEN MI") comes out ``placeholder``.
+The package also lists a few surnames as given names (SMITH, WILSON), so "SMITH CA" reads as a name.
+
+Matching (`match_name`)
+-----------------------
+Only an ``available`` caller-ID is compared. Any other state gives ``unavailable`` with score
+``None`` and one reason (``caller_id_placeholder``, ``caller_id_unavailable``,
+``caller_id_error``). A missing caller-ID name is never a mismatch.
+
+Both names are normalised first: Unicode compatibility decomposition with accents dropped,
+case folded, apostrophes removed (O'BRIEN = OBRIEN), every other punctuation mark a word break.
+
+Persons. CNAM word order is not trusted (``LAST FIRST``, ``LAST,FIRST``, ``FIRST LAST`` and
+``LAST FIRST M`` all occur), so each supplied part (given name, surname, middle names) is looked
+for among the CNAM words. A word relates to a part as exact > truncated (the CNAM is exactly
+15 characters and its last word is a prefix of at least 3 letters) > nickname (given names only:
+one is listed as a nickname of the other in the ``nicknames`` package, either direction; two
+nicknames of the same name such as Jim/Jimmy are not related, to avoid chains) > typo (rapidfuzz
+``ratio`` >= 80 or one adjacent transposition, words of 3+ letters) > initial. Surname particles
+(de, la, van, ...) join the surname, a hyphenated part is also tried whole and piece by piece, and
+a supplied middle name may stand in for the surname (Hispanic double surnames).
+
+============================================  ===============  ==========================================
+Evidence                                      State            Reasons
+============================================  ===============  ==========================================
+surname and given name agree                  match            surname_match, given_name_match|nickname
+... but CNAM middle initial contradicts       partial_match    ... + middle_name_mismatch
+surname agrees, another given name            partial_match    surname_match, given_name_mismatch
+given name agrees, another surname            partial_match    given_name_match|nickname, surname_mismatch
+surname agrees, CNAM holds only an initial    ambiguous        surname_match, initial_only
+given name agrees, surname only an initial    ambiguous        given_name_match|nickname, initial_only
+CNAM holds the surname only                   ambiguous        surname_match, surname_only
+CNAM holds the given name only                ambiguous        given_name_match|nickname, given_name_only
+both parts only initials ("J S")              ambiguous        initial_only
+supplied name is a single word that appears   ambiguous        supplied_name_incomplete
+initial agrees, another surname               mismatch         surname_mismatch, initial_only
+supplied single word does not appear          mismatch         supplied_name_incomplete, no_name_overlap
+nothing agrees                                mismatch         surname_mismatch, given_name_mismatch
+============================================  ===============  ==========================================
+
+``cnam_truncated`` and ``typo_tolerated`` are added when a truncated prefix or a typo carried
+the evidence. A nickname, truncation or typo lowers the score a little but not the state. A
+two-word supplied name is also tried reversed ("Smith Bob"), and that reading is kept only when it
+reaches a better state.
+
+Businesses. Names are reduced to a key: "&" and "AND" and "THE" dropped, then trailing legal
+forms removed repeatedly using cleanco's term list (INC, LLC, CORP, CORPORATION, CO, LTD, ...).
+Equal keys (also ignoring spaces) are a ``match``; a 15-character CNAM that is a prefix of the
+supplied name, or whose last word is a cut-off legal form ("MCDONALDS CORPO"), is a ``match`` with
+``cnam_truncated``; a rapidfuzz similarity >= 80 is a ``partial_match`` (``business_name_similar``),
+as is a key whose words are all inside the other (``business_name_subset``); the rest is a
+``mismatch``. cleanco's own ``basename`` scans its whole term list on every call (about 40 µs);
+this module indexes the same terms in a set instead.
+
+Caller type. The phone belongs to a business when the provider says ``caller_type`` BUSINESS or
+the CNAM carries a legal form (INC, LLC, CORP, ...). For a person that is expected of a work phone,
+so a would-be ``mismatch`` becomes ``ambiguous`` (score 40) with ``caller_type_business``; any other
+result keeps its state and gains the reason. Symmetrically, for a business subject a provider
+``caller_type`` CONSUMER (an owner's own phone) turns a mismatch into ``ambiguous`` with
+``caller_type_consumer``.
+
+Scores are similarity evidence, not probabilities. Each scored state owns one band of
+``SCORE_BANDS`` (match 85-100, partial_match 60-84, ambiguous 40-59, mismatch 0-39), so the score
+never contradicts the state. Within a band: a person match starts at 100 and loses 5 per
+truncated part, 8 per nickname and 10 per typo (floor 85); partial matches score 80 (middle
+initial conflict), 70 (household) and 66 (married name), less the same small penalties; ambiguous
+scores 55 (initial), 50 (surname only, single word), 45 (given name only) and 40 (initials only,
+caller type, unusable name); business near matches map rapidfuzz similarity 80-100 onto 60-84;
+mismatches map rapidfuzz ``token_sort_ratio`` 0-100 onto 0-39. A supplied name with no letters or
+digits cannot be compared: ``ambiguous``, score 40, ``supplied_name_unusable``.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from itertools import chain
+from typing import Literal, NamedTuple
+
+import msgspec
+from cleanco import prepare_default_terms
+from nicknames import NickNamer
+from rapidfuzz import fuzz
+from rapidfuzz.distance import OSA
+
+__all__ = ["REASONS", "SCORE_BANDS", "CallerId", "NameMatch", "match_name", "read_caller_id"]
+
+
+class CallerId(msgspec.Struct, frozen=True):
+    state: str
+    """available | placeholder | unavailable | error"""
+    name: str | None
+    """The CNAM string as received (stripped) when the carrier returned one, else None."""
+    error_code: str | None
+
+
+class NameMatch(msgspec.Struct, frozen=True):
+    state: str
+    """match | partial_match | mismatch | ambiguous | unavailable"""
+    score: int | None
+    """0..100 inside the state's SCORE_BANDS entry; None exactly when state is unavailable."""
+    reasons: list[str]
+
+
+# The order here is the order reasons are emitted in, so callers and tests see stable lists.
+REASONS: dict[str, str] = {
+    "caller_id_placeholder": "The carrier returned a generic caller-ID string, not a name; nothing to compare.",
+    "caller_id_unavailable": "The carrier returned no caller-ID name; nothing to compare.",
+    "caller_id_error": "The caller-ID lookup failed at the provider; nothing to compare.",
+    "supplied_name_unusable": "The supplied name has no letters or digits to compare.",
+    "supplied_name_incomplete": "The supplied name is a single word, so given name and surname cannot both be checked.",
+    "surname_match": "The supplied surname appears in the caller-ID name.",
+    "surname_mismatch": "The caller-ID name holds a different surname.",
+    "given_name_match": "The supplied given name appears in the caller-ID name.",
+    "given_name_mismatch": "The caller-ID name holds a different given name.",
+    "nickname": "The given names differ but one is a known nickname of the other (Bob/Robert).",
+    "initial_only": "One side gives only an initial for a name part; the initial is consistent.",
+    "surname_only": "The caller-ID name holds the surname and nothing else.",
+    "given_name_only": "The caller-ID name holds the given name and nothing else.",
+    "middle_name_mismatch": "The caller-ID middle initial contradicts the supplied middle name.",
+    "no_name_overlap": "No word of the supplied name corresponds to a word of the caller-ID name.",
+    "business_name_match": "The business names are equal once legal forms, THE, &/AND and word order are ignored.",
+    "business_name_similar": "The business names are similar but not equal.",
+    "business_name_subset": "Every word of one business name appears in the other.",
+    "business_name_mismatch": "The business names are not similar.",
+    "cnam_truncated": "The caller-ID name was cut at 15 characters; its cut-off end matched as a prefix.",
+    "typo_tolerated": "A name part matched with a small spelling difference.",
+    "caller_type_business": "The phone belongs to a business (provider caller type or a legal form in the caller-ID).",
+    "caller_type_consumer": "The provider reports a consumer phone for a business subject.",
+}
+
+SCORE_BANDS: dict[str, tuple[int, int]] = {
+    "match": (85, 100),
+    "partial_match": (60, 84),
+    "ambiguous": (40, 59),
+    "mismatch": (0, 39),
+}
+
+_REASON_ORDER = {code: index for index, code in enumerate(REASONS)}
+_STATE_RANK = {"mismatch": 0, "ambiguous": 1, "partial_match": 2, "match": 3}
+_CNAM_MAX_LENGTH = 15
+
+# --------------------------------------------------------------------------- normalisation
+
+_APOSTROPHES = str.maketrans("", "", "'\u2019\u2018\u02bc`\u00b4")
+# Letters that NFKD does not decompose into an ASCII base letter.
+_UNDECOMPOSABLE = str.maketrans(
+    {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "\u0131": "i"}
+)
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@lru_cache(maxsize=8192)
+def _fold(text: str) -> str:
+    """Lower-case ASCII-ish text: accents dropped, apostrophes removed, '&' spelled out."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    return bare.translate(_UNDECOMPOSABLE).translate(_APOSTROPHES).replace("&", " and ")
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(_fold(text))
+
+
+# --------------------------------------------------------------------------- placeholder strings
+
+_GENERIC_PHRASES = frozenset(
+    {
+        "wireless caller",
+        "toll free call",
+        "toll free",
+        "unavailable",
+        "not available",
+        "unknown",
+        "unknown name",
+        "unknown caller",
+        "anonymous",
+        "private",
+        "private caller",
+        "private number",
+        "private name",
+        "restricted",
+        "blocked",
+        "no caller id",
+        "out of area",
+        "cell phone",
+        "mobile caller",
+        "voip caller",
+        "caller",
+        "name not found",
+        "wireless",
+    }
+)
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STATE_CODES = _word_set(
+    "al ak az ar ca co ct de dc fl ga hi id il in ia ks ky la me md ma mi mn ms mo mt ne nv nh nj nm ny "
+    "nc nd oh ok or pa ri sc sd tn tx ut vt va wa wv wi wy as gu mp pr vi fm mh pw"
+)
+# State codes that are also business designations (company, professional association, doctor).
+_DESIGNATION_CODES = frozenset({"co", "pa", "md"})
+# First words that make a multi-word place name ("SAN JOSE", "FORT WORTH", "LAKE CHARLES").
+_PLACE_WORDS = _word_set(
+    "san santa santo los las la el new fort ft port saint st sainte ste mount mt lake palm east west north "
+    "south grand glen cape"
+)
+# Common rate centres, chiefly cities whose names are also given names or sit in CO/PA/MD/AL,
+# where the general rule cannot decide on its own.
+_RATE_CENTRES_TEXT = """
+    NEW YORK NY|BROOKLYN NY|BRONX NY|QUEENS NY|STATEN ISLAND NY|BUFFALO NY|ROCHESTER NY|ALBANY NY|SYRACUSE NY
+    LOS ANGELES CA|SAN FRANCISCO CA|SAN DIEGO CA|SAN JOSE CA|OAKLAND CA|SACRAMENTO CA|FRESNO CA|LONG BEACH CA
+    CHICAGO IL|SPRINGFIELD IL|AURORA IL|PEORIA IL|HOUSTON TX|DALLAS TX|AUSTIN TX|SAN ANTONIO TX|FORT WORTH TX
+    EL PASO TX|ARLINGTON TX|IRVING TX|TYLER TX|VICTORIA TX|AMARILLO TX|LUBBOCK TX|PLANO TX|LAREDO TX
+    PHOENIX AZ|TUCSON AZ|MESA AZ|DOUGLAS AZ|PHILADELPHIA PA|PITTSBURGH PA|ALLENTOWN PA|ERIE PA|READING PA
+    SCRANTON PA|LANCASTER PA|HARRISBURG PA|BETHLEHEM PA|CHESTER PA|YORK PA|STATE COLLEGE PA|WILKES BARRE PA
+    DENVER CO|AURORA CO|BOULDER CO|PUEBLO CO|GREELEY CO|LAKEWOOD CO|LITTLETON CO|GOLDEN CO|LOVELAND CO
+    COLORADO SPGS CO|COLORADO SPRINGS CO|FORT COLLINS CO|GRAND JUNCTION CO|BALTIMORE MD|ANNAPOLIS MD
+    ROCKVILLE MD|FREDERICK MD|BETHESDA MD|SILVER SPRING MD|GAITHERSBURG MD|COLUMBIA MD|LAUREL MD|BOWIE MD
+    TOWSON MD|HAGERSTOWN MD|SALISBURY MD|BIRMINGHAM AL|MONTGOMERY AL|MOBILE AL|HUNTSVILLE AL|TUSCALOOSA AL
+    DOTHAN AL|AUBURN AL|SELMA AL|FLORENCE AL|DECATUR AL|GADSDEN AL|JACKSON MS|JACKSON TN|MADISON WI
+    LINCOLN NE|OMAHA NE|CHARLOTTE NC|RALEIGH NC|DURHAM NC|GREENSBORO NC|SAVANNAH GA|ATLANTA GA|AUGUSTA GA
+    AUGUSTA ME|HELENA MT|ELIZABETH NJ|NEWARK NJ|TRENTON NJ|CAMDEN NJ|JERSEY CITY NJ|FLORENCE SC|MARION OH
+    MARION IN|COLUMBUS OH|COLUMBUS GA|CLEVELAND OH|CINCINNATI OH|DAYTON OH|TOLEDO OH|AKRON OH|LAFAYETTE LA
+    LAFAYETTE IN|BATON ROUGE LA|NEW ORLEANS LA|SHREVEPORT LA|EUGENE OR|PORTLAND OR|SALEM OR|PORTLAND ME
+    FRANKLIN TN|NASHVILLE TN|MEMPHIS TN|KNOXVILLE TN|CHATTANOOGA TN|LAWRENCE KS|WICHITA KS|TOPEKA KS
+    JEFFERSON CITY MO|KANSAS CITY MO|SAINT LOUIS MO|ST LOUIS MO|SPRINGFIELD MO|BEVERLY MA|BOSTON MA
+    WORCESTER MA|SPRINGFIELD MA|CAMBRIDGE MA|LAUREL MS|SEATTLE WA|SPOKANE WA|TACOMA WA|OLYMPIA WA
+    MIAMI FL|ORLANDO FL|TAMPA FL|JACKSONVILLE FL|TALLAHASSEE FL|DETROIT MI|LANSING MI|GRAND RAPIDS MI
+    MINNEAPOLIS MN|SAINT PAUL MN|ST PAUL MN|MILWAUKEE WI|INDIANAPOLIS IN|LOUISVILLE KY|LEXINGTON KY
+    LAS VEGAS NV|RENO NV|HENDERSON NV|ALBUQUERQUE NM|SANTA FE NM|SALT LAKE CITY UT|BOISE ID|HONOLULU HI
+    ANCHORAGE AK|JUNEAU AK|LITTLE ROCK AR|OKLAHOMA CITY OK|TULSA OK|DES MOINES IA|SIOUX FALLS SD
+    PROVIDENCE RI|HARTFORD CT|NEW HAVEN CT|WILMINGTON DE|DOVER DE|RICHMOND VA|NORFOLK VA|VIRGINIA BEACH VA
+    CHARLESTON WV|CHARLESTON SC|COLUMBIA SC|WASHINGTON DC|SAN JUAN PR|CHARLOTTE AMALIE VI|HAGATNA GU
+    """
+
+
+def _rate_centres(text: str) -> frozenset[tuple[str, str]]:
+    """("austin", "tx") pairs from "AUSTIN TX|DALLAS TX|..." lines."""
+    entries = (entry.strip().lower() for entry in text.replace("\n", "|").split("|"))
+    return frozenset((place, state) for place, _, state in (entry.rpartition(" ") for entry in entries if entry))
+
+
+_RATE_CENTRES = _rate_centres(_RATE_CENTRES_TEXT)
+
+_NICKNAMER = NickNamer()
+_GIVEN_NAMES = frozenset(chain(_NICKNAMER.nickname_lookup, _NICKNAMER.canonical_lookup))
+
+
+def _is_rate_centre(words: tuple[str, ...]) -> bool:
+    """`CITY ST` placeholder rule; see the module docstring for the order of the checks."""
+    if len(words) < 2 or words[-1] not in _STATE_CODES:
+        return False
+    place, state = words[:-1], words[-1]
+    if " ".join(place) in _GENERIC_PHRASES or (" ".join(place), state) in _RATE_CENTRES:
+        return True
+    if state in _DESIGNATION_CODES or state in _GIVEN_NAMES:
+        return False
+    if len(place) >= 2 and place[0] in _PLACE_WORDS:
+        return True
+    return not any(word in _GIVEN_NAMES for word in place)
+
+
+@lru_cache(maxsize=4096)
+def _is_placeholder(name: str) -> bool:
+    # Digits never belong to a name: "CALLER 5551234" and a bare number are both generic.
+    words = tuple(word for word in _words(name) if not word.isdigit())
+    if not words:
+        return True
+    if " ".join(words) in _GENERIC_PHRASES or _is_rate_centre(words):
+        return True
+    # A long rate centre cut at 15 characters keeps one letter of its state code: "SAN FRANCISCO C".
+    if _is_cut(name) and len(words) > 1 and len(words[-1]) == 1:
+        place = " ".join(words[:-1])
+        return any((place, code) in _RATE_CENTRES for code in _STATE_CODES if code[0] == words[-1])
+    return False
+
+
+def _is_cut(name: str) -> bool:
+    """Whether a CNAM string has the carrier's full length, so its end may be cut off."""
+    return len(" ".join(name.split())) == _CNAM_MAX_LENGTH
+
+
+def read_caller_id(caller_name: str | None, error_code: str | None = None) -> CallerId:
+    """Classify the provider's caller-name answer as available, placeholder, unavailable or error.
+
+    A blank error code counts as none; any other error code is kept as a stripped string.
+    """
+    if error_code is not None and str(error_code).strip():
+        return CallerId(state="error", name=None, error_code=str(error_code).strip())
+    name = caller_name.strip() if caller_name else ""
+    if not name:
+        return CallerId(state="unavailable", name=None, error_code=None)
+    if _is_placeholder(name):
+        return CallerId(state="placeholder", name=name, error_code=None)
+    return CallerId(state="available", name=name, error_code=None)
+
+
+# --------------------------------------------------------------------------- shared scoring helpers
+
+
+class _Verdict(NamedTuple):
+    state: str
+    score: int
+    reasons: tuple[str, ...]
+
+    @property
+    def rank(self) -> tuple[int, int]:
+        return _STATE_RANK[self.state], self.score
+
+
+def _verdict(state: str, score: float, *reasons: str) -> _Verdict:
+    low, high = SCORE_BANDS[state]
+    return _Verdict(state, int(min(high, max(low, score))), tuple(dict.fromkeys(reasons)))
+
+
+def _in_band(state: str, similarity: float) -> float:
+    """Place a 0..100 similarity inside the state's band, so better evidence ranks higher."""
+    low, high = SCORE_BANDS[state]
+    return low + (high - low) * similarity / 100
+
+
+def _similar(a: str, b: str) -> bool:
+    """A typo-level difference between two words of three or more letters."""
+    if len(a) < 3 or len(b) < 3 or abs(len(a) - len(b)) > 2:
+        return False
+    if fuzz.ratio(a, b) >= 80:
+        return True
+    # ratio counts a swap of neighbours as two edits; treat "JHON"/"JOHN" as one slip.
+    return len(a) == len(b) >= 4 and sorted(a) == sorted(b) and OSA.distance(a, b) == 1
+
+
+# --------------------------------------------------------------------------- persons
+
+_HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "rev"})
+_GENERATIONAL = frozenset({"jr", "sr", "ii", "iii", "iv"})
+_PARTICLES = frozenset(
+    {"de", "del", "della", "der", "den", "di", "da", "dos", "das", "du", "la", "le", "van", "von", "st"}
+)
+# Legal forms that mark a caller-ID as a business; deliberately short and US-centred.
+_LEGAL_MARKERS = frozenset({"inc", "incorporated", "llc", "pllc", "llp", "corp", "corporation", "ltd", "co", "company"})
+
+_NONE, _INITIAL, _TYPO, _NICKNAME, _TRUNCATED, _EXACT = range(6)
+_PENALTY = {_EXACT: 0, _TRUNCATED: 5, _NICKNAME: 8, _TYPO: 10}
+_MODIFIER_REASON = {_TRUNCATED: "cnam_truncated", _TYPO: "typo_tolerated"}
+
+
+class _Part(NamedTuple):
+    """One supplied name part: `forms` holds the whole part and its hyphen/space pieces."""
+
+    forms: tuple[str, ...]
+
+    @property
+    def first(self) -> str:
+        return self.forms[0]
+
+
+class _Person(NamedTuple):
+    given: _Part | None
+    surname: _Part | None
+    middles: tuple[_Part, ...]
+    swappable: bool
+    text: str
+
+
+class _Cnam(NamedTuple):
+    tokens: tuple[str, ...]
+    truncated: bool
+    business_like: bool
+    text: str
+
+
+def _part(pieces: list[str]) -> _Part:
+    whole = "".join(pieces)
+    return _Part(tuple(dict.fromkeys([whole, *pieces])))
+
+
+@lru_cache(maxsize=4096)
+def _parse_person(supplied: str) -> _Person | None:
+    """Split a supplied person name into given name, middle names and surname."""
+    folded = _fold(supplied)
+    has_comma = "," in folded
+    if has_comma:  # "Smith, John": the caller wrote the surname first.
+        head, _, tail = folded.partition(",")
+        folded = f"{tail} {head}"
+    words = [pieces for pieces in (_WORD.findall(raw) for raw in folded.split()) if pieces]
+    while len(words) > 1 and len(words[0]) == 1 and words[0][0] in _HONORIFICS:
+        words.pop(0)
+    while len(words) > 1 and "".join(words[-1]) in _GENERATIONAL:
+        words.pop()
+    if not words:
+        return None
+    text = " ".join(chain.from_iterable(words))
+    if len(words) == 1:
+        return _Person(None, _part(words[0]), (), False, text)
+    # Particles belong to the surname: "Juan de la Cruz" has surname "de la cruz" / "delacruz".
+    while len(words) > 2 and "".join(words[-2]) in _PARTICLES:
+        words[-2:] = [words[-2] + words[-1]]
+    given, surname = _part(words[0]), _part(words[-1])
+    middles = tuple(_part(word) for word in words[1:-1])
+    if middles:
+        # "Mary Jane Smith" may be on file as "SMITH MARYJANE".
+        given = _Part((*given.forms, given.first + middles[0].first))
+    return _Person(given, surname, middles, swappable=len(words) == 2 and not has_comma, text=text)
+
+
+@lru_cache(maxsize=4096)
+def _parse_cnam(name: str) -> _Cnam:
+    words = [word for word in _words(name) if not word.isdigit() and word != "and"]
+    business_like = any(word in _LEGAL_MARKERS for word in words)
+    tokens = tuple(word for word in words if word not in _LEGAL_MARKERS and word not in _GENERATIONAL)
+    truncated = _is_cut(name)
+    return _Cnam(tokens or tuple(words), truncated, business_like, " ".join(words))
+
+
+def _nickname_of(token: str, forms: tuple[str, ...]) -> bool:
+    related = _NICKNAMES.get(token)
+    return related is not None and any(form in related for form in forms)
+
+
+def _relation(token: str, part: _Part, *, given: bool, truncated: bool) -> int:
+    """How strongly one CNAM word supports one supplied name part."""
+    forms = part.forms
+    if token in forms:
+        return _EXACT
+    if truncated and any(form.startswith(token) for form in forms):
+        if len(token) >= 3:
+            return _TRUNCATED
+        return _INITIAL  # A cut-off two-letter stub says no more than an initial does.
+    if given and _nickname_of(token, forms):
+        return _NICKNAME
+    if len(token) == 1 or len(part.first) == 1:
+        return _INITIAL if token[0] == part.first[0] else _NONE
+    if any(_similar(token, form) for form in forms):
+        return _TYPO
+    return _NONE
+
+
+def _surname_relation(token: str, person: _Person, truncated: bool) -> int:
+    assert person.surname is not None
+    best = _relation(token, person.surname, given=False, truncated=truncated)
+    if best < _TRUNCATED:
+        # A middle word may be the surname on file (double surnames, maiden names); only a
+        # clean hit counts, so a middle initial never poses as a surname.
+        for middle in person.middles:
+            relation = _relation(token, middle, given=False, truncated=truncated)
+            if relation >= _TRUNCATED and len(middle.first) > 1:
+                best = max(best, relation)
+    return best
+
+
+def _person_outcome(person: _Person, cnam: _Cnam) -> _Verdict:
+    """Best reading of the CNAM words against the supplied parts in one orientation."""
+    assert person.given is not None
+    tokens = cnam.tokens
+    last = len(tokens) - 1 if cnam.truncated else -1
+    surname_rel = [_surname_relation(token, person, index == last) for index, token in enumerate(tokens)]
+    given_rel = [
+        _relation(token, person.given, given=True, truncated=index == last) for index, token in enumerate(tokens)
+    ]
+    # The surname takes a word that supports it; the given name then takes the best remaining word.
+    # Choosing "no word" when one exists would let an initial pass for a different name.
+    surname_choices = [index for index, rel in enumerate(surname_rel) if rel > _NONE] or [None]
+    best: _Verdict | None = None
+    for surname_at in surname_choices:
+        rest = [index for index in range(len(tokens)) if index != surname_at]
+        given_at = max(rest, key=given_rel.__getitem__, default=None)
+        leftover = [tokens[index] for index in rest if index != given_at]
+        surname = surname_rel[surname_at] if surname_at is not None else _NONE
+        given = given_rel[given_at] if given_at is not None else None
+        outcome = _decide_person(surname, given, leftover, person, cnam)
+        if best is None or outcome.rank > best.rank:
+            best = outcome
+    assert best is not None
+    return best
+
+
+def _decide_person(surname: int, given: int | None, leftover: list[str], person: _Person, cnam: _Cnam) -> _Verdict:
+    """The evidence table of the module docstring. `given` is None when no CNAM word was left."""
+    surname_ok = surname >= _TYPO
+    given_ok = given is not None and given >= _TYPO
+    modifiers = [_MODIFIER_REASON[rel] for rel in (surname, given) if rel in _MODIFIER_REASON]
+    given_code = "nickname" if given == _NICKNAME else "given_name_match"
+    if surname_ok and given_ok:
+        assert given is not None
+        score = 100 - _PENALTY[surname] - _PENALTY[given]
+        if _middle_initial_conflicts(leftover, person.middles):
+            return _verdict("partial_match", 80, "surname_match", given_code, "middle_name_mismatch", *modifiers)
+        return _verdict("match", score, "surname_match", given_code, *modifiers)
+    if surname_ok and given == _INITIAL:
+        return _verdict("ambiguous", 55, "surname_match", "initial_only", *modifiers)
+    if surname_ok and given is None:
+        return _verdict("ambiguous", 50, "surname_match", "surname_only", *modifiers)
+    if surname_ok:  # another given name on file: a household member
+        return _verdict("partial_match", 70 - _PENALTY[surname], "surname_match", "given_name_mismatch", *modifiers)
+    if given_ok and surname == _INITIAL:
+        return _verdict("ambiguous", 55, given_code, "initial_only", *modifiers)
+    if given_ok and leftover:  # another surname on file: married or family name
+        assert given is not None
+        return _verdict("partial_match", 66 - _PENALTY[given], given_code, "surname_mismatch", *modifiers)
+    if given_ok:
+        return _verdict("ambiguous", 45, given_code, "given_name_only", *modifiers)
+    if given == _INITIAL and (surname == _INITIAL or not leftover):  # "J S" or a lone "J"
+        return _verdict("ambiguous", 40, "initial_only")
+    similarity = fuzz.token_sort_ratio(person.text, cnam.text)
+    if given == _INITIAL:
+        return _verdict("mismatch", _in_band("mismatch", similarity), "surname_mismatch", "initial_only")
+    return _verdict("mismatch", _in_band("mismatch", similarity), "surname_mismatch", "given_name_mismatch")
+
+
+def _middle_initial_conflicts(leftover: list[str], middles: tuple[_Part, ...]) -> bool:
+    """A CNAM middle initial contradicting every supplied middle name ("SMITH JOHN B" vs "John A Smith")."""
+    if not middles:
+        return False
+    initials = [token for token in leftover if len(token) == 1]
+    return any(all(middle.first[0] != initial for middle in middles) for initial in initials)
+
+
+def _single_word_outcome(person: _Person, cnam: _Cnam) -> _Verdict:
+    assert person.surname is not None
+    last = len(cnam.tokens) - 1 if cnam.truncated else -1
+    best = max(
+        max(
+            _relation(token, person.surname, given=False, truncated=index == last),
+            _relation(token, person.surname, given=True, truncated=index == last),
+        )
+        for index, token in enumerate(cnam.tokens)
+    )
+    modifier = _MODIFIER_REASON.get(best)
+    extra = (modifier,) if modifier else ()
+    if best >= _TYPO:
+        return _verdict("ambiguous", 50, "supplied_name_incomplete", *extra)
+    if best == _INITIAL:
+        return _verdict("ambiguous", 40, "supplied_name_incomplete", "initial_only")
+    similarity = fuzz.token_sort_ratio(person.text, cnam.text)
+    return _verdict("mismatch", _in_band("mismatch", similarity), "supplied_name_incomplete", "no_name_overlap")
+
+
+def _match_person(supplied: str, cnam: _Cnam) -> _Verdict:
+    person = _parse_person(supplied)
+    if person is None:
+        return _verdict("ambiguous", 40, "supplied_name_unusable")
+    if person.given is None:
+        return _single_word_outcome(person, cnam)
+    outcome = _person_outcome(person, cnam)
+    if person.swappable and outcome.state != "match":
+        # Callers sometimes type "Smith Bob". CNAM order is free anyway, so the swap only matters
+        # for given-name evidence (nicknames); it must win on state, not on score alone, or it
+        # would recast "JOHN" vs "John Smith" as a surname-only reading.
+        swapped = _Person(person.surname, person.given, (), False, person.text)
+        alternative = _person_outcome(swapped, cnam)
+        if _STATE_RANK[alternative.state] > _STATE_RANK[outcome.state]:
+            outcome = alternative
+    return outcome
+
+
+def _build_nicknames() -> dict[str, frozenset[str]]:
+    related: dict[str, set[str]] = {}
+    for canonical, nicks in _NICKNAMER.nickname_lookup.items():
+        for nick in nicks:
+            related.setdefault(canonical, set()).add(nick)
+            related.setdefault(nick, set()).add(canonical)
+    return {name: frozenset(names) for name, names in related.items()}
+
+
+_NICKNAMES = _build_nicknames()
+
+# --------------------------------------------------------------------------- businesses
+
+_BUSINESS_NOISE = frozenset({"the", "and"})
+
+
+# cleanco's legal-form terms ("inc", "llc", "pty ltd", ...) indexed by length for O(1) suffix checks.
+def _legal_terms() -> dict[int, frozenset[tuple[str, ...]]]:
+    by_size: dict[int, set[tuple[str, ...]]] = {}
+    for size, parts in prepare_default_terms():
+        by_size.setdefault(size, set()).add(tuple(parts))
+    return {size: frozenset(terms) for size, terms in by_size.items()}
+
+
+_LEGAL_TERMS = _legal_terms()
+_LEGAL_SIZES = sorted(_LEGAL_TERMS, reverse=True)
+# Whole words a cut-off CNAM stub may come from ("CORPO" from "CORPORATION").
+_LEGAL_WORDS = frozenset(word for terms in _LEGAL_TERMS.values() for term in terms for word in term) | {
+    "corporation",
+    "incorporated",
+    "company",
+    "limited",
+}
+
+
+class _Business(NamedTuple):
+    words: tuple[str, ...]
+    """Folded words with THE/AND removed, legal forms kept (what a truncated CNAM is cut from)."""
+    key: tuple[str, ...]
+    """`words` without trailing legal forms: the name that is compared."""
+
+
+def _strip_legal_forms(words: tuple[str, ...]) -> tuple[str, ...]:
+    """Remove trailing legal forms repeatedly ("ACME CO INC" -> "ACME"), keeping at least one word."""
+    stripped = True
+    while stripped:
+        stripped = False
+        for size in _LEGAL_SIZES:
+            if len(words) > size and words[-size:] in _LEGAL_TERMS[size]:
+                words = words[:-size]
+                stripped = True
+                break
+    return words
+
+
+@lru_cache(maxsize=4096)
+def _parse_business(name: str) -> _Business:
+    # Dots join abbreviations ("L.L.C.", "Inc.") so they meet cleanco's undotted terms.
+    words = tuple(word for word in _words(name.replace(".", "")) if word not in _BUSINESS_NOISE)
+    return _Business(words, _strip_legal_forms(words))
+
+
+def _match_business(supplied: str, cnam_name: str, truncated: bool) -> _Verdict:
+    ours, theirs = _parse_business(supplied), _parse_business(cnam_name)
+    if not ours.key:
+        return _verdict("ambiguous", 40, "supplied_name_unusable")
+    if not theirs.key:
+        return _verdict("mismatch", 0, "business_name_mismatch")
+    ours_text, theirs_text = " ".join(ours.key), " ".join(theirs.key)
+    ours_flat, theirs_flat = ours_text.replace(" ", ""), theirs_text.replace(" ", "")
+    if ours_text == theirs_text:
+        return _verdict("match", 100, "business_name_match")
+    if ours_flat == theirs_flat:  # "MC DONALDS" vs "McDonald's"
+        return _verdict("match", 98, "business_name_match")
+    if truncated and _truncated_business_match(ours, theirs):
+        return _verdict("match", 94, "business_name_match", "cnam_truncated")
+    similarity = max(fuzz.token_sort_ratio(ours_text, theirs_text), fuzz.ratio(ours_flat, theirs_flat))
+    if similarity == 100:  # same words in another order
+        return _verdict("match", 96, "business_name_match")
+    if similarity >= 80:
+        return _verdict("partial_match", 60 + (similarity - 80) * 1.2, "business_name_similar")
+    shorter, longer = sorted((set(ours.key), set(theirs.key)), key=len)
+    if shorter <= longer and len("".join(shorter)) >= 4:
+        return _verdict("partial_match", 62, "business_name_subset")
+    return _verdict("mismatch", _in_band("mismatch", similarity), "business_name_mismatch")
+
+
+def _truncated_business_match(ours: _Business, theirs: _Business) -> bool:
+    """A 15-character CNAM cut from the supplied name, possibly mid legal form ("MCDONALDS CORPO")."""
+    cut = "".join(theirs.words)
+    if len(cut) >= 4 and "".join(ours.words).startswith(cut):
+        return True
+    stub = theirs.words[-1]
+    if len(theirs.words) > 1 and len(stub) > 1 and any(word.startswith(stub) for word in _LEGAL_WORDS):
+        return _strip_legal_forms(theirs.words[:-1]) == ours.key
+    return False
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _unavailable(caller_id: CallerId) -> NameMatch | None:
+    if caller_id.state == "available" and caller_id.name and caller_id.name.strip():
+        return None
+    reason = {"placeholder": "caller_id_placeholder", "error": "caller_id_error"}.get(
+        caller_id.state, "caller_id_unavailable"
+    )
+    return NameMatch(state="unavailable", score=None, reasons=[reason])
+
+
+def match_name(
+    supplied: str,
+    caller_id: CallerId,
+    subject_type: Literal["person", "business"],
+    caller_type: str | None = None,
+) -> NameMatch:
+    """Compare a supplied person or business name with an available caller-ID name."""
+    if subject_type not in ("person", "business"):
+        raise ValueError(f"subject_type must be 'person' or 'business', not {subject_type!r}")
+    unavailable = _unavailable(caller_id)
+    if unavailable is not None:
+        return unavailable
+    assert caller_id.name is not None
+    if not any(word for word in _words(caller_id.name) if not word.isdigit()):
+        # Only a hand-built CallerId gets here; read_caller_id files these under placeholder.
+        return NameMatch(state="unavailable", score=None, reasons=["caller_id_placeholder"])
+    kind = (caller_type or "").strip().upper()
+    if subject_type == "person":
+        cnam = _parse_cnam(caller_id.name)
+        outcome = _match_person(supplied, cnam)
+        other_kind = "caller_type_business" if kind == "BUSINESS" or cnam.business_like else None
+    else:
+        outcome = _match_business(supplied, caller_id.name, _is_cut(caller_id.name))
+        other_kind = "caller_type_consumer" if kind == "CONSUMER" else None
+    if other_kind and "supplied_name_unusable" not in outcome.reasons:
+        # A work phone (or an owner's own phone) is expected to carry another name: no mismatch.
+        if outcome.state == "mismatch":
+            outcome = _verdict("ambiguous", 40, *outcome.reasons, other_kind)
+        else:
+            outcome = _Verdict(outcome.state, outcome.score, (*outcome.reasons, other_kind))
+    reasons = sorted(outcome.reasons, key=_REASON_ORDER.__getitem__)
+    return NameMatch(state=outcome.state, score=outcome.score, reasons=reasons)

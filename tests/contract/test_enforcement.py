@@ -1,0 +1,81 @@
+"""Sections 4.1, 7 and 8: the rate limit per key and the tenant spend cap answer 429 with Retry-After."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+
+from storage import tenants
+from tests.conftest import Stack
+from tests.contract.helpers import (
+    PRICE,
+    assert_error,
+    assert_pending,
+    assert_result,
+    assert_retry_after,
+    billable_total,
+    ledger,
+    person,
+    sandbox,
+)
+
+GatewayOnly = Callable[..., AbstractAsyncContextManager[Stack]]
+
+
+async def test_rate_limit_per_key_is_429_rate_limited_with_retry_after(stack: Stack, gateway_only: GatewayOnly) -> None:
+    tenant = await stack.new_tenant()
+    async with gateway_only(phone_rate_limit="3/minute") as strict:
+        for last4 in ("0100", "0101", "0102"):
+            assert_pending(await strict.verify(tenant.test_key, person(phone=sandbox(last4))))
+        response = await strict.verify(tenant.test_key, person(phone=sandbox("0104")))
+        assert_error(response, 429, "rate_limited")
+        assert assert_retry_after(response) <= 60
+
+
+async def test_rate_limit_of_one_key_does_not_limit_another_key_of_the_same_tenant(
+    stack: Stack, gateway_only: GatewayOnly
+) -> None:
+    tenant = await stack.new_tenant()
+    async with stack.db.write() as session:
+        _, second_key = await tenants.create_key(session, tenant.id, "test")
+    async with gateway_only(phone_rate_limit="3/minute") as strict:
+        for last4 in ("0100", "0101", "0102"):
+            assert_pending(await strict.verify(tenant.test_key, person(phone=sandbox(last4))))
+        assert_error(await strict.verify(tenant.test_key, person(phone=sandbox("0104"))), 429, "rate_limited")
+        assert_pending(await strict.verify(second_key, person(phone=sandbox("0104"))))
+
+
+async def test_unreachable_enforcement_store_is_503_enforcement_unavailable(
+    stack: Stack, gateway_only: GatewayOnly
+) -> None:
+    tenant = await stack.new_tenant()
+    async with gateway_only(redis_url="redis://127.0.0.1:1") as unenforced:
+        response = await unenforced.verify(tenant.test_key, person())
+        assert_error(response, 503, "enforcement_unavailable")
+    assert await ledger(stack, tenant.id) == []
+
+
+async def test_spend_cap_reached_is_429_spend_cap_reached_with_retry_after(stack: Stack) -> None:
+    tenant = await stack.new_tenant(spend_cap=PRICE)
+    first = assert_result(await stack.verify(tenant.test_key, person(phone=sandbox("0100"))))
+    assert first["billing"]["disposition"] == "billable"
+    response = await stack.verify(tenant.test_key, person(phone=sandbox("0101")))
+    assert_error(response, 429, "spend_cap_reached")
+    assert_retry_after(response)
+    assert await billable_total(stack, tenant.id) == PRICE
+
+
+async def test_concurrent_checks_under_a_one_check_cap_bill_exactly_one(stack: Stack) -> None:
+    tenant = await stack.new_tenant(spend_cap=PRICE)
+    responses = await asyncio.gather(
+        stack.verify(tenant.test_key, person(phone=sandbox("0100"))),
+        stack.verify(tenant.test_key, person(phone=sandbox("0101"))),
+    )
+    answered = sorted(responses, key=lambda response: response.status_code)
+    assert [response.status_code for response in answered] == [200, 429], [r.text for r in answered]
+    assert assert_result(answered[0])["billing"]["disposition"] == "billable"
+    assert_error(answered[1], 429, "spend_cap_reached")
+    assert_retry_after(answered[1])
+    assert [row.disposition for row in await ledger(stack, tenant.id)].count("billable") == 1
+    assert await billable_total(stack, tenant.id) <= PRICE

@@ -1,0 +1,162 @@
+"""No loss, no double charge: concurrency, a processor killed mid-stream, and a broker that loses its memory."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from signalyard.embedded_broker import EmbeddedBroker
+from storage.db import Database
+from storage.models import LedgerEntry, PhoneRequest
+from tests.conftest import Stack, running_stack, stack_settings
+from tests.contract.helpers import person
+
+
+def distinct_numbers(count: int) -> Iterator[str]:
+    """Valid US numbers outside the sandbox's magic 555-01XX range, one per request."""
+    for index in range(count):
+        yield f"+1212{200 + index // 10000:03d}{index % 10000:04d}"
+
+
+async def states(db: Database, tenant_id: str) -> dict[str, int]:
+    async with db.read() as session:
+        rows = await session.execute(
+            select(PhoneRequest.state, func.count())
+            .where(PhoneRequest.tenant_id == tenant_id)
+            .group_by(PhoneRequest.state)
+        )
+        return dict(rows.all())
+
+
+async def ledger_rows(db: Database, tenant_id: str) -> list[LedgerEntry]:
+    async with db.read() as session:
+        return list(await session.scalars(select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)))
+
+
+async def until(condition, timeout_s: float, every_s: float = 0.25) -> None:  # type: ignore[no-untyped-def]
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not await condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not reached within {timeout_s}s")
+        await asyncio.sleep(every_s)
+
+
+async def test_fifty_concurrent_identical_requests_get_identical_answers_and_one_ledger_row(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    key = str(uuid.uuid4())
+    body = person("+12125550100")
+    responses = await asyncio.gather(*(stack.verify(tenant.test_key, body, idempotency_key=key) for _ in range(50)))
+
+    assert {response.status_code for response in responses} == {200}
+    assert len({response.content for response in responses}) == 1
+    ledger = await ledger_rows(stack.db, tenant.id)
+    assert [(row.disposition, row.unit_price_microdollars) for row in ledger] == [("billable", 15000)]
+
+
+def start_processor(settings_env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "signalyard.cli", "processors", "phone"],
+        env={**os.environ, **settings_env},
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_billed_twice(
+    broker_bootstrap: str, database_url: str, tmp_path: Path
+) -> None:
+    settings = stack_settings(tmp_path, database_url, None, phone_wait_ms=50, sweep_after_s=3, sweep_every_s=1)
+    env = {
+        "SIGNALYARD_KAFKA_BOOTSTRAP": broker_bootstrap,
+        "SIGNALYARD_DATABASE_URL": database_url,
+        "SIGNALYARD_TOPIC_PREFIX": settings.topic_prefix,
+        "SIGNALYARD_SWEEP_AFTER_S": "3",
+        "SIGNALYARD_SWEEP_EVERY_S": "1",
+        "SIGNALYARD_DATA_DIR": str(tmp_path),
+    }
+    log = tmp_path / "processors.log"
+    async with running_stack(settings, broker_bootstrap, with_processor=False) as gateway:
+        tenant = await gateway.new_tenant()
+        first = start_processor(env, log)
+        try:
+            total = 300
+            numbers = list(distinct_numbers(total))
+            accepted = 0
+            for chunk in range(0, total, 30):
+                responses = await asyncio.gather(
+                    *(gateway.verify(tenant.test_key, person(number)) for number in numbers[chunk : chunk + 30])
+                )
+                assert {response.status_code for response in responses} <= {200, 202}
+                accepted += len(responses)
+
+            async def some_done() -> bool:
+                return sum(v for k, v in (await states(gateway.db, tenant.id)).items() if k != "pending") >= 20
+
+            await until(some_done, 60)
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            done_at_kill = await states(gateway.db, tenant.id)
+            assert done_at_kill.get("pending", 0) > 0, "the kill came too late to interrupt anything"
+
+            second = start_processor(env, log)
+            try:
+
+                async def all_done() -> bool:
+                    return (await states(gateway.db, tenant.id)) == {"completed": total}
+
+                await until(all_done, 120)
+            finally:
+                second.terminate()
+                second.wait(15)
+        finally:
+            if first.poll() is None:
+                first.kill()
+        ledger = await ledger_rows(gateway.db, tenant.id)
+        assert len(ledger) == total
+        assert {row.disposition for row in ledger} == {"billable"}
+        assert len({row.request_id for row in ledger}) == total
+
+
+@pytest.fixture
+def own_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    broker = EmbeddedBroker(log_path=tmp_path / "broker.log")
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+async def test_broker_restarted_with_its_memory_lost_the_sweeper_completes_every_pending_request(
+    own_broker: EmbeddedBroker, database_url: str, tmp_path: Path
+) -> None:
+    settings = stack_settings(
+        tmp_path, database_url, None, phone_wait_ms=200, sweep_after_s=2, sweep_every_s=0.5, publish_timeout_s=0.5
+    )
+    async with running_stack(settings, own_broker.bootstrap) as stack:
+        tenant = await stack.new_tenant()
+        own_broker.stop()
+        numbers = list(distinct_numbers(20))
+        responses = await asyncio.gather(*(stack.verify(tenant.test_key, person(n)) for n in numbers))
+        assert {response.status_code for response in responses} == {202}
+        assert await states(stack.db, tenant.id) == {"pending": 20}
+
+        own_broker.start()  # same port, empty memory: no topics, no offsets, no groups
+
+        async def all_done() -> bool:
+            return (await states(stack.db, tenant.id)) == {"completed": 20}
+
+        await until(all_done, 90)
+        for response in responses:
+            settled = await stack.settle(tenant.test_key, response.json()["request_id"])
+            assert settled.status_code == 200
+            assert settled.json()["result_state"] == "completed"
+        ledger = await ledger_rows(stack.db, tenant.id)
+        assert len(ledger) == 20

@@ -1,0 +1,347 @@
+"""Caller-ID reading and name matching: table-driven cases over read_caller_id and match_name."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from processors.phone.name_match import REASONS, SCORE_BANDS, CallerId, NameMatch, match_name, read_caller_id
+
+# --------------------------------------------------------------------------- read_caller_id
+
+GENERIC_STRINGS = [
+    "WIRELESS CALLER",
+    "TOLL FREE CALL",
+    "UNAVAILABLE",
+    "UNKNOWN",
+    "UNKNOWN NAME",
+    "ANONYMOUS",
+    "PRIVATE",
+    "PRIVATE CALLER",
+    "PRIVATE NUMBER",
+    "RESTRICTED",
+    "BLOCKED",
+    "NO CALLER ID",
+    "OUT OF AREA",
+    "CELL PHONE",
+    "MOBILE CALLER",
+    "VOIP CALLER",
+    "CALLER",
+    "NAME NOT FOUND",
+]
+
+
+@pytest.mark.parametrize("cnam", GENERIC_STRINGS, ids=lambda s: s.lower().replace(" ", "_"))
+def test_generic_strings_are_placeholders(cnam: str) -> None:
+    assert read_caller_id(cnam) == CallerId(state="placeholder", name=cnam, error_code=None)
+
+
+READ_CASES = [
+    # (cnam, expected state)
+    pytest.param("Unknown Name", "placeholder", id="generic-lower-case"),
+    pytest.param("Private-Caller", "placeholder", id="generic-punctuated"),
+    pytest.param("CELL PHONE TX", "placeholder", id="generic-with-state"),
+    pytest.param("CALLER 5551234", "placeholder", id="generic-with-digits"),
+    pytest.param("SAN FRANCISCO CA", "placeholder", id="city-st-known-multiword"),
+    pytest.param("NEW YORK NY", "placeholder", id="city-st-new-york"),
+    pytest.param("AUSTIN TX", "placeholder", id="city-st-city-is-given-name"),
+    pytest.param("Austin, TX", "placeholder", id="city-st-comma"),
+    pytest.param("MOBILE AL", "placeholder", id="city-st-known-al"),
+    pytest.param("DENVER CO", "placeholder", id="city-st-known-co"),
+    pytest.param("PLEASANTON CA", "placeholder", id="city-st-unlisted-no-given-name"),
+    pytest.param("SANTA CLARA CA", "placeholder", id="city-st-place-word-prefix"),
+    pytest.param("SAN FRANCISCO C", "placeholder", id="city-st-cut-at-15"),
+    pytest.param("4155551234", "placeholder", id="digits"),
+    pytest.param("+1 (415) 555-1234", "placeholder", id="formatted-phone-number"),
+    pytest.param("---", "placeholder", id="punctuation-only"),
+    pytest.param("SMITH AL", "available", id="person-first-name-al-not-city"),
+    pytest.param("JACKSON AL", "available", id="person-al-jackson-not-city"),
+    pytest.param("GARCIA AL", "available", id="person-code-is-given-name"),
+    pytest.param("MARTINEZ VI", "available", id="person-code-vi-is-given-name"),
+    pytest.param("NGUYEN MI", "placeholder", id="documented-tradeoff-unknown-two-letter-name"),
+    pytest.param("LEE VI", "available", id="person-first-name-vi"),
+    pytest.param("JOHN MA", "available", id="person-surname-ma"),
+    pytest.param("SMITH JOHN MD", "available", id="person-with-md"),
+    pytest.param("ACME CO", "available", id="business-co-not-colorado"),
+    pytest.param("SMITH JONES PA", "available", id="business-pa-not-pennsylvania"),
+    pytest.param("SMITH JOHN", "available", id="person-last-first"),
+    pytest.param("WASHINGTON GEOR", "available", id="person-truncated"),
+    pytest.param("MCDONALDS CORPO", "available", id="business-truncated"),
+    pytest.param("NUÑEZ JOSÉ", "available", id="person-diacritics"),
+]
+
+
+@pytest.mark.parametrize(("cnam", "state"), READ_CASES)
+def test_read_caller_id_state(cnam: str, state: str) -> None:
+    result = read_caller_id(cnam)
+    assert result.state == state
+    assert result.name == cnam
+    assert result.error_code is None
+
+
+@pytest.mark.parametrize("cnam", [None, "", "   ", "\t\n"], ids=["none", "empty", "spaces", "whitespace"])
+def test_missing_caller_name_is_unavailable(cnam: str | None) -> None:
+    assert read_caller_id(cnam) == CallerId(state="unavailable", name=None, error_code=None)
+
+
+@pytest.mark.parametrize(
+    ("cnam", "error_code", "kept"),
+    [
+        pytest.param("SMITH JOHN", "60600", "60600", id="error-wins-over-name"),
+        pytest.param(None, "60601", "60601", id="error-without-name"),
+        pytest.param(None, 60600, "60600", id="numeric-error-kept-as-str"),
+    ],
+)
+def test_provider_error_code(cnam: str | None, error_code: str, kept: str) -> None:
+    assert read_caller_id(cnam, error_code) == CallerId(state="error", name=None, error_code=kept)
+
+
+def test_available_name_is_stripped_but_otherwise_untouched() -> None:
+    assert read_caller_id("  Smith,John  ") == CallerId(state="available", name="Smith,John", error_code=None)
+
+
+def test_placeholder_keeps_name_as_received() -> None:
+    assert read_caller_id(" wireless caller ") == CallerId(state="placeholder", name="wireless caller", error_code=None)
+
+
+# --------------------------------------------------------------------------- match_name
+
+
+def person(case_id: str, supplied: str, cnam: str, state: str, *reasons: str, caller_type: str | None = None):
+    """One person row; listed reasons are asserted exactly, no reasons means state and band only."""
+    return pytest.param(supplied, cnam, "person", caller_type, state, list(reasons) or None, id=case_id)
+
+
+def business(case_id: str, supplied: str, cnam: str, state: str, *reasons: str, caller_type: str | None = None):
+    return pytest.param(supplied, cnam, "business", caller_type, state, list(reasons) or None, id=case_id)
+
+
+SUR, GIVEN, NICK = "surname_match", "given_name_match", "nickname"
+SUR_X, GIVEN_X = "surname_mismatch", "given_name_mismatch"
+BIZ = "business_name_match"
+
+MATCH_CASES = [
+    # Normalisation: case, punctuation, diacritics, apostrophes, hyphens, particles, titles.
+    person("last-first", "John Smith", "SMITH JOHN", "match", SUR, GIVEN),
+    person("first-last", "john smith", "JOHN SMITH", "match", SUR, GIVEN),
+    person("last-comma-first", "John Smith", "SMITH,JOHN", "match", SUR, GIVEN),
+    person("supplied-comma", "Smith, John", "SMITH JOHN", "match", SUR, GIVEN),
+    person("diacritics", "José Núñez", "NUNEZ JOSE", "match", SUR, GIVEN),
+    person("apostrophe", "Patrick O'Brien", "OBRIEN PATRICK", "match", SUR, GIVEN),
+    person("apostrophe-in-cnam", "Patrick Obrien", "O'BRIEN PATRICK", "match"),
+    person("hyphen-given-split", "Mary-Jane Watson", "WATSON MARY JANE", "match"),
+    person("hyphen-given-joined", "Mary-Jane Watson", "WATSON MARYJANE", "match"),
+    person("hyphen-surname", "Ann Smith-Jones", "SMITH-JONES ANN", "match"),
+    person("particle-surname", "Juan de la Cruz", "DELACRUZ JUAN", "match"),
+    person("double-surname-first-only", "Maria Garcia Lopez", "GARCIA MARIA", "match"),
+    person("honorific-and-suffix", "Dr. John Smith Jr.", "SMITH JOHN", "match"),
+    # Middle initials.
+    person("cnam-middle-initial", "John Smith", "SMITH JOHN A", "match", SUR, GIVEN),
+    person("both-middle-initial", "John A. Smith", "SMITH JOHN A", "match", SUR, GIVEN),
+    person(
+        "middle-initial-conflict",
+        "John Adam Smith",
+        "SMITH JOHN B",
+        "partial_match",
+        SUR,
+        GIVEN,
+        "middle_name_mismatch",
+    ),
+    # 15-character truncation.
+    person("truncated-given", "George Washington", "WASHINGTON GEOR", "match", SUR, GIVEN, "cnam_truncated"),
+    person("truncated-given-long", "Christopher Columbus", "COLUMBUS CHRIST", "match", SUR, GIVEN, "cnam_truncated"),
+    person("prefix-without-truncation", "Georgia Washington", "WASHINGTON GEO", "partial_match", SUR, GIVEN_X),
+    # Nicknames, both directions.
+    person("nick-bob-robert", "Bob Smith", "SMITH ROBERT", "match", SUR, NICK),
+    person("nick-robert-bob", "Robert Smith", "SMITH BOB", "match", SUR, NICK),
+    person("nick-bill-william", "Bill Gates", "GATES WILLIAM", "match", SUR, NICK),
+    person("nick-william-bill", "William Gates", "GATES BILL", "match", SUR, NICK),
+    person("nick-liz-elizabeth", "Liz Taylor", "TAYLOR ELIZABETH", "match", SUR, NICK),
+    person("nick-elizabeth-liz", "Elizabeth Taylor", "TAYLOR LIZ", "match", SUR, NICK),
+    person("nick-peggy-margaret", "Peggy Olson", "OLSON MARGARET", "match", SUR, NICK),
+    person("nick-margaret-peggy", "Margaret Olson", "OLSON PEGGY", "match", SUR, NICK),
+    person("nick-jim-james", "Jim Beam", "BEAM JAMES", "match", SUR, NICK),
+    person("nick-james-jim", "James Beam", "BEAM JIM", "match", SUR, NICK),
+    person("nick-supplied-reversed", "Smith Bob", "SMITH ROBERT", "match", SUR, NICK),
+    # Typos.
+    person("typo-transposition", "Jonh Smith", "SMITH JOHN", "match", SUR, GIVEN, "typo_tolerated"),
+    person("typo-given", "Micheal Smith", "SMITH MICHAEL", "match", SUR, GIVEN, "typo_tolerated"),
+    person("typo-surname", "John Smyth", "SMITH JOHN", "match", SUR, GIVEN, "typo_tolerated"),
+    person("jon-john", "Jon Smith", "SMITH JOHN", "match"),
+    # Initials alone, surname alone, given name alone, one supplied word.
+    person("initial-last-first", "John Smith", "SMITH J", "ambiguous", SUR, "initial_only"),
+    person("initial-first-last", "John Smith", "J SMITH", "ambiguous", SUR, "initial_only"),
+    person("supplied-initial", "J. Smith", "SMITH JOHN", "ambiguous", SUR, "initial_only"),
+    person("surname-initial", "John Smith", "JOHN S", "ambiguous", GIVEN, "initial_only"),
+    person("surname-only", "John Smith", "SMITH", "ambiguous", SUR, "surname_only"),
+    person("given-only", "John Smith", "JOHN", "ambiguous", GIVEN, "given_name_only"),
+    person("supplied-one-word", "Smith", "SMITH JOHN", "ambiguous", "supplied_name_incomplete"),
+    # Household member, married name.
+    person("household-member", "John Smith", "SMITH JANE", "partial_match", SUR, GIVEN_X),
+    person("household-other-initial", "John Smith", "SMITH K", "partial_match", SUR, GIVEN_X),
+    person("married-name", "Jane Smith", "DOE JANE", "partial_match", SUR_X, GIVEN),
+    person("married-name-nickname", "Peggy Smith", "OLSON MARGARET", "partial_match", SUR_X, NICK),
+    # Mismatch, and "SMITH AL" read as a person rather than a rate centre.
+    person("total-mismatch", "John Smith", "GARCIA MARIA", "mismatch", SUR_X, GIVEN_X),
+    person("initial-other-surname", "John Smith", "JONES J", "mismatch", SUR_X, "initial_only"),
+    person("one-word-miss", "Madonna", "SMITH JOHN", "mismatch", "supplied_name_incomplete", "no_name_overlap"),
+    person("smith-al-person", "Al Smith", "SMITH AL", "match", SUR, GIVEN),
+    # Caller type: a business phone for a person, a consumer phone for a business.
+    person(
+        "on-business-line",
+        "John Smith",
+        "ACME WIDGETS",
+        "ambiguous",
+        SUR_X,
+        GIVEN_X,
+        "caller_type_business",
+        caller_type="BUSINESS",
+    ),
+    person("vs-legal-form-cnam", "John Smith", "MCDONALDS CORP", "ambiguous", SUR_X, GIVEN_X, "caller_type_business"),
+    person(
+        "sole-proprietor",
+        "John Smith",
+        "SMITH JOHN LLC",
+        "match",
+        SUR,
+        GIVEN,
+        "caller_type_business",
+        caller_type="business",
+    ),
+    person(
+        "consumer-line-mismatch-stays", "John Smith", "GARCIA MARIA", "mismatch", SUR_X, GIVEN_X, caller_type="CONSUMER"
+    ),
+    business(
+        "on-consumer-line",
+        "Smith Plumbing",
+        "SMITH JOHN",
+        "ambiguous",
+        "business_name_mismatch",
+        "caller_type_consumer",
+        caller_type="CONSUMER",
+    ),
+    # Businesses: legal forms, THE, &/AND, spacing, truncation, near matches, mismatches.
+    business("biz-exact", "Acme Inc", "ACME INC", "match", BIZ),
+    business("biz-inc-corporation", "Acme, Inc.", "ACME CORPORATION", "match", BIZ),
+    business("biz-llc-corp", "Acme LLC", "ACME CORP", "match", BIZ),
+    business("biz-the-company-co", "The Acme Company", "ACME CO", "match", BIZ),
+    business("biz-ltd", "Acme Ltd.", "ACME", "match", BIZ),
+    business("biz-stacked-legal-forms", "Acme Co Inc", "ACME", "match", BIZ),
+    business("biz-dotted-llc", "Acme L.L.C.", "ACME", "match", BIZ),
+    business("biz-ampersand", "Johnson & Johnson", "JOHNSON AND JOHNSON", "match", BIZ),
+    business("biz-and-ampersand", "Barnes and Noble", "BARNES & NOBLE", "match", BIZ),
+    business("biz-spacing", "McDonald's", "MC DONALDS", "match", BIZ),
+    business("biz-diacritics", "Café Rouge", "CAFE ROUGE", "match", BIZ),
+    business("biz-truncated-legal-form", "McDonald's Corporation", "MCDONALDS CORPO", "match", BIZ, "cnam_truncated"),
+    business("biz-truncated-form-not-supplied", "McDonald's", "MCDONALDS CORPO", "match", BIZ, "cnam_truncated"),
+    business(
+        "biz-truncated-name", "International Business Machines", "INTERNATIONAL B", "match", BIZ, "cnam_truncated"
+    ),
+    business("biz-near", "Acme Widgets", "ACME WIDGET", "partial_match", "business_name_similar"),
+    business("biz-typo", "Acme Plumbing", "ACME PLUMBNG", "partial_match", "business_name_similar"),
+    business("biz-subset", "Acme", "ACME PLUMBING SUP", "partial_match", "business_name_subset"),
+    business("biz-mismatch", "Globex Corp", "INITECH LLC", "mismatch", "business_name_mismatch"),
+    business("biz-shared-word-only", "Acme Widgets", "ACME PLUMBING", "mismatch", "business_name_mismatch"),
+    business("biz-legal-form-only", "Inc.", "ACME INC", "mismatch", "business_name_mismatch"),
+]
+
+
+def _run(supplied: str, cnam: str, subject_type: str, caller_type: str | None) -> NameMatch:
+    caller_id = read_caller_id(cnam)
+    assert caller_id.state == "available", f"table case needs an available caller-ID, got {caller_id}"
+    return match_name(supplied, caller_id, subject_type, caller_type)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("supplied", "cnam", "subject_type", "caller_type", "state", "reasons"), MATCH_CASES)
+def test_match_name(
+    supplied: str, cnam: str, subject_type: str, caller_type: str | None, state: str, reasons: list[str] | None
+) -> None:
+    result = _run(supplied, cnam, subject_type, caller_type)
+    assert result.state == state
+    if reasons is not None:
+        assert result.reasons == reasons
+    low, high = SCORE_BANDS[state]
+    assert result.score is not None
+    assert low <= result.score <= high
+
+
+UNAVAILABLE_CASES = [
+    pytest.param(read_caller_id("WIRELESS CALLER"), "caller_id_placeholder", id="placeholder-generic"),
+    pytest.param(read_caller_id("AUSTIN TX"), "caller_id_placeholder", id="placeholder-city-st"),
+    pytest.param(read_caller_id("4155551234"), "caller_id_placeholder", id="placeholder-digits"),
+    pytest.param(read_caller_id(None), "caller_id_unavailable", id="unavailable-none"),
+    pytest.param(read_caller_id(""), "caller_id_unavailable", id="unavailable-empty"),
+    pytest.param(read_caller_id("SMITH JOHN", "60600"), "caller_id_error", id="provider-error"),
+    pytest.param(CallerId("available", None, None), "caller_id_unavailable", id="available-without-name"),
+]
+
+
+@pytest.mark.parametrize(("caller_id", "reason"), UNAVAILABLE_CASES)
+@pytest.mark.parametrize("subject_type", ["person", "business"])
+def test_no_usable_caller_id_is_unavailable_never_mismatch(caller_id: CallerId, reason: str, subject_type: str) -> None:
+    result = match_name("John Smith", caller_id, subject_type, "BUSINESS")  # type: ignore[arg-type]
+    assert result == NameMatch(state="unavailable", score=None, reasons=[reason])
+
+
+@pytest.mark.parametrize(
+    "cnam",
+    ["SMITH JOHN", "JOHN SMITH", "SMITH,JOHN", "Smith, John", "smith john"],
+    ids=["last-first", "first-last", "comma", "comma-space", "lower"],
+)
+def test_cnam_word_order_and_case_do_not_matter(cnam: str) -> None:
+    assert _run("John Smith", cnam, "person", None) == NameMatch("match", 100, ["surname_match", "given_name_match"])
+
+
+@pytest.mark.parametrize("supplied", ["", "   ", "!!!"], ids=["empty", "spaces", "punctuation"])
+@pytest.mark.parametrize("subject_type", ["person", "business"])
+def test_unusable_supplied_name(supplied: str, subject_type: str) -> None:
+    result = _run(supplied, "SMITH JOHN", subject_type, "BUSINESS")
+    assert result == NameMatch(state="ambiguous", score=40, reasons=["supplied_name_unusable"])
+
+
+def test_nickname_and_truncation_score_below_exact() -> None:
+    exact = _run("Robert Smith", "SMITH ROBERT", "person", None)
+    nickname = _run("Bob Smith", "SMITH ROBERT", "person", None)
+    truncated = _run("George Washington", "WASHINGTON GEOR", "person", None)
+    assert exact.score == 100
+    assert nickname.score is not None
+    assert truncated.score is not None
+    assert SCORE_BANDS["match"][0] <= nickname.score < exact.score
+    assert SCORE_BANDS["match"][0] <= truncated.score < exact.score
+
+
+def test_unknown_subject_type_is_rejected() -> None:
+    with pytest.raises(ValueError, match="subject_type"):
+        match_name("John Smith", read_caller_id("SMITH JOHN"), "robot")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- vocabulary
+
+
+def test_every_table_reason_is_documented() -> None:
+    emitted = set()
+    for case in MATCH_CASES:
+        supplied, cnam, subject_type, caller_type, _, _ = case.values
+        emitted.update(_run(supplied, cnam, subject_type, caller_type).reasons)
+    for case in UNAVAILABLE_CASES:
+        emitted.update(match_name("John Smith", case.values[0], "person").reasons)
+    assert emitted <= set(REASONS)
+    # Every documented code is reachable from the table, so REASONS does not drift from the code.
+    assert set(REASONS) - emitted == {"supplied_name_unusable"}
+
+
+def test_reason_codes_are_snake_case_with_meanings() -> None:
+    for code, meaning in REASONS.items():
+        assert re.fullmatch(r"[a-z]+(_[a-z]+)*", code), code
+        assert meaning.strip()
+        assert "\n" not in meaning
+
+
+def test_score_bands_partition_0_to_100() -> None:
+    assert set(SCORE_BANDS) == {"match", "partial_match", "ambiguous", "mismatch"}
+    covered = sorted(score for low, high in SCORE_BANDS.values() for score in range(low, high + 1))
+    assert covered == list(range(101))
+    assert SCORE_BANDS["mismatch"][1] < SCORE_BANDS["ambiguous"][0]
+    assert SCORE_BANDS["ambiguous"][1] < SCORE_BANDS["partial_match"][0]
+    assert SCORE_BANDS["partial_match"][1] < SCORE_BANDS["match"][0]
