@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import signal
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -155,7 +156,20 @@ async def sweep_forever(processor: PhoneProcessor, every_s: float) -> None:
             log.exception("sweep_failed")
 
 
+class _Server(uvicorn.Server):
+    """uvicorn, minus re-raising the stop signal after its shutdown: ours still has the broker and DB to close."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        previous = {signum: signal.signal(signum, self.handle_exit) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
 async def serve(app: Litestar, host: str, port: int) -> None:
-    """Serve until SIGINT/SIGTERM (uvicorn installs the handlers and returns on them)."""
+    """Serve until SIGINT/SIGTERM, then return so the caller can close everything in order."""
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
-    await uvicorn.Server(config).serve()
+    await _Server(config).serve()

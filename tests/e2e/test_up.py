@@ -1,0 +1,132 @@
+"""`signalyard up` started as a user starts it, driven over HTTP, then stopped with Ctrl-C / SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from signalyard.embedded_broker import free_port
+
+
+class Up:
+    def __init__(self, data_dir: Path, port: int) -> None:
+        self.port = port
+        self.log = data_dir / "stderr.log"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNALYARD_")}
+        env |= {"SIGNALYARD_DATA_DIR": str(data_dir), "SIGNALYARD_PHONE_PORT": str(port)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "signalyard.cli", "up"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=self.log.open("wb"),
+            text=True,
+        )
+        self.banner = self._read_banner()
+
+    def _read_banner(self) -> str:
+        assert self.process.stdout is not None
+        lines = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("Ctrl-C stops everything"):
+                return "".join(lines)
+        raise AssertionError(f"signalyard up printed no banner: {''.join(lines)}\n{self.log.read_text()}")
+
+    @property
+    def key(self) -> str:
+        found = re.search(r"sandbox key\s+(sy_test_\w+)", self.banner)
+        assert found, self.banner
+        return found.group(1)
+
+    @property
+    def broker_port(self) -> int:
+        found = re.search(r"broker 127\.0\.0\.1:(\d+)", self.banner)
+        assert found, self.banner
+        return int(found.group(1))
+
+    def stop(self, signum: int = signal.SIGTERM) -> int:
+        self.process.send_signal(signum)
+        return self.process.wait(30)
+
+
+@pytest.fixture
+def up(tmp_path: Path) -> Iterator[Up]:
+    running = Up(tmp_path, free_port())
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+
+
+def verify(base: str, key: str, idempotency_key: str) -> httpx.Response:
+    return httpx.post(
+        f"{base}/v1/verify",
+        headers={"Authorization": f"Bearer {key}", "Idempotency-Key": idempotency_key},
+        json={"phone": "+14155550100", "name": "John Smith", "subject_type": "person"},
+        timeout=30,
+    )
+
+
+def test_up_prints_urls_and_a_sandbox_key_and_the_readme_curl_returns_a_completed_result(up: Up) -> None:
+    base = f"http://127.0.0.1:{up.port}"
+    assert f"{base}/v1" in up.banner
+    assert f"{base}/docs" in up.banner
+    assert f"{base}/metrics" in up.banner
+
+    # The consumer group takes a few seconds to join: the first answer may be 202, then it completes.
+    response = verify(base, up.key, "readme-1")
+    deadline = time.monotonic() + 30
+    while response.status_code == 202 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        response = verify(base, up.key, "readme-1")
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["result_state"] == "completed"
+    assert result["name_match"]["state"] == "match"
+    assert result["environment"] == "test"
+
+    assert httpx.get(f"{base}/readyz").status_code == 200
+    assert httpx.get(f"{base}/docs/openapi.json").json()["paths"]["/v1/verify"]
+    assert "signalyard_http_requests_total" in httpx.get(f"{base}/metrics").text
+
+    broker_port = up.broker_port
+    assert up.stop(signal.SIGINT) == 0
+    with pytest.raises(ConnectionRefusedError):  # the embedded broker went down with the launcher: no orphan process
+        socket.create_connection(("127.0.0.1", broker_port), timeout=1).close()
+    log = up.log.read_text()
+    assert up.key not in log
+    assert up.key[8:] not in log
+
+
+def test_a_second_up_on_the_same_data_dir_keeps_the_data_and_prints_the_same_key(tmp_path: Path) -> None:
+    first = Up(tmp_path, free_port())
+    key = first.key
+    base = f"http://127.0.0.1:{first.port}"
+    response = verify(base, key, "persisted-1")
+    deadline = time.monotonic() + 30
+    while response.status_code == 202 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        response = verify(base, key, "persisted-1")
+    assert first.stop() == 0
+
+    second = Up(tmp_path, free_port())
+    try:
+        assert second.key == key
+        again = verify(f"http://127.0.0.1:{second.port}", key, "persisted-1")
+        assert again.status_code == 200
+        assert again.json() == response.json()
+    finally:
+        second.stop()

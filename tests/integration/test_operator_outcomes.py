@@ -1,0 +1,181 @@
+"""Outcomes that need more than a request: a ledger that cannot be written (pending_reconciliation, resolved by the
+operator command) and enforcement that refuses an already accepted request (rejected)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime
+
+from sqlalchemy import select, text
+
+from storage import tenants
+from storage.models import LedgerEntry, PhoneRequest
+from tests.conftest import Stack
+from tests.contract.helpers import assert_error, person
+from topics.phone import VerificationRequested
+
+
+async def refuse_ledger_rows(stack: Stack, tenant_id: str) -> None:
+    """A real database failure for this tenant's ledger writes only (a trigger), as when the ledger is down."""
+    async with stack.db.write() as session:
+        if session.bind.dialect.name == "postgresql":
+            await session.execute(
+                text(
+                    "CREATE OR REPLACE FUNCTION refuse_ledger() RETURNS trigger AS $$ BEGIN "
+                    f"IF NEW.tenant_id = '{tenant_id}' THEN RAISE EXCEPTION 'ledger offline'; END IF; "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+            )
+            await session.execute(
+                text(
+                    "CREATE TRIGGER refuse_ledger BEFORE INSERT ON ledger_entries "
+                    "FOR EACH ROW EXECUTE FUNCTION refuse_ledger()"
+                )
+            )
+        else:
+            await session.execute(
+                text(
+                    "CREATE TRIGGER refuse_ledger BEFORE INSERT ON ledger_entries "
+                    f"WHEN NEW.tenant_id = '{tenant_id}' BEGIN SELECT RAISE(ABORT, 'ledger offline'); END"
+                )
+            )
+
+
+async def allow_ledger_rows(stack: Stack) -> None:
+    async with stack.db.write() as session:
+        await session.execute(
+            text(
+                "DROP TRIGGER IF EXISTS refuse_ledger"
+                + (" ON ledger_entries" if session.bind.dialect.name == "postgresql" else "")
+            )
+        )
+
+
+def signalyard(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SIGNALYARD_DATABASE_URL": stack.settings.database_url or ""}
+    return subprocess.run(
+        [sys.executable, "-m", "signalyard.cli", *args],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_a_check_whose_ledger_write_fails_waits_for_the_operator_and_is_never_bypassed(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    await refuse_ledger_rows(stack, tenant.id)
+    try:
+        first = await stack.verify(tenant.test_key, person("+12125550100"), idempotency_key="ledger-down")
+        error = assert_error(first, 503, "ledger_unavailable")
+        request_id = error["request_id"]
+
+        stored = await stack.get(tenant.test_key, f"/v1/requests/{request_id}")
+        assert stored.status_code == 200
+        assert stored.json() == {
+            "request_id": request_id,
+            "status": "pending_reconciliation",
+            "error": {"code": "ledger_unavailable", "message": stored.json()["error"]["message"]},
+            "billing_disposition": "pending_reconciliation",
+        }
+        replay = await stack.verify(tenant.test_key, person("+12125550100"), idempotency_key="ledger-down")
+        assert replay.status_code == 503
+        assert replay.json() == first.json()
+        bypass = await stack.verify(tenant.test_key, person("+12125550100"), idempotency_key="fresh-key")
+        assert_error(bypass, 409, "idempotency_conflict")
+    finally:
+        await allow_ledger_rows(stack)
+
+    resolved = await asyncio.to_thread(signalyard, stack, "requests", "reconcile", request_id, "--outcome", "billable")
+    assert resolved.returncode == 0, resolved.stderr
+    assert "completed" in resolved.stdout
+
+    result = await stack.get(tenant.test_key, f"/v1/requests/{request_id}")
+    assert result.status_code == 200
+    assert result.json()["result_state"] == "completed"
+    assert result.json()["billing"] == {
+        "disposition": "billable",
+        "sku": "core_phone",
+        "unit_price_microdollars": 15000,
+        "cache_hit": False,
+    }
+    async with stack.db.read() as session:
+        ledger = list(await session.scalars(select(LedgerEntry).where(LedgerEntry.tenant_id == tenant.id)))
+    assert [(row.request_id, row.disposition) for row in ledger] == [(request_id, "billable")]
+
+    again = await asyncio.to_thread(signalyard, stack, "requests", "reconcile", request_id, "--outcome", "billable")
+    assert again.returncode == 2
+    assert "awaiting reconciliation" in again.stderr
+
+
+async def test_reconciling_as_failed_voids_the_check_and_frees_the_number(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    await refuse_ledger_rows(stack, tenant.id)
+    try:
+        first = await stack.verify(tenant.test_key, person("+12125550101"))
+        request_id = assert_error(first, 503, "ledger_unavailable")["request_id"]
+    finally:
+        await allow_ledger_rows(stack)
+    resolved = await asyncio.to_thread(signalyard, stack, "requests", "reconcile", request_id, "--outcome", "failed")
+    assert resolved.returncode == 0, resolved.stderr
+
+    stored = (await stack.get(tenant.test_key, f"/v1/requests/{request_id}")).json()
+    assert stored["status"] == "failed"
+    assert stored["billing_disposition"] == "not_billable"
+    fresh = await stack.verify(tenant.test_key, person("+12125550101"))
+    assert fresh.status_code == 200
+    assert fresh.json()["billing"]["disposition"] == "billable"
+
+
+async def test_a_request_accepted_before_its_tenant_was_suspended_is_rejected_and_not_billed(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    now = datetime.now(UTC)
+    request_id = str(uuid.uuid4())
+    async with stack.db.write() as session:  # accepted, exactly as the gateway stores it ...
+        session.add(
+            PhoneRequest(
+                id=request_id,
+                tenant_id=tenant.id,
+                environment="test",
+                idempotency_key="accepted-then-suspended",
+                body_hash="0" * 64,
+                phone_e164="+12125550102",
+                subject_type="person",
+                supplied_name="John Smith",
+                reference_id=None,
+                state="pending",
+                created_at=now,
+                published_at=now,
+            )
+        )
+        await tenants.update_tenant(session, tenant.id, status="suspended")  # ... then the tenant is suspended
+    await stack.platform.publish(
+        VerificationRequested(
+            request_id=request_id, tenant_id=tenant.id, environment="test", phone_e164="+12125550102"
+        ),
+        stack.platform.topics.requested,
+        b"+12125550102",
+    )
+    for _ in range(100):
+        async with stack.db.read() as session:
+            row = await session.get(PhoneRequest, request_id)
+            assert row is not None
+            await session.refresh(row)
+        if row.state != "pending":
+            break
+        await asyncio.sleep(0.1)
+    assert row.state == "rejected"
+
+    assert_error(await stack.get(tenant.test_key, f"/v1/requests/{request_id}"), 403, "tenant_suspended")
+    async with stack.db.write() as session:
+        await tenants.update_tenant(session, tenant.id, status="active")
+    stored = await stack.get(tenant.test_key, f"/v1/requests/{request_id}")
+    assert stored.status_code == 200
+    assert stored.json()["status"] == "rejected"
+    assert stored.json()["error"]["code"] == "tenant_suspended"
+    assert stored.json()["billing_disposition"] == "not_billable"
