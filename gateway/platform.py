@@ -20,6 +20,8 @@ LATENCY = Histogram(
     buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
 )
 
+log = structlog.get_logger("signalyard.http")
+
 ReadinessCheck = Callable[[], Awaitable[None]]
 
 
@@ -48,8 +50,12 @@ def observe(service: str) -> Callable[[ASGIApp], ASGIApp]:
                     await app(scope, receive, send_with_id)
                 finally:
                     route = scope.get("path_template") or "unmatched"
+                    elapsed = time.perf_counter() - started
                     REQUESTS.labels(service, route, str(status)).inc()
-                    LATENCY.labels(service, route).observe(time.perf_counter() - started)
+                    LATENCY.labels(service, route).observe(elapsed)
+                    log.info(
+                        "http_request", method=scope["method"], route=route, status=status, ms=round(elapsed * 1000, 2)
+                    )
 
         return handle
 

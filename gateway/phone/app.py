@@ -322,5 +322,6 @@ def create_phone_app(gateway: PhoneGateway, readiness: dict[str, ReadinessCheck]
             components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
             security=[{"bearer": []}],
         ),
+        logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
         debug=debug,
     )
