@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
-from litestar import Litestar, Request, Response, get
+from litestar import Response, get
 from litestar.datastructures import MutableScopeHeaders
+from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 
@@ -54,7 +55,11 @@ def observe(service: str) -> Callable[[ASGIApp], ASGIApp]:
                     REQUESTS.labels(service, route, str(status)).inc()
                     LATENCY.labels(service, route).observe(elapsed)
                     log.info(
-                        "http_request", method=scope["method"], route=route, status=status, ms=round(elapsed * 1000, 2)
+                        "http_request",
+                        method=scope.get("method"),
+                        route=route,
+                        status=status,
+                        ms=round(elapsed * 1000, 2),
                     )
 
         return handle
@@ -62,7 +67,7 @@ def observe(service: str) -> Callable[[ASGIApp], ASGIApp]:
     return middleware
 
 
-def health_routes(checks: dict[str, ReadinessCheck]) -> list[object]:
+def health_routes(checks: Mapping[str, ReadinessCheck]) -> list[HTTPRouteHandler]:
     """`/healthz` (the process answers) and `/readyz` (every dependency answers), plus `/metrics`."""
 
     @get("/healthz", operation_id="healthz", include_in_schema=False, sync_to_thread=False)
@@ -86,10 +91,3 @@ def health_routes(checks: dict[str, ReadinessCheck]) -> list[object]:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
     return [healthz, readyz, metrics]
-
-
-def request_id_of(request: Request[object, object, object]) -> str | None:
-    return request.scope.get("state", {}).get("request_id")
-
-
-__all__ = ["Litestar", "health_routes", "observe", "request_id_of"]

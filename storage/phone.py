@@ -154,7 +154,7 @@ async def finish(
 
 async def _add_spend(session: AsyncSession, tenant_id: str, environment: str, at: datetime, amount: int) -> int:
     """Add to the month's total and return the new total (one atomic upsert on both backends)."""
-    dialect = postgresql if session.bind.dialect.name == "postgresql" else sqlite
+    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
     statement = dialect.insert(MonthlySpend).values(
         tenant_id=tenant_id, environment=environment, month=month_of(at), amount_microdollars=amount
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 import msgspec
 
@@ -16,7 +16,7 @@ SubjectType = Literal["person", "business"]
 ResultState = Literal["completed", "unavailable", "error"]
 FailureStatus = Literal["failed", "rejected", "pending_reconciliation"]
 Disposition = Literal["billable", "not_billable", "pending_reconciliation"]
-SKU = "core_phone"
+SKU: Final = "core_phone"
 
 
 class PhoneTopics(msgspec.Struct, frozen=True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
@@ -308,7 +308,9 @@ async def _stored_answer(phone: NamedDependency[PhoneGateway], request_id: FromP
     return answer_for(row, replay_failure_as_error=True)
 
 
-def create_phone_app(gateway: PhoneGateway, readiness: dict[str, ReadinessCheck], *, debug: bool = False) -> Litestar:
+def create_phone_app(
+    gateway: PhoneGateway, readiness: Mapping[str, ReadinessCheck], *, debug: bool = False
+) -> Litestar:
     return Litestar(
         route_handlers=[VerifyController, *health_routes(readiness)],
         dependencies={"phone": Provide(lambda: gateway, use_cache=True, sync_to_thread=False)},

@@ -5,8 +5,10 @@ from __future__ import annotations
 import math
 import time
 from datetime import UTC, datetime
+from typing import cast
 
 from limits import parse
+from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.storage import storage_from_string
 from sqlalchemy.exc import SQLAlchemyError
@@ -23,7 +25,7 @@ class Enforcement:
     def __init__(self, db: Database, rate_limit: str, storage_url: str | None) -> None:
         self.db = db
         self.item = parse(rate_limit)
-        self.storage = storage_from_string(storage_url or "async+memory://")
+        self.storage = cast(Storage, storage_from_string(storage_url or "async+memory://"))
         self.limiter = MovingWindowRateLimiter(self.storage)
 
     async def rate_limit(self, owner: KeyOwner) -> None:

@@ -490,7 +490,7 @@ def _person_outcome(person: _Person, cnam: _Cnam) -> _Verdict:
     ]
     # The surname takes a word that supports it; the given name then takes the best remaining word.
     # Choosing "no word" when one exists would let an initial pass for a different name.
-    surname_choices = [index for index, rel in enumerate(surname_rel) if rel > _NONE] or [None]
+    surname_choices: list[int | None] = [index for index, rel in enumerate(surname_rel) if rel > _NONE] or [None]
     best: _Verdict | None = None
     for surname_at in surname_choices:
         rest = [index for index in range(len(tokens)) if index != surname_at]
