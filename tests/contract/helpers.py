@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import random
 import uuid
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -15,6 +17,9 @@ from sqlalchemy import select
 from processors.phone.name_match import REASONS
 from storage.models import LedgerEntry
 from tests.conftest import Stack
+
+GatewayOnly = Callable[..., AbstractAsyncContextManager[Stack]]
+"""The `gateway_only` fixture: extra gateways without a processor (their requests stay pending)."""
 
 ERROR_FIELDS = {"code", "message", "request_id", "details"}
 ERROR_CODES = {

@@ -11,6 +11,7 @@ import pytest
 from storage import tenants
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, live_number, person
+from tests.peers.twilio import TwilioLookupServer
 
 ENDPOINTS = ["verify", "request", "usage"]
 
@@ -94,7 +95,7 @@ async def test_test_key_gives_test_environment(stack: Stack) -> None:
     assert result["provenance"][0]["provider"] == "sandbox"
 
 
-async def test_live_key_gives_live_environment(stack: Stack, twilio) -> None:
+async def test_live_key_gives_live_environment(stack: Stack, twilio: TwilioLookupServer) -> None:
     tenant = await stack.new_tenant()
     number = live_number()
     twilio.answer(number)

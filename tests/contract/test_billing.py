@@ -110,22 +110,37 @@ async def test_recheck_of_the_same_number_within_24_hours_is_free(stack: Stack) 
     assert await billable_total(stack, tenant.id) == PRICE
 
 
-async def test_recheck_after_24_hours_is_billable_again(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
-    first = assert_result(await stack.verify(tenant.test_key, person()))
+async def age_billable_check(stack: Stack, request_id: str, hours: float) -> None:
+    """Test data set-up: make an earlier billable check `hours` older than it is."""
     async with stack.db.write() as session:
-        row = await session.get(PhoneRequest, first["request_id"])
+        row = await session.get(PhoneRequest, request_id)
         assert row is not None
         assert row.billable_at is not None
         await session.execute(
             update(PhoneRequest)
-            .where(PhoneRequest.id == row.id)
-            .values(billable_at=row.billable_at - timedelta(hours=25))
+            .where(PhoneRequest.id == request_id)
+            .values(billable_at=row.billable_at - timedelta(hours=hours))
         )
+
+
+async def test_recheck_after_24_hours_is_billable_again(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    first = assert_result(await stack.verify(tenant.test_key, person()))
+    await age_billable_check(stack, first["request_id"], hours=25)
     again = assert_result(await stack.verify(tenant.test_key, person()))
     assert_billable(again)
     assert FREE_RECHECK not in again["warnings"]
     assert await billable_total(stack, tenant.id) == 2 * PRICE
+
+
+async def test_recheck_23_hours_later_is_still_free(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    first = assert_result(await stack.verify(tenant.test_key, person()))
+    await age_billable_check(stack, first["request_id"], hours=23)
+    again = assert_result(await stack.verify(tenant.test_key, person()))
+    assert FREE_RECHECK in again["warnings"]
+    assert again["billing"]["disposition"] == "not_billable"
+    assert await billable_total(stack, tenant.id) == PRICE
 
 
 async def test_check_of_the_same_number_in_the_other_environment_is_not_a_free_recheck(

@@ -7,13 +7,15 @@ import uuid
 
 import httpx
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from storage.models import PhoneRequest
 from tests.conftest import Stack
 from tests.contract.helpers import (
     PRICE,
+    GatewayOnly,
     assert_error,
+    assert_failure,
     assert_pending,
     assert_result,
     ledger,
@@ -57,12 +59,22 @@ async def test_same_key_same_body_returns_the_original_answer_and_one_ledger_row
     again = await stack.verify(tenant.test_key, person(), idempotency_key=key)
     result = assert_result(first)
     assert again.status_code == first.status_code
-    assert again.json() == result
+    assert again.content == first.content
     assert result["billing"]["disposition"] == "billable"
     rows = await ledger(stack, tenant.id)
     assert [(row.request_id, row.disposition, row.unit_price_microdollars) for row in rows] == [
         (result["request_id"], "billable", PRICE)
     ]
+
+
+async def test_concurrent_sends_of_the_same_key_and_body_are_one_request(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    key = str(uuid.uuid4())
+    responses = await asyncio.gather(*(stack.verify(tenant.test_key, person(), idempotency_key=key) for _ in range(4)))
+    results = [assert_result(response) for response in responses]
+    assert all(result == results[0] for result in results)
+    rows = await ledger(stack, tenant.id)
+    assert [(row.request_id, row.disposition) for row in rows] == [(results[0]["request_id"], "billable")]
 
 
 async def test_same_key_with_reordered_keys_and_other_whitespace_is_the_same_request(stack: Stack) -> None:
@@ -164,3 +176,51 @@ async def test_new_key_after_completed_check_starts_a_new_check(stack: Stack) ->
     first = assert_result(await stack.verify(tenant.test_key, person()))
     again = assert_result(await stack.verify(tenant.test_key, person()))
     assert again["request_id"] != first["request_id"]
+
+
+async def hold_for_reconciliation(stack: Stack, request_id: str) -> None:
+    """Test data set-up: the state a request is left in when its check ran but its billing could not be recorded."""
+    async with stack.db.write() as session:
+        await session.execute(
+            update(PhoneRequest)
+            .where(PhoneRequest.id == request_id)
+            .values(
+                state="pending_reconciliation",
+                billing_disposition="pending_reconciliation",
+                error_code="ledger_unavailable",
+                error_message="the check ran but its billing could not be recorded",
+            )
+        )
+
+
+async def test_fresh_key_for_a_number_awaiting_reconciliation_is_409(stack: Stack, gateway_only: GatewayOnly) -> None:
+    tenant = await stack.new_tenant()
+    async with gateway_only() as accepting:
+        request_id = assert_pending(await accepting.verify(tenant.test_key, person()))
+    await hold_for_reconciliation(stack, request_id)
+    assert_error(await stack.verify(tenant.test_key, person()), 409, "idempotency_conflict")
+    assert_error(await stack.verify(tenant.test_key, person(phone="415.555.0100")), 409, "idempotency_conflict")
+    assert await ledger(stack, tenant.id) == []
+
+
+async def test_request_awaiting_reconciliation_reads_as_a_stored_failure(
+    stack: Stack, gateway_only: GatewayOnly
+) -> None:
+    tenant = await stack.new_tenant()
+    async with gateway_only() as accepting:
+        request_id = assert_pending(await accepting.verify(tenant.test_key, person()))
+    await hold_for_reconciliation(stack, request_id)
+    response = await stack.get(tenant.test_key, f"/v1/requests/{request_id}")
+    assert response.status_code == 200, response.text
+    held = "pending_reconciliation"
+    assert_failure(response.json(), status=held, code="ledger_unavailable", disposition=held)
+    assert response.json()["request_id"] == request_id
+
+
+async def test_get_of_a_request_still_pending_is_202_pending(stack: Stack, gateway_only: GatewayOnly) -> None:
+    tenant = await stack.new_tenant()
+    async with gateway_only() as accepting:
+        request_id = assert_pending(await accepting.verify(tenant.test_key, person()))
+    response = await stack.get(tenant.test_key, f"/v1/requests/{request_id}")
+    assert_pending(response, request_id)
+    assert response.json() == {"request_id": request_id, "status": "pending"}

@@ -105,6 +105,30 @@ async def test_live_invalid_number_is_unavailable_and_not_billed(stack: Stack, t
     assert await billable_total(stack, tenant.id) == 0
 
 
+async def test_live_number_the_provider_does_not_know_is_unavailable_and_not_billed(
+    stack: Stack, twilio: TwilioLookupServer
+) -> None:
+    tenant = await stack.new_tenant()
+    number = live_number()
+    twilio.not_found(number)
+    result = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
+    assert result["result_state"] == "unavailable"
+    assert result["billing"]["disposition"] == "not_billable"
+    assert await billable_total(stack, tenant.id) == 0
+
+
+async def test_live_provider_timing_out_is_502_and_not_billed(stack: Stack, twilio: TwilioLookupServer) -> None:
+    tenant = await stack.new_tenant()
+    number = live_number()
+    twilio.answer(number)
+    twilio.hang(number, 1.5)
+    error = assert_error(await stack.verify(tenant.live_key, person(phone=number)), 502, "provider_unavailable")
+    stored = await stack.get(tenant.live_key, f"/v1/requests/{error['request_id']}")
+    assert stored.status_code == 200, stored.text
+    assert_failure(stored.json(), status="failed", code="provider_unavailable", disposition="not_billable")
+    assert await billable_total(stack, tenant.id) == 0
+
+
 async def test_live_provider_failing_every_time_is_502_and_a_failed_request(
     stack: Stack, twilio: TwilioLookupServer
 ) -> None:

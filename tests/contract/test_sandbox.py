@@ -233,6 +233,8 @@ async def test_result_carries_the_request_it_answers(stack: Stack) -> None:
         "supplied_name": "Jöhn O'Smith",
         "reference_id": "crm-99",
     }
+    assert result["phone"]["country"] == "US"
+    assert result["phone"]["rate_center"]["state"] == "CA"
 
 
 async def test_get_request_returns_the_stored_result(stack: Stack) -> None:

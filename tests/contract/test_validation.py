@@ -51,9 +51,14 @@ async def test_name_longer_than_200_characters_is_invalid_request(stack: Stack) 
     assert_names_field(error, "name")
 
 
-async def test_name_of_exactly_200_characters_is_accepted(stack: Stack) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ["J" * 99 + " " + "S" * 100, "Zoë " * 50, "José Ñúñez " * 18 + "Ø" * 2],
+    ids=["ascii", "accented", "accented_mixed"],
+)
+async def test_name_of_exactly_200_characters_is_accepted(stack: Stack, name: str) -> None:
     tenant = await stack.new_tenant()
-    name = "J" * 99 + " " + "S" * 100
+    name = name.strip() + "x" * (200 - len(name.strip()))
     assert len(name) == 200
     result = assert_result(await stack.verify(tenant.test_key, person(name=name)))
     assert result["subject"]["supplied_name"] == name
