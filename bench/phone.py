@@ -4,7 +4,7 @@
 
 Starts `signalyard up` (gateway -> Kafka (embedded Tansu) -> processor -> SQLite or --database-url -> gateway) and
 `bench/bare_app.py` (authenticates the key like the gateway, answers a canned VerifyResult) as subprocesses, then,
-from this process (the load generator: aiohttp on uvloop, keep-alive connections):
+from this process (the load generator: raw HTTP/1.1 with httptools on uvloop, keep-alive connections):
 
 1. closed loop, for each concurrency: `--duration` s against the stack, then against the bare endpoint:
    successful (HTTP 200) requests/s, p50 and p99 latency, any other status by code, CPU of each process;
@@ -41,10 +41,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-try:
-    import aiohttp
-except ImportError:  # pragma: no cover - a message instead of a traceback
-    sys.exit("bench/phone.py needs aiohttp: pip install aiohttp (see bench/README.md)")
+import httptools  # the HTTP parser uvicorn uses: installed with uvicorn[standard]
+
 try:
     import uvloop
 except ImportError:  # pragma: no cover - the stdlib loop works, only slower
@@ -146,9 +144,17 @@ def children_of(pid: int) -> list[int]:
     return found
 
 
-def alive(pid: int) -> bool:
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def alive(pid: int, command: bytes | None = None) -> bool:
+    """Whether `pid` runs (and, given `command`, still runs that command: a pid can be reused)."""
     fields = _stat(pid)
-    return fields is not None and fields[0] != "Z"
+    return fields is not None and fields[0] != "Z" and (command is None or cmdline(pid) == command)
 
 
 @dataclass
@@ -161,7 +167,8 @@ class Server:
     workdir: Path
     port: int
     process: subprocess.Popen[bytes] | None = None
-    children: list[int] = field(default_factory=list)
+    children: dict[int, bytes] = field(default_factory=dict)
+    """pid -> command line of each process it started (the stack's broker)."""
 
     @property
     def stdout_path(self) -> Path:
@@ -170,10 +177,6 @@ class Server:
     @property
     def stderr_path(self) -> Path:
         return self.workdir / f"{self.name}.stderr"
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "wb") as err:
@@ -197,7 +200,7 @@ class Server:
 
     def note_children(self) -> None:
         if self.running():
-            self.children = children_of(self.pid)
+            self.children = {child: cmdline(child) for child in children_of(self.pid)}
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds used so far: the server process, and its children (the broker) together."""
@@ -230,14 +233,16 @@ class Server:
                 self.process.kill()
                 self.process.wait()
         deadline = time.monotonic() + 5  # the broker gets SIGTERM from the launcher or from PDEATHSIG
-        while any(alive(c) for c in self.children) and time.monotonic() < deadline:
+        while self.leftovers() and time.monotonic() < deadline:
             time.sleep(0.1)
-        for child in self.children:
-            if alive(child):
-                problems.append(f"{self.name}'s child {child} outlived it: killed")
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(child, signal.SIGKILL)
+        for child in self.leftovers():
+            problems.append(f"{self.name}'s child {child} outlived it: killed")
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
         return problems
+
+    def leftovers(self) -> list[int]:
+        return [child for child, command in self.children.items() if alive(child, command)]
 
 
 # ------------------------------------------------------------------------------------------------ load
@@ -260,8 +265,8 @@ class Phase:
     statuses: dict[str, int] = field(default_factory=dict)
     cpu_percent: dict[str, float] = field(default_factory=dict)
     server_cpu_ms_per_ok: float | None = None
-    sent: int = 0
-    late_sends: int = 0
+    sent: int | None = None
+    late_sends: int | None = None
 
     @property
     def failures(self) -> str:
@@ -277,53 +282,205 @@ def percentile(ordered: list[float], q: float) -> float | None:
     return ordered[int(rank) - 1]
 
 
-class Client:
-    """Sends verifies: each with its own Idempotency-Key and number."""
+Answer = tuple[str, bytes]
+"""An HTTP status code (or the name of the transport error) and the body."""
 
-    def __init__(self, key: str, run_id: str, numbers: Numbers) -> None:
-        self.run_id = run_id
-        self.numbers = numbers
-        self.seq = 0
-        self.authorization = f"Bearer {key}"
 
-    async def verify(self, session: aiohttp.ClientSession, url: str) -> tuple[str, bytes]:
-        self.seq += 1
-        body = VERIFY_BODY.format(phone=self.numbers.next()).encode()
+class _Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection, one request at a time; answers parsed by httptools."""
+
+    def __init__(self) -> None:
+        self.parser = httptools.HttpResponseParser(self)
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[tuple[int, bytes, bool]] | None = None
+        self.body: list[bytes] = []
+        self.keep_alive = True
+        self.lost = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as error:
+            self.fail(error)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        self.fail(exc or ConnectionResetError("the server closed the connection"))
+
+    def fail(self, error: BaseException) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_exception(error)
+
+    # httptools callbacks
+    def on_message_begin(self) -> None:
+        self.body = []
+
+    def on_headers_complete(self) -> None:
+        self.keep_alive = self.parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result((self.parser.get_status_code(), b"".join(self.body), self.keep_alive))
+
+    async def exchange(self, request: bytes, timeout_s: float) -> tuple[int, bytes, bool]:
+        assert self.transport is not None
+        loop = asyncio.get_running_loop()
+        self.waiter = loop.create_future()
+        timer = loop.call_later(timeout_s, self.fail, TimeoutError(f"no answer within {timeout_s:g}s"))
+        self.transport.write(request)
+        try:
+            return await self.waiter
+        finally:
+            timer.cancel()
+            self.waiter = None
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+class RawHttp:
+    """The default load generator client: raw HTTP/1.1 over a pool of keep-alive connections (one per request in
+    flight), requests written as ready-made bytes, answers parsed by httptools. A few times cheaper per request
+    than aiohttp, so the client stays far from being the limit even against the bare endpoint."""
+
+    def __init__(self, port: int, authorization: str, timeout_s: float = 60) -> None:
+        self.port = port
+        self.timeout_s = timeout_s
+        self.host = f"127.0.0.1:{port}"
+        self.prefix = (
+            f"POST /v1/verify HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: {authorization}\r\n"
+            "Content-Type: application/json\r\n"
+        ).encode()
+        self.idle: list[_Connection] = []
+
+    async def verify(self, idempotency_key: str, body: bytes) -> Answer:
+        head = b"%sIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n" % (
+            self.prefix,
+            idempotency_key.encode(),
+            len(body),
+        )
+        return await self._send(head + body)
+
+    async def get(self, path: str) -> Answer:
+        return await self._send(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
+
+    async def _send(self, request: bytes) -> Answer:
+        connection = None
+        try:
+            if self.idle:
+                connection = self.idle.pop()
+            else:
+                _, connection = await asyncio.get_running_loop().create_connection(_Connection, "127.0.0.1", self.port)
+            status, payload, keep_alive = await connection.exchange(request, self.timeout_s)
+        except (OSError, TimeoutError, httptools.HttpParserError) as error:
+            if connection is not None:
+                connection.close()
+            return type(error).__name__, b""
+        if keep_alive and not connection.lost:
+            self.idle.append(connection)
+        else:
+            connection.close()
+        return str(status), payload
+
+    async def aclose(self) -> None:
+        for connection in self.idle:
+            connection.close()
+        self.idle.clear()
+
+
+class AiohttpHttp:
+    """`--client aiohttp`: the same requests through aiohttp (a cross-check of the raw client; needs aiohttp)."""
+
+    def __init__(self, port: int, authorization: str, limit: int, timeout_s: float = 60) -> None:
+        import aiohttp
+
+        self.aiohttp = aiohttp
+        self.base = f"http://127.0.0.1:{port}"
+        self.authorization = authorization
+        self.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
+            timeout=aiohttp.ClientTimeout(total=timeout_s),
+            skip_auto_headers=("User-Agent",),
+        )
+
+    async def verify(self, idempotency_key: str, body: bytes) -> Answer:
         headers = {
             "Authorization": self.authorization,
-            "Idempotency-Key": f"bench-{self.run_id}-{self.seq}",
+            "Idempotency-Key": idempotency_key,
             "Content-Type": "application/json",
         }
         try:
-            async with session.post(url, data=body, headers=headers) as response:
-                payload = await response.read()
-                return str(response.status), payload
-        except (aiohttp.ClientError, TimeoutError) as error:
+            async with self.session.post(self.base + "/v1/verify", data=body, headers=headers) as response:
+                return str(response.status), await response.read()
+        except (self.aiohttp.ClientError, TimeoutError) as error:
             return type(error).__name__, b""
 
+    async def aclose(self) -> None:
+        await self.session.close()
 
-def _session(limit: int) -> aiohttp.ClientSession:
-    connector = aiohttp.TCPConnector(limit=limit, limit_per_host=limit, ttl_dns_cache=None, use_dns_cache=True)
-    return aiohttp.ClientSession(
-        connector=connector,
-        timeout=aiohttp.ClientTimeout(total=60),
-        skip_auto_headers=("User-Agent",),
-    )
+
+Http = RawHttp | AiohttpHttp
+
+
+def client_name(kind: str) -> str:
+    loop = "uvloop" if uvloop else "asyncio"
+    if kind == "aiohttp":
+        import aiohttp
+
+        return f"aiohttp {aiohttp.__version__} on {loop}"
+    return f"raw HTTP/1.1 + httptools {httptools.__version__} on {loop}"
+
+
+class Client:
+    """Makes the verifies: each with its own Idempotency-Key and number."""
+
+    def __init__(self, key: str, run_id: str, numbers: Numbers, kind: str) -> None:
+        self.run_id = run_id
+        self.numbers = numbers
+        self.kind = kind
+        self.seq = 0
+        self.authorization = f"Bearer {key}"
+
+    def connect(self, server: Server, limit: int) -> Http:
+        if self.kind == "aiohttp":
+            return AiohttpHttp(server.port, self.authorization, limit)
+        return RawHttp(server.port, self.authorization)
+
+    async def verify(self, http: Http) -> Answer:
+        self.seq += 1
+        body = VERIFY_BODY.format(phone=self.numbers.next()).encode()
+        return await http.verify(f"bench-{self.run_id}-{self.seq}", body)
 
 
 class CpuMeter:
-    """CPU use of the target server, its children and this load generator over one phase."""
+    """CPU use over one phase: the target server and its children (the broker), this load generator, and the
+    servers standing idle meanwhile (the stack's Kafka consumers poll even when no request comes)."""
 
-    def __init__(self, server: Server) -> None:
+    def __init__(self, server: Server, idle: list[Server]) -> None:
         self.server = server
+        self.idle = [other for other in idle if other is not server and other.process is not None]
+
+    def _sample(self) -> dict[str, float]:
+        sample = {**self.server.cpu(), "client": cpu_seconds(os.getpid())}
+        for other in self.idle:
+            for name, used in other.cpu().items():
+                sample[f"idle_{other.name}_{name}"] = used
+        return sample
 
     def start(self) -> None:
         self.wall = time.perf_counter()
-        self.before = {**self.server.cpu(), "client": cpu_seconds(os.getpid())}
+        self.before = self._sample()
 
     def stop(self) -> None:
         self.elapsed = time.perf_counter() - self.wall
-        after = {**self.server.cpu(), "client": cpu_seconds(os.getpid())}
+        after = self._sample()
         self.used = {name: after[name] - self.before[name] for name in after}
 
     def percent(self) -> dict[str, float]:
@@ -344,22 +501,24 @@ def _finish(phase: Phase, latencies: list[float], statuses: Counter[str], meter:
     return phase
 
 
-async def closed_loop(client: Client, server: Server, concurrency: int, duration_s: float, warmup_s: float) -> Phase:
+async def closed_loop(
+    client: Client, server: Server, idle: list[Server], concurrency: int, *, duration_s: float, warmup_s: float
+) -> Phase:
     """`concurrency` workers, each sending its next verify as soon as the last one answered.
 
     Counted: answers that arrive inside the measured window (after `warmup_s`); latencies of the 200 answers.
     """
-    url = server.base + "/v1/verify"
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
-    async with _session(concurrency) as session:
+    http = client.connect(server, concurrency)
+    try:
         start = time.perf_counter()
         measure_from, measure_to = start + warmup_s, start + warmup_s + duration_s
-        meter = CpuMeter(server)
+        meter = CpuMeter(server, idle)
 
         async def worker() -> None:
             while (sent_at := time.perf_counter()) < measure_to:
-                status, _ = await client.verify(session, url)
+                status, _ = await client.verify(http)
                 done = time.perf_counter()
                 if measure_from <= done <= measure_to:
                     statuses[status] += 1
@@ -373,29 +532,33 @@ async def closed_loop(client: Client, server: Server, concurrency: int, duration
             meter.stop()
 
         await asyncio.gather(measure_cpu(), *(worker() for _ in range(concurrency)))
+    finally:
+        await http.aclose()
     phase = Phase(server.name, "closed", concurrency, None, duration_s)
     return _finish(phase, latencies, statuses, meter)
 
 
-async def open_loop(client: Client, server: Server, rate: float, duration_s: float, warmup_s: float) -> Phase:
+async def open_loop(
+    client: Client, server: Server, idle: list[Server], rate: float, *, duration_s: float, warmup_s: float
+) -> Phase:
     """Requests sent at a fixed rate whatever the answers; latency from each request's *scheduled* send time.
 
     Counted: every request scheduled in the measured window, however late it answers (up to the client timeout).
     """
-    url = server.base + "/v1/verify"
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
     interval = 1 / rate
     late = 0
-    phase = Phase(server.name, "open", None, round(rate, 1), duration_s)
-    async with _session(1024) as session:
+    phase = Phase(server.name, "open", None, round(rate, 1), duration_s, sent=0)
+    http = client.connect(server, 1024)
+    try:
         start = time.perf_counter() + 0.01
         measure_from, measure_to = start + warmup_s, start + warmup_s + duration_s
-        meter = CpuMeter(server)
+        meter = CpuMeter(server, idle)
         tasks: set[asyncio.Task[None]] = set()
 
         async def one(scheduled: float, counted: bool) -> None:
-            status, _ = await client.verify(session, url)
+            status, _ = await client.verify(http)
             if counted:
                 statuses[status] += 1
                 if status == "200":
@@ -413,15 +576,19 @@ async def open_loop(client: Client, server: Server, rate: float, duration_s: flo
             elif delay < -0.005:
                 late += 1
             counted = scheduled >= measure_from
-            phase.sent += counted
+            phase.sent += counted  # type: ignore[operator]
             task = asyncio.create_task(one(scheduled, counted))
             tasks.add(task)
             task.add_done_callback(tasks.discard)
             i += 1
+        if not metering:  # a rate so low that no send fell in the measured window
+            meter.start()
         await asyncio.sleep(max(0.0, measure_to - time.perf_counter()))
         meter.stop()
         if tasks:
             await asyncio.wait(tasks)
+    finally:
+        await http.aclose()
     phase.late_sends = late
     return _finish(phase, latencies, statuses, meter)
 
@@ -431,15 +598,17 @@ async def open_loop(client: Client, server: Server, rate: float, duration_s: flo
 
 async def wait_ready(server: Server, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as session:
+    http = RawHttp(server.port, "", timeout_s=3)
+    try:
         while time.monotonic() < deadline:
             if not server.running():
                 raise RuntimeError(f"{server.name} exited with status {server.process.returncode}\n{server.log_tail()}")  # type: ignore[union-attr]
-            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
-                async with session.get(server.base + "/readyz") as response:
-                    if response.status == 200:
-                        return
+            status, _ = await http.get("/readyz")
+            if status == "200":
+                return
             await asyncio.sleep(0.2)
+    finally:
+        await http.aclose()
     raise RuntimeError(f"{server.name} was not ready within {timeout_s:g}s\n{server.log_tail()}")
 
 
@@ -457,14 +626,17 @@ async def first_200(client: Client, server: Server, timeout_s: float) -> bytes:
     """Verifies until one answers 200 (the processor's consumer group needs a few seconds to join)."""
     deadline = time.monotonic() + timeout_s
     seen: Counter[str] = Counter()
-    async with _session(4) as session:
+    http = client.connect(server, 1)
+    try:
         while time.monotonic() < deadline:
-            status, body = await client.verify(session, server.base + "/v1/verify")
+            status, body = await client.verify(http)
             if status == "200":
                 return body
             seen[status] += 1
             if status != "202":  # a 202 has already waited SIGNALYARD_PHONE_WAIT_MS
                 await asyncio.sleep(0.5)
+    finally:
+        await http.aclose()
     statuses = ", ".join(f"{s}x{n}" for s, n in seen.items())
     raise RuntimeError(
         f"{server.name} answered no verify with 200 within {timeout_s:g}s (got {statuses}); "
@@ -515,8 +687,8 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
     await wait_ready(stack, args.startup_timeout)
     stack.note_children()
     key = read_key(data_dir, stack)
-    client = Client(key, run_id, numbers)
-    log(f"stack ready (pid {stack.pid}, children {stack.children}); waiting for a first 200 ...")
+    client = Client(key, run_id, numbers, args.client)
+    log(f"stack ready (pid {stack.pid}, children {list(stack.children)}); waiting for a first 200 ...")
     t = time.monotonic()
     canned = await first_200(client, stack, args.warmup_timeout)
     log(f"first 200 after {time.monotonic() - t:.1f}s")
@@ -541,7 +713,9 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
     for concurrency in args.concurrency:
         for server in (stack, bare):
             log(f"closed loop: {server.name}, concurrency {concurrency}, {args.duration:g}s")
-            phase = await closed_loop(client, server, concurrency, args.duration, args.warmup)
+            phase = await closed_loop(
+                client, server, servers, concurrency, duration_s=args.duration, warmup_s=args.warmup
+            )
             phases.append(phase)
             log(f"  {phase.throughput:.1f} ok/s, p50 {phase.p50_ms} ms, p99 {phase.p99_ms} ms, other {phase.failures}")
             await asyncio.sleep(args.pause)
@@ -552,9 +726,14 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
     open_phase = None
     if half_rate > 0:
         log(f"open loop: stack at {half_rate:.1f} req/s (half of {best.throughput:.1f}), {args.duration:g}s")
-        open_phase = await open_loop(client, stack, half_rate, args.duration, args.warmup)
+        open_phase = await open_loop(client, stack, servers, half_rate, duration_s=args.duration, warmup_s=args.warmup)
         phases.append(open_phase)
 
+    bare_phases = [p for p in phases if p.target == "bare"]
+    idle_stack = {
+        name: round(sum(p.cpu_percent.get(f"idle_stack_{name}", 0) for p in bare_phases) / len(bare_phases), 1)
+        for name in ("server", "children")
+    }
     by = {(p.target, p.concurrency): p for p in phases if p.mode == "closed"}
     ratio = None
     if (s := by.get(("stack", RATIO_CONCURRENCY))) and (b := by.get(("bare", RATIO_CONCURRENCY))) and b.throughput:
@@ -575,9 +754,10 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
             "python": platform.python_version(),
             "loadavg_before": [round(x, 2) for x in load_before],
             "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-            "client": f"aiohttp {aiohttp.__version__} on {'uvloop' if uvloop else 'asyncio'}",
+            "client": client_name(args.client),
         },
         "phases": [asdict(p) | {"failures": p.failures} for p in phases],
+        "idle_stack_cpu_percent_during_bare": idle_stack,
         "max_rate": best.throughput,
         "max_rate_concurrency": best.concurrency,
         "ratio_at_32": ratio,
@@ -586,6 +766,8 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
         "half_max_rate": round(half_rate, 1),
         "p99_at_half_max_rate_ms": open_phase.p99_ms if open_phase else None,
         "p50_at_half_max_rate_ms": open_phase.p50_ms if open_phase else None,
+        "open_loop_sent": open_phase.sent if open_phase else None,
+        "open_loop_late_sends": open_phase.late_sends if open_phase else None,
         "p99_target_ms": P99_TARGET_MS,
         "p99_met": None
         if open_phase is None or open_phase.p99_ms is None
@@ -620,18 +802,24 @@ def report(result: dict[str, Any]) -> str:
             f"{p['target']:<7} {p['mode']:<6} {p['concurrency'] or '-':>5} {p['rate'] or '-':>7} "
             f"{p['throughput']:>8.1f} {_ms(p['p50_ms']):>8} {_ms(p['p99_ms']):>8} {_ms(p['max_ms']):>8}"
             f"  {cpu.get('server', 0):>8.0f} {children:>6} {cpu.get('client', 0):>6.0f}"
-            f"  {_ms(p['server_cpu_ms_per_ok']) if p['server_cpu_ms_per_ok'] is not None else '-':>9}"
+            f"  {'-' if p['server_cpu_ms_per_ok'] is None else format(p['server_cpu_ms_per_ok'], '.2f'):>9}"
             f"  {p['failures']}"
         )
     ratio = result["ratio_at_32"]
     p99 = result["p99_at_half_max_rate_ms"]
+    idle = result["idle_stack_cpu_percent_during_bare"]
     lines += [
+        "",
+        "cpu% = share of one core over the measured window (srv: the server process; broker: the stack's Tansu;",
+        "client: this load generator); srv ms/ok = server CPU per 200 answer. While the bare endpoint ran, the idle",
+        f"stack used {idle['server']:.0f}% + broker {idle['children']:.0f}% (Kafka consumers polling).",
         "",
         f"stack max rate = {result['max_rate']:.1f} req/s (closed loop, concurrency {result['max_rate_concurrency']})",
         f"ratio@{RATIO_CONCURRENCY} = {'n/a' if ratio is None else f'{ratio:.3f}'} (target >= {RATIO_TARGET:.2f})"
         f"  {_verdict(result['ratio_met'])}",
         f"p99 @ half max rate = {_ms(p99)} ms (target <= {P99_TARGET_MS:.0f} ms)"
-        f"  [{result['half_max_rate']:.1f} req/s open loop, p50 {_ms(result['p50_at_half_max_rate_ms'])} ms]"
+        f"  [{result['half_max_rate']:.1f} req/s open loop, p50 {_ms(result['p50_at_half_max_rate_ms'])} ms,"
+        f" {result['open_loop_sent']} sent, {result['open_loop_late_sends']} sent >5 ms late]"
         f"  {_verdict(result['p99_met'])}",
     ]
     return "\n".join(lines)
@@ -661,10 +849,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between runs (default 0.5)")
     parser.add_argument("--startup-timeout", type=float, default=90, help="seconds for /readyz to answer 200")
     parser.add_argument("--warmup-timeout", type=float, default=60, help="seconds for a first verify 200")
+    parser.add_argument(
+        "--client",
+        choices=["raw", "aiohttp"],
+        default="raw",
+        help="load generator HTTP client: raw HTTP/1.1 + httptools (default), or aiohttp (pip install aiohttp)",
+    )
     parser.add_argument("--log-level", default="warning", help="SIGNALYARD_LOG_LEVEL of the servers")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (server logs, SQLite file)")
     parser.add_argument("--output", type=Path, help="JSON file (default bench/results/phone-<timestamp>.json)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.client == "aiohttp":
+        try:
+            import aiohttp  # noqa: F401
+        except ImportError:
+            parser.error("--client aiohttp needs aiohttp: pip install aiohttp (see bench/README.md)")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -690,7 +890,7 @@ def main(argv: list[str] | None = None) -> int:
         for server in reversed(servers):
             for problem in server.stop():
                 log(problem)
-        leftovers = [c for s in servers for c in s.children if alive(c)]
+        leftovers = [child for server in servers for child in server.leftovers()]
         if leftovers:
             log(f"WARNING: processes left running: {leftovers}")
         if args.keep or code not in (0, 130):

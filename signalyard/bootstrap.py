@@ -14,9 +14,9 @@ import structlog
 import uvicorn
 from fast_depends.msgspec import MsgSpecSerializer
 from faststream.kafka import KafkaBroker
-from litestar import Litestar
+from litestar.types import ASGIApp
 
-from gateway.phone.app import PhoneGateway, create_phone_app
+from gateway.phone.app import PhoneGateway, batched_accept, create_phone_app
 from gateway.phone.auth import Authenticator
 from gateway.phone.enforcement import Enforcement
 from gateway.phone.waiter import ResultWaiter
@@ -93,9 +93,9 @@ async def platform(settings: Settings, *, bootstrap: str | None = None) -> Async
             embedded.stop()
 
 
-def phone_gateway(p: Platform) -> Litestar:
+def phone_gateway(p: Platform) -> ASGIApp:
     """The phone gateway app; its result subscription is added to the platform's broker (start it afterwards)."""
-    waiter = ResultWaiter()
+    waiter = ResultWaiter(p.db)
     p.broker.include_router(waiter.router(p.topics.completed))
     enforcement = Enforcement(p.db, p.settings.phone_rate_limit, _limits_url(p.settings.redis_url))
 
@@ -108,6 +108,7 @@ def phone_gateway(p: Platform) -> Litestar:
         enforcement=enforcement,
         waiter=waiter,
         publish=publish,
+        accept=batched_accept(p.db),
         wait_s=p.settings.phone_wait_ms / 1000,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": enforcement.ping}
@@ -169,7 +170,7 @@ class _Server(uvicorn.Server):
                 signal.signal(signum, handler)
 
 
-async def serve(app: Litestar, host: str, port: int) -> None:
+async def serve(app: ASGIApp, host: str, port: int) -> None:
     """Serve until SIGINT/SIGTERM, then return so the caller can close everything in order."""
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
     await _Server(config).serve()

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import structlog
+import uvloop
 from prometheus_client import start_http_server
 
 from processors.phone.service import RECONCILE_OUTCOMES, reconcile
@@ -28,7 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings()
     logs.configure(settings.log_level)
     try:
-        return asyncio.run(args.run(settings, args)) or 0
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(args.run(settings, args)) or 0
     except KeyboardInterrupt:
         return 130
     except (LookupError, ValueError) as error:

@@ -11,7 +11,13 @@ from typing import Any
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import event, text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import (
+    AsyncConnection,
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 
@@ -57,6 +63,21 @@ class Database:
             return
         async with self._write_lock, self.sessions() as session, session.begin():
             yield session
+
+    @asynccontextmanager
+    async def begin(self) -> AsyncIterator[AsyncConnection]:
+        """A Core transaction on one connection: the hot paths' unit of work, without the ORM's cost."""
+        if self._write_lock is None:
+            async with self.engine.begin() as connection:
+                yield connection
+            return
+        async with self._write_lock, self.engine.begin() as connection:
+            yield connection
+
+    @asynccontextmanager
+    async def connect(self) -> AsyncIterator[AsyncConnection]:
+        async with self.engine.connect() as connection:
+            yield connection
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, Protocol, cast
 
-from sqlalchemy import case, func, insert, select, update
+from sqlalchemy import Row, Table, bindparam, case, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import LedgerEntry, MonthlySpend, PhoneRequest
 from topics.phone import ErrorDetail, StoredRequestFailure
@@ -70,7 +72,19 @@ FAILURE_STATES = ("failed", "rejected", "pending_reconciliation")
 RESULT_STATES = ("completed", "unavailable", "error")
 
 
-def failure_of(request: PhoneRequest) -> StoredRequestFailure:
+class StoredRequest(Protocol):
+    """What answering needs of a stored request: an ORM row or a Core row alike."""
+
+    id: str
+    state: str
+    body_hash: str
+    result: bytes | None
+    error_code: str | None
+    error_message: str | None
+    billing_disposition: str | None
+
+
+def failure_of(request: StoredRequest) -> StoredRequestFailure:
     """The contract's StoredRequestFailure for a failed, rejected or reconciliation row."""
     return StoredRequestFailure(
         request_id=request.id,
@@ -153,16 +167,21 @@ async def finish(
 
 
 async def _add_spend(session: AsyncSession, tenant_id: str, environment: str, at: datetime, amount: int) -> int:
+    return await _add_spend_for_month(session, tenant_id, environment, month_of(at), amount)
+
+
+async def _add_spend_for_month(
+    connection: AsyncConnection | AsyncSession, tenant_id: str, environment: str, month: str, amount: int
+) -> int:
     """Add to the month's total and return the new total (one atomic upsert on both backends)."""
-    dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(MonthlySpend).values(
-        tenant_id=tenant_id, environment=environment, month=month_of(at), amount_microdollars=amount
+    statement = _insert(connection)(SPEND).values(
+        tenant_id=tenant_id, environment=environment, month=month, amount_microdollars=amount
     )
     upsert = statement.on_conflict_do_update(
         index_elements=["tenant_id", "environment", "month"],
-        set_={"amount_microdollars": MonthlySpend.amount_microdollars + amount},
-    ).returning(MonthlySpend.amount_microdollars)
-    return int((await session.execute(upsert)).scalar_one())
+        set_={"amount_microdollars": SPEND.c.amount_microdollars + amount},
+    ).returning(SPEND.c.amount_microdollars)
+    return int((await connection.execute(upsert)).scalar_one())
 
 
 def month_of(at: datetime) -> str:
@@ -234,4 +253,135 @@ async def usage(
         .group_by(LedgerEntry.sku)
         .order_by(LedgerEntry.sku)
     )
-    return [SkuUsage(sku, int(b or 0), int(c or 0), int(a or 0)) for sku, b, c, a in rows.tuples()]
+    return [SkuUsage(sku, int(b or 0), int(c or 0), int(a or 0)) for sku, b, c, a in rows.all()]
+
+
+# Hot paths: Core statements over one connection, a whole batch per statement.
+
+REQUESTS = cast(Table, PhoneRequest.__table__)
+LEDGER = cast(Table, LedgerEntry.__table__)
+SPEND = cast(Table, MonthlySpend.__table__)
+
+
+def _insert(connection: AsyncConnection | AsyncSession) -> Any:
+    """The dialect's INSERT, which has ON CONFLICT on both of our backends."""
+    bind = connection if isinstance(connection, AsyncConnection) else connection.get_bind()
+    return (postgresql if bind.dialect.name == "postgresql" else sqlite).insert
+
+
+async def insert_pending(connection: AsyncConnection, rows: list[dict[str, Any]]) -> set[str]:
+    """Insert new `pending` rows; returns the ids that went in. A row whose idempotency key (or open number) is
+    taken is skipped, not an error: the caller looks up what holds it."""
+    statement = _insert(connection)(REQUESTS).on_conflict_do_nothing().returning(REQUESTS.c.id)
+    return set((await connection.execute(statement, rows)).scalars())
+
+
+async def load_requests(connection: AsyncConnection, ids: list[str]) -> dict[str, Row[Any]]:
+    rows = await connection.execute(select(REQUESTS).where(REQUESTS.c.id.in_(ids)))
+    return {row.id: row for row in rows}
+
+
+async def last_billable_checks(
+    connection: AsyncConnection, numbers: list[tuple[str, str, str]], since: datetime
+) -> dict[tuple[str, str, str], Row[Any]]:
+    """The newest billable check since `since` for each (tenant, environment, number) asked about."""
+    phones = sorted({phone for _, _, phone in numbers})
+    rows = await connection.execute(
+        select(REQUESTS.c.tenant_id, REQUESTS.c.environment, REQUESTS.c.phone_e164, REQUESTS.c.lookup)
+        .where(REQUESTS.c.phone_e164.in_(phones), REQUESTS.c.billable_at >= since)
+        .order_by(REQUESTS.c.billable_at)
+    )
+    wanted = set(numbers)
+    found: dict[tuple[str, str, str], Any] = {}
+    for row in rows:  # ascending, so the newest check wins
+        key = (row.tenant_id, row.environment, row.phone_e164)
+        if key in wanted:
+            found[key] = row
+    return found
+
+
+async def month_spends(connection: AsyncConnection, tenant_ids: list[str], at: datetime) -> dict[tuple[str, str], int]:
+    rows = await connection.execute(
+        select(SPEND).where(SPEND.c.tenant_id.in_(tenant_ids), SPEND.c.month == month_of(at))
+    )
+    return {(row.tenant_id, row.environment): row.amount_microdollars for row in rows}
+
+
+_FINISH = (
+    update(REQUESTS)
+    .where(REQUESTS.c.id == bindparam("request_id"), REQUESTS.c.state == "pending")
+    .values(
+        state=bindparam("new_state"),
+        completed_at=bindparam("completed_at"),
+        billing_disposition=bindparam("disposition"),
+        result=bindparam("result"),
+        lookup=bindparam("lookup"),
+        error_code=bindparam("error_code"),
+        error_message=bindparam("error_message"),
+        billable_at=bindparam("billable_at"),
+    )
+)
+
+
+async def finish_many(
+    connection: AsyncConnection,
+    finished: list[tuple[Any, Outcome]],
+    spend_caps: dict[str, int | None],
+) -> set[str]:
+    """`finish()` for a batch in the caller's transaction: ledger rows first (their primary key decides who
+    finishes a request), then the winners' rows and the month's spend. Returns the ids this call finished.
+
+    Raises SpendCapReached when a tenant's billed total would pass its cap; the transaction must roll back.
+    """
+    ledger = [
+        {
+            "request_id": request.id,
+            "tenant_id": request.tenant_id,
+            "environment": request.environment,
+            "sku": outcome.sku,
+            "disposition": outcome.billing_disposition,
+            "unit_price_microdollars": outcome.unit_price_microdollars if outcome.billable else 0,
+            "cache_hit": outcome.cache_hit,
+            "created_at": outcome.completed_at,
+        }
+        for request, outcome in finished
+    ]
+    won = set(
+        (
+            await connection.execute(
+                _insert(connection)(LEDGER).on_conflict_do_nothing().returning(LEDGER.c.request_id), ledger
+            )
+        ).scalars()
+    )
+    if not won:
+        return won
+    await connection.execute(
+        _FINISH,
+        [
+            {
+                "request_id": request.id,
+                "new_state": outcome.state,
+                "completed_at": outcome.completed_at,
+                "disposition": outcome.billing_disposition,
+                "result": outcome.result,
+                "lookup": outcome.lookup,
+                "error_code": outcome.error_code,
+                "error_message": outcome.error_message,
+                "billable_at": outcome.completed_at if outcome.billable else None,
+            }
+            for request, outcome in finished
+            if request.id in won
+        ],
+    )
+    spent: dict[tuple[str, str, str], int] = defaultdict(int)
+    for request, outcome in finished:
+        if request.id in won and outcome.billable:
+            spent[(request.tenant_id, request.environment, month_of(outcome.completed_at))] += (
+                outcome.unit_price_microdollars
+            )
+    for (tenant_id, environment, month), amount in spent.items():
+        total = await _add_spend_for_month(connection, tenant_id, environment, month, amount)
+        cap = spend_caps.get(tenant_id)
+        if cap is not None and total > cap:
+            raise SpendCapReached
+    return won

@@ -7,9 +7,10 @@ import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import cast
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Table, select, update
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
 
 from storage.models import ApiKey, Price, Tenant
 
@@ -131,3 +132,30 @@ async def set_price(session: AsyncSession, tenant_id: str, sku: str, unit_price_
 async def unit_price(session: AsyncSession, tenant_id: str, sku: str) -> int:
     price = await session.get(Price, (tenant_id, sku))
     return price.unit_price_microdollars if price is not None else DEFAULT_PRICES[sku]
+
+
+@dataclass(frozen=True, slots=True)
+class TenantTerms:
+    """What processing a request needs to know of its tenant."""
+
+    status: str
+    spend_cap_microdollars: int | None
+    unit_price_microdollars: int
+
+
+async def tenant_terms(connection: AsyncConnection, tenant_ids: list[str], sku: str) -> dict[str, TenantTerms]:
+    """Status, spend cap and `sku` price of several tenants in one query."""
+    tenants, prices = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
+    rows = await connection.execute(
+        select(tenants.c.id, tenants.c.status, tenants.c.spend_cap_microdollars, prices.c.unit_price_microdollars)
+        .select_from(tenants.outerjoin(prices, (prices.c.tenant_id == tenants.c.id) & (prices.c.sku == sku)))
+        .where(tenants.c.id.in_(tenant_ids))
+    )
+    return {
+        row.id: TenantTerms(
+            row.status,
+            row.spend_cap_microdollars,
+            row.unit_price_microdollars if row.unit_price_microdollars is not None else DEFAULT_PRICES[sku],
+        )
+        for row in rows
+    }

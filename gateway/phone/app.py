@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.params import FromPath
-from sqlalchemy.exc import IntegrityError
+from litestar.types import ASGIApp
 
 from gateway.phone.auth import Authenticator, authorize
 from gateway.phone.enforcement import Enforcement, seconds_to_next_month
@@ -27,6 +28,7 @@ from gateway.phone.schemas import Pending, Period, SkuUsage, UsageSummary, Verif
 from gateway.phone.waiter import ResultWaiter, within
 from gateway.platform import ReadinessCheck, health_routes, observe
 from storage import phone as requests
+from storage.batching import GroupCommit
 from storage.db import Database
 from storage.models import PhoneRequest
 from storage.tenants import KeyOwner
@@ -36,6 +38,7 @@ log = structlog.get_logger("signalyard.gateway.phone")
 
 API_VERSION = "2026-10-15.2"
 Publish = Callable[[VerificationRequested], Awaitable[None]]
+Accept = Callable[[dict[str, Any]], Awaitable[bool]]
 JSON = "application/json"
 
 _decode_verify = msgspec.json.Decoder(VerifyRequest).decode
@@ -52,8 +55,21 @@ class PhoneGateway:
     enforcement: Enforcement
     waiter: ResultWaiter
     publish: Publish
+    accept: Accept
+    """Store a new pending request (batched with concurrent callers); False when its key or number is taken."""
     wait_s: float
     """How long `POST /verify` waits for its result before answering 202 (SIGNALYARD_PHONE_WAIT_MS)."""
+
+
+def batched_accept(db: Database) -> Accept:
+    """Accept new requests in group commits: one INSERT for everything that arrived during the previous one."""
+
+    async def insert(rows: list[dict[str, Any]]) -> list[bool]:
+        async with db.begin() as connection:
+            inserted = await requests.insert_pending(connection, rows)
+        return [row["id"] in inserted for row in rows]
+
+    return GroupCommit(insert).submit
 
 
 def parse_us_number(text: str) -> phonenumbers.PhoneNumber:
@@ -87,7 +103,7 @@ def idempotency_key_of(request: Request[Any, Any, Any]) -> str:
     return key
 
 
-def answer_for(row: PhoneRequest, *, replay_failure_as_error: bool) -> Response[Any]:
+def answer_for(row: requests.StoredRequest, *, replay_failure_as_error: bool) -> Response[Any]:
     """What the API answers for a stored request: its result, its failure, or 202 while pending."""
     if row.state == "pending":
         return Response(_pending(Pending(row.id)), status_code=202, media_type=JSON)
@@ -139,49 +155,46 @@ class VerifyController(Controller):
         body_hash = hashlib.sha256(_canonical(body)).hexdigest()
         number = parse_us_number(body.phone)
 
-        async with phone.db.read() as session:
-            existing = await requests.find_by_idempotency_key(
-                session, owner.tenant_id, owner.environment, idempotency_key
-            )
-        if existing is not None:
-            return await _replay(phone, existing, body_hash)
-        await phone.enforcement.spend_cap(owner)
+        if owner.spend_cap_microdollars is not None:
+            # A replay is free and must not meet the cap: look for one before enforcing it.
+            if (existing := await _find_by_key(phone, owner, idempotency_key)) is not None:
+                return await _replay(phone, existing, body_hash)
+            await phone.enforcement.spend_cap(owner)
 
         now = datetime.now(UTC)
-        row = PhoneRequest(
-            id=str(uuid.uuid4()),
-            tenant_id=owner.tenant_id,
-            environment=owner.environment,
-            idempotency_key=idempotency_key,
-            body_hash=body_hash,
-            phone_e164=phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164),
-            subject_type=body.subject_type,
-            supplied_name=body.name,
-            reference_id=body.reference_id,
-            state="pending",
-            created_at=now,
-            published_at=now,
-        )
-        try:
-            async with phone.db.write() as session:
-                await requests.add_request(session, row)
-        except IntegrityError:
+        request_id = str(uuid.uuid4())
+        phone_e164 = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
+        row: dict[str, Any] = {
+            "id": request_id,
+            "tenant_id": owner.tenant_id,
+            "environment": owner.environment,
+            "idempotency_key": idempotency_key,
+            "body_hash": body_hash,
+            "phone_e164": phone_e164,
+            "subject_type": body.subject_type,
+            "supplied_name": body.name,
+            "reference_id": body.reference_id,
+            "state": "pending",
+            "created_at": now,
+            "published_at": now,
+        }
+        if not await phone.accept(row):
             return await _after_insert_conflict(phone, owner, row)
-        structlog.contextvars.bind_contextvars(request_id=row.id)
-        with phone.waiter.expecting(row.id) as completed:
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        with phone.waiter.expecting(request_id) as completed:
             try:
                 await phone.publish(
                     VerificationRequested(
-                        request_id=row.id,
-                        tenant_id=row.tenant_id,
+                        request_id=request_id,
+                        tenant_id=owner.tenant_id,
                         environment=owner.environment,  # type: ignore[arg-type]
-                        phone_e164=row.phone_e164,
+                        phone_e164=phone_e164,
                     )
                 )
             except Exception:  # the row is the outbox: the sweeper publishes it again
                 log.exception("publish_failed")
-            await within(completed, phone.wait_s)
-        return await _stored_answer(phone, row.id)
+            stored = await within(completed, phone.wait_s)
+        return answer_for(stored or await _stored(phone, request_id), replay_failure_as_error=True)
 
     @get(
         "/requests/{request_id:str}",
@@ -244,14 +257,17 @@ def usage_period(from_text: str | None, to_text: str | None, now: datetime) -> t
 
 
 def _date_param(name: str, text: str) -> date:
-    """A calendar date in the strict YYYY-MM-DD form (fromisoformat alone would also take 20261101)."""
+    """A calendar date in the strict YYYY-MM-DD form (fromisoformat alone also takes 20261101 and 2026-W44-1)."""
     try:
-        day = date.fromisoformat(text)
+        day = date.fromisoformat(text) if _CALENDAR_DATE.fullmatch(text) else None
     except ValueError:
         day = None
-    if day is None or len(text) != len("2026-11-01"):
+    if day is None:
         raise PhoneError("invalid_request", f"`{name}` must be a date like 2026-11-01", details={"field": name})
     return day
+
+
+_CALENDAR_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 def _iso(at: datetime) -> str:
@@ -266,7 +282,12 @@ def _is_uuid(text: str) -> bool:
     return True
 
 
-async def _replay(phone: NamedDependency[PhoneGateway], existing: PhoneRequest, body_hash: str) -> Response[Any]:
+async def _find_by_key(phone: PhoneGateway, owner: KeyOwner, idempotency_key: str) -> PhoneRequest | None:
+    async with phone.db.read() as session:
+        return await requests.find_by_idempotency_key(session, owner.tenant_id, owner.environment, idempotency_key)
+
+
+async def _replay(phone: PhoneGateway, existing: requests.StoredRequest, body_hash: str) -> Response[Any]:
     """Same key again: the original answer (waiting for it while pending), or 409 for a different body."""
     if existing.body_hash != body_hash:
         raise PhoneError(
@@ -277,23 +298,18 @@ async def _replay(phone: NamedDependency[PhoneGateway], existing: PhoneRequest, 
     if existing.state != "pending":
         return answer_for(existing, replay_failure_as_error=True)
     with phone.waiter.expecting(existing.id) as completed:
-        async with phone.db.read() as session:
-            row = await requests.get_request(session, existing.id)
-        if row is not None and row.state == "pending":
-            await within(completed, phone.wait_s)
-    return await _stored_answer(phone, existing.id)
+        row = await _stored(phone, existing.id)  # it may have finished before we started listening
+        if row.state == "pending":
+            row = await within(completed, phone.wait_s) or await _stored(phone, existing.id)
+    return answer_for(row, replay_failure_as_error=True)
 
 
-async def _after_insert_conflict(
-    phone: NamedDependency[PhoneGateway], owner: KeyOwner, row: PhoneRequest
-) -> Response[Any]:
+async def _after_insert_conflict(phone: PhoneGateway, owner: KeyOwner, row: dict[str, Any]) -> Response[Any]:
+    """The key is taken (a replay), or this number already has an open check (409)."""
+    if (existing := await _find_by_key(phone, owner, row["idempotency_key"])) is not None:
+        return await _replay(phone, existing, row["body_hash"])
     async with phone.db.read() as session:
-        existing = await requests.find_by_idempotency_key(
-            session, owner.tenant_id, owner.environment, row.idempotency_key
-        )
-        open_check = await requests.find_open_check(session, owner.tenant_id, owner.environment, row.phone_e164)
-    if existing is not None:
-        return await _replay(phone, existing, row.body_hash)
+        open_check = await requests.find_open_check(session, owner.tenant_id, owner.environment, row["phone_e164"])
     raise PhoneError(
         "idempotency_conflict",
         "a check of this number is still pending or awaiting reconciliation; poll it instead of starting another",
@@ -301,21 +317,18 @@ async def _after_insert_conflict(
     )
 
 
-async def _stored_answer(phone: NamedDependency[PhoneGateway], request_id: FromPath[str]) -> Response[Any]:
-    async with phone.db.read() as session:
-        row = await requests.get_request(session, request_id)
-    assert row is not None
-    return answer_for(row, replay_failure_as_error=True)
+async def _stored(phone: PhoneGateway, request_id: str) -> Any:
+    async with phone.db.connect() as connection:
+        return (await requests.load_requests(connection, [request_id]))[request_id]
 
 
-def create_phone_app(
-    gateway: PhoneGateway, readiness: Mapping[str, ReadinessCheck], *, debug: bool = False
-) -> Litestar:
-    return Litestar(
+def create_phone_app(gateway: PhoneGateway, readiness: Mapping[str, ReadinessCheck], *, debug: bool = False) -> ASGIApp:
+    """The phone gateway as an ASGI app. The observing layer sits outside Litestar, whose own middleware never
+    sees requests that match no route (they too get a request id, a metric and a log line)."""
+    app = Litestar(
         route_handlers=[VerifyController, *health_routes(readiness)],
         dependencies={"phone": Provide(lambda: gateway, use_cache=True, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
-        middleware=[observe("phone")],
         openapi_config=OpenAPIConfig(
             title="signalyard phone verification",
             version=API_VERSION,
@@ -327,3 +340,4 @@ def create_phone_app(
         logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
         debug=debug,
     )
+    return observe("phone")(app)

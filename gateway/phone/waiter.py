@@ -1,13 +1,17 @@
-"""Waiting for one's own results: futures resolved from the completed topic, then confirmed from storage."""
+"""Waiting for one's own results: futures resolved from the completed topic, each confirmed from storage."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
+from typing import Any
 
 import msgspec
 from faststream.kafka import KafkaRouter
+
+from storage import phone as requests
+from storage.db import Database
 
 
 class CompletedRef(msgspec.Struct):
@@ -17,13 +21,16 @@ class CompletedRef(msgspec.Struct):
 
 
 class ResultWaiter:
-    def __init__(self) -> None:
-        self._waiting: dict[str, set[asyncio.Future[None]]] = {}
+    """Maps request ids to the callers waiting for them; one storage read confirms a whole batch of completions."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._waiting: dict[str, set[asyncio.Future[Any]]] = {}
 
     @contextmanager
-    def expecting(self, request_id: str) -> Iterator[asyncio.Future[None]]:
-        """A future resolved when the request's completion is announced; register it before publishing."""
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    def expecting(self, request_id: str) -> Iterator[asyncio.Future[Any]]:
+        """A future resolved with the request's stored row once it is finished; register before publishing."""
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         waiting = self._waiting.setdefault(request_id, set())
         waiting.add(future)
         try:
@@ -33,10 +40,18 @@ class ResultWaiter:
             if not waiting and self._waiting.get(request_id) is waiting:
                 del self._waiting[request_id]
 
-    def resolve(self, request_id: str) -> None:
-        for future in self._waiting.pop(request_id, ()):
-            if not future.done():
-                future.set_result(None)
+    async def confirm(self, request_ids: list[str]) -> None:
+        wanted = [request_id for request_id in request_ids if request_id in self._waiting]
+        if not wanted:
+            return
+        async with self.db.connect() as connection:
+            rows = await requests.load_requests(connection, wanted)
+        for request_id, row in rows.items():
+            if row.state == "pending":
+                continue  # a stale announcement; the real one is still to come
+            for future in self._waiting.pop(request_id, ()):
+                if not future.done():
+                    future.set_result(row)
 
     def router(self, completed_topic: str) -> KafkaRouter:
         """A subscriber without a consumer group: every gateway instance sees every completion."""
@@ -46,18 +61,19 @@ class ResultWaiter:
             completed_topic,
             batch=True,
             fetch_max_wait_ms=5,
-            batch_timeout_ms=5,
+            batch_timeout_ms=2,
             auto_offset_reset="latest",
             title="phone-gateway-results",
         )
         async def on_verification_completed(batch: list[CompletedRef]) -> None:
-            for ref in batch:
-                self.resolve(ref.request_id)
+            await self.confirm([ref.request_id for ref in batch])
 
         return router
 
 
-async def within(future: asyncio.Future[None], timeout_s: float) -> None:
-    """Wait for `future` at most `timeout_s` seconds; running out of time is not an error."""
-    with suppress(TimeoutError):
-        await asyncio.wait_for(asyncio.shield(future), timeout_s)
+async def within(future: asyncio.Future[Any], timeout_s: float) -> Any:
+    """The future's result if it comes within `timeout_s` seconds, else None."""
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), timeout_s)
+    except TimeoutError:
+        return None

@@ -72,6 +72,8 @@ def rate_center(phone_e164: str) -> RateCenter | None:
     city, _, state = place.rpartition(", ")
     if city and len(state) == 2:
         return RateCenter(city=city, state=state)
+    if place == "Washington D.C.":  # the one place the geocoder names by neither "City, ST" nor a state
+        return RateCenter(city="Washington", state="DC")
     found = us.states.lookup(place)
     return RateCenter(city=None, state=found.abbr if found else None)
 

@@ -7,10 +7,12 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import msgspec
 import structlog
 from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from processors.phone.lookup import (
     Provider,
@@ -23,7 +25,6 @@ from processors.phone.result import Request, StoredLookup, build_result
 from storage import phone as requests
 from storage import tenants
 from storage.db import Database
-from storage.models import PhoneRequest
 from topics.phone import (
     SKU,
     VerificationCompleted,
@@ -72,65 +73,83 @@ class PhoneProcessor:
         self._slots = asyncio.Semaphore(config.concurrency)
 
     async def handle_batch(self, batch: list[VerificationRequested]) -> None:
-        """One number's requests run in order; different numbers run concurrently."""
-        by_number: dict[str, list[VerificationRequested]] = defaultdict(list)
+        """A batch in rounds: round k holds each number's k-th request, so one number's checks stay in order
+        (a re-check sees the check before it) while different numbers share each round's reads and writes."""
+        seen: set[str] = set()
+        rounds: list[list[str]] = []
+        depth: dict[str, int] = defaultdict(int)
         for message in batch:
-            by_number[message.phone_e164].append(message)
-        await asyncio.gather(*(self._handle_in_order(messages) for messages in by_number.values()))
+            if message.request_id in seen:
+                continue
+            seen.add(message.request_id)
+            index = depth[message.phone_e164]
+            depth[message.phone_e164] += 1
+            if index == len(rounds):
+                rounds.append([])
+            rounds[index].append(message.request_id)
+        for request_ids in rounds:
+            await self._handle_round(request_ids)
 
-    async def _handle_in_order(self, messages: list[VerificationRequested]) -> None:
-        for message in messages:
-            async with self._slots:
-                await self.handle(message)
-
-    async def handle(self, message: VerificationRequested) -> None:
-        async with self.db.read() as session:
-            request = await requests.get_request(session, message.request_id)
-        if request is None:
-            log.warning("request_not_found", request_id=message.request_id)
-            HANDLED.labels(outcome="unknown_request").inc()
-            return
-        if request.state == "pending":
-            outcome, spend_cap = await self._decide(request)
-            await self._store(request, outcome, spend_cap)
-        async with self.db.read() as session:
-            request = await requests.get_request(session, message.request_id)
-        assert request is not None
-        await self.announce(request)
-        HANDLED.labels(outcome=request.state).inc()
-
-    async def _decide(self, request: PhoneRequest) -> tuple[requests.Outcome, int | None]:
-        """The outcome, and the tenant's spend cap that its billing must respect."""
+    async def _handle_round(self, request_ids: list[str]) -> None:
         now = datetime.now(UTC)
-        async with self.db.read() as session:
-            tenant = await tenants.get_tenant(session, request.tenant_id)
-            recheck = await requests.last_billable_check(
-                session, request.tenant_id, request.environment, request.phone_e164, now - FREE_RECHECK_WINDOW
-            )
-            price = await tenants.unit_price(session, request.tenant_id, SKU)
-            spent = await requests.month_spend(session, request.tenant_id, request.environment, now)
-        if tenant is None or tenant.status != "active":
-            return _refusal("rejected", "tenant_suspended", "the tenant is suspended", now), None
-        cap = tenant.spend_cap_microdollars
+        async with self.db.connect() as connection:
+            rows = await requests.load_requests(connection, request_ids)
+            pending = [row for row in rows.values() if row.state == "pending"]
+            context = await _Context.load(connection, pending, now) if pending else None
+        for request_id in set(request_ids) - rows.keys():
+            log.warning("request_not_found", request_id=request_id)
+            HANDLED.labels(outcome="unknown_request").inc()
+        finished = [row for row in rows.values() if row.state != "pending"]  # redelivered: announce again
+        if context is not None:
+            decided = await asyncio.gather(*(self._decide(row, context) for row in pending))
+            finished += await self._store_round(list(zip(pending, decided, strict=True)), context)
+        await asyncio.gather(*(self.announce(row) for row in finished))
+        for row in finished:
+            HANDLED.labels(outcome=row.state).inc()
+
+    async def _store_round(self, decided: list[tuple[Any, requests.Outcome]], context: _Context) -> list[Any]:
+        """Store a round's outcomes in one transaction; returns the finished requests, as stored, to announce."""
+        try:
+            async with self.db.begin() as connection:
+                won = await requests.finish_many(connection, decided, context.spend_caps())
+            return [_Stored.of(row, outcome) for row, outcome in decided if row.id in won]
+        except (requests.SpendCapReached, SQLAlchemyError):
+            # One request at a time: the cap decides each in order, and a write failure stays with its request.
+            for row, outcome in decided:
+                await self._store(row, outcome, context.terms[row.tenant_id].spend_cap_microdollars)
+            async with self.db.connect() as connection:
+                stored = await requests.load_requests(connection, [row.id for row, _ in decided])
+            return [row for row in stored.values() if row.state != "pending"]
+
+    async def _decide(self, request: Any, context: _Context) -> requests.Outcome:
+        now = datetime.now(UTC)
+        terms = context.terms.get(request.tenant_id)
+        if terms is None or terms.status != "active":
+            return _refusal("rejected", "tenant_suspended", "the tenant is suspended", now)
+        recheck = context.rechecks.get((request.tenant_id, request.environment, request.phone_e164))
         if recheck is not None and recheck.lookup is not None:
-            return self._result(request, _lookup_decoder.decode(recheck.lookup), cache_hit=True, price=price), cap
-        if cap is not None and spent + price > cap:
-            return _spend_cap_refusal(now), cap
+            lookup = _lookup_decoder.decode(recheck.lookup)
+            return self._result(request, lookup, cache_hit=True, price=terms.unit_price_microdollars)
+        cap = terms.spend_cap_microdollars
+        spent = context.spent.get((request.tenant_id, request.environment), 0)
+        if cap is not None and spent + terms.unit_price_microdollars > cap:
+            return _spend_cap_refusal(now)
         provider = self.providers[request.environment]
         attempted_at = datetime.now(UTC)
         try:
-            answer = await provider.lookup(request.phone_e164)
+            async with self._slots:
+                answer = await provider.lookup(request.phone_e164)
         except ProviderUnavailable as error:
-            return _refusal("failed", "provider_unavailable", str(error), datetime.now(UTC)), cap
+            return _refusal("failed", "provider_unavailable", str(error), datetime.now(UTC))
         except ProviderUnconfigured:
             message = "no carrier lookup credentials are configured for live requests"
-            return _refusal("failed", "provider_unconfigured", message, datetime.now(UTC)), cap
+            return _refusal("failed", "provider_unconfigured", message, datetime.now(UTC))
         except ProviderUninterpretable:
             answer = None
         lookup = StoredLookup(provider=provider.name, attempted_at=attempted_at, answer=answer)
-        return self._result(request, lookup, cache_hit=False, price=price), cap
+        return self._result(request, lookup, cache_hit=False, price=terms.unit_price_microdollars)
 
-    def _result(self, request: PhoneRequest, lookup: StoredLookup, *, cache_hit: bool, price: int) -> requests.Outcome:
+    def _result(self, request: Any, lookup: StoredLookup, *, cache_hit: bool, price: int) -> requests.Outcome:
         completed_at = datetime.now(UTC)
         billable = not cache_hit and lookup.answer is not None and lookup.answer.valid is not False
         result = build_result(
@@ -160,7 +179,8 @@ class PhoneProcessor:
             cache_hit=cache_hit,
         )
 
-    async def _store(self, request: PhoneRequest, outcome: requests.Outcome, spend_cap: int | None) -> None:
+    async def _store(self, request: Any, outcome: requests.Outcome, spend_cap: int | None) -> None:
+        """One request's outcome in its own transaction (the careful path when a round's write fails)."""
         try:
             async with self.db.write() as session:
                 await requests.finish(session, request, outcome, spend_cap=spend_cap)
@@ -185,16 +205,15 @@ class PhoneProcessor:
             async with self.db.write() as session:
                 await requests.finish(session, request, hold)
 
-    async def announce(self, request: PhoneRequest) -> None:
+    async def announce(self, request: Any) -> None:
         """Publish the stored outcome on the completed topic (again, if this is a redelivery)."""
+        result = msgspec.Raw(request.result) if request.state in requests.RESULT_STATES and request.result else None
         completed = VerificationCompleted(
             request_id=request.id,
             tenant_id=request.tenant_id,
-            environment=request.environment,  # type: ignore[arg-type]
+            environment=request.environment,
             phone_e164=request.phone_e164,
-            result=msgspec.json.decode(request.result, type=VerifyResult)
-            if request.state in requests.RESULT_STATES and request.result
-            else None,
+            result=cast(VerifyResult | None, result),  # already the stored JSON: sent as it is, not re-encoded
             failure=requests.failure_of(request) if request.state in requests.FAILURE_STATES else None,
         )
         await self.publish(completed, self.config.completed_topic, request.phone_e164.encode())
@@ -224,6 +243,57 @@ class PhoneProcessor:
         if sent:
             log.info("sweeper_republished", count=sent)
         return sent
+
+
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """What deciding a round needs from storage, read once for the whole round."""
+
+    terms: dict[str, tenants.TenantTerms]
+    spent: dict[tuple[str, str], int]
+    rechecks: dict[tuple[str, str, str], Any]
+
+    @classmethod
+    async def load(cls, connection: AsyncConnection, pending: list[Any], now: datetime) -> _Context:
+        tenant_ids = sorted({row.tenant_id for row in pending})
+        numbers = [(row.tenant_id, row.environment, row.phone_e164) for row in pending]
+        return cls(
+            terms=await tenants.tenant_terms(connection, tenant_ids, SKU),
+            spent=await requests.month_spends(connection, tenant_ids, now),
+            rechecks=await requests.last_billable_checks(connection, numbers, now - FREE_RECHECK_WINDOW),
+        )
+
+    def spend_caps(self) -> dict[str, int | None]:
+        return {tenant_id: terms.spend_cap_microdollars for tenant_id, terms in self.terms.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    """A request as this round stored it (what announcing needs), without reading it back."""
+
+    id: str
+    tenant_id: str
+    environment: str
+    phone_e164: str
+    state: str
+    result: bytes | None
+    error_code: str | None
+    error_message: str | None
+    billing_disposition: str | None
+
+    @classmethod
+    def of(cls, request: Any, outcome: requests.Outcome) -> _Stored:
+        return cls(
+            request.id,
+            request.tenant_id,
+            request.environment,
+            request.phone_e164,
+            outcome.state,
+            outcome.result,
+            outcome.error_code,
+            outcome.error_message,
+            outcome.billing_disposition,
+        )
 
 
 def _spend_cap_refusal(at: datetime) -> requests.Outcome:

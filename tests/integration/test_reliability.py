@@ -87,31 +87,38 @@ async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_bi
     async with running_stack(settings, broker_bootstrap, with_processor=False) as gateway:
         tenant = await gateway.new_tenant()
         first = start_processor(env, log)
-        try:
-            total = 300
-            numbers = list(distinct_numbers(total))
-            accepted = 0
+        total = 600
+        numbers = list(distinct_numbers(total + 1))
+        warm_up = await gateway.verify(tenant.test_key, person(numbers.pop()))
+
+        async def joined() -> bool:  # the first member has joined the group and is consuming
+            return (await states(gateway.db, tenant.id)) == {"completed": 1}
+
+        await until(joined, 60)
+
+        async def send_all() -> None:
             for chunk in range(0, total, 30):
                 responses = await asyncio.gather(
                     *(gateway.verify(tenant.test_key, person(number)) for number in numbers[chunk : chunk + 30])
                 )
                 assert {response.status_code for response in responses} <= {200, 202}
-                accepted += len(responses)
+
+        sending = asyncio.create_task(send_all())
+        try:
 
             async def some_done() -> bool:
-                return sum(v for k, v in (await states(gateway.db, tenant.id)).items() if k != "pending") >= 20
+                return (await states(gateway.db, tenant.id)).get("completed", 0) >= 31
 
-            await until(some_done, 60)
-            first.send_signal(signal.SIGKILL)
+            await until(some_done, 60, every_s=0.02)
+            first.send_signal(signal.SIGKILL)  # mid-stream: requests are still arriving and being processed
             first.wait()
-            done_at_kill = await states(gateway.db, tenant.id)
-            assert done_at_kill.get("pending", 0) > 0, "the kill came too late to interrupt anything"
-
+            assert not sending.done(), "the kill came too late to interrupt anything"
+            await sending
             second = start_processor(env, log)
             try:
 
                 async def all_done() -> bool:
-                    return (await states(gateway.db, tenant.id)) == {"completed": total}
+                    return (await states(gateway.db, tenant.id)) == {"completed": total + 1}
 
                 await until(all_done, 120)
             finally:
@@ -120,10 +127,11 @@ async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_bi
         finally:
             if first.poll() is None:
                 first.kill()
+            sending.cancel()
+        assert warm_up.status_code in (200, 202)
         ledger = await ledger_rows(gateway.db, tenant.id)
-        assert len(ledger) == total
+        assert len(ledger) == total + 1
         assert {row.disposition for row in ledger} == {"billable"}
-        assert len({row.request_id for row in ledger}) == total
 
 
 @pytest.fixture

@@ -1,0 +1,637 @@
+"""The storage layer on every database under test: migrations, the constraints that carry the no-loss and
+no-double-charge rules, the ledger arithmetic, the sweeper's claims, datetimes, keys and prices.
+
+Every test works on tenants of its own (fresh uuids), so the tests are independent of each other and of a stack
+that may share the database. Pending rows are published "in the future" so that such a stack's sweeper, which
+only looks at rows published before its own clock, never takes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import inspect, select, text
+from sqlalchemy.exc import IntegrityError
+
+from storage import phone as requests
+from storage import tenants
+from storage.db import Database, create_engine, migrate, sqlite_url
+from storage.models import ApiKey, Base, LedgerEntry, MonthlySpend, PhoneRequest, Tenant
+from tests.conftest import PG_URL, fresh_postgres_database
+
+TABLES = {"tenants", "api_keys", "prices", "phone_requests", "ledger_entries", "monthly_spend"}
+FUTURE = timedelta(days=1)
+"""Pending rows are published this far ahead of the clock: no sweeper of a stack on this database takes them."""
+_numbers = itertools.count()
+
+
+@pytest.fixture(scope="module")
+async def db(database_url: str) -> AsyncIterator[Database]:
+    await asyncio.to_thread(migrate, database_url)
+    database = Database(database_url)
+    yield database
+    await database.dispose()
+
+
+def new_tenant_id() -> str:
+    return str(uuid.uuid4())
+
+
+def new_number() -> str:
+    """A valid US number outside the sandbox's 555 block; unique within this module."""
+    index = next(_numbers)
+    return f"+1212{200 + index // 10000:03d}{index % 10000:04d}"
+
+
+def pending_row(
+    tenant_id: str,
+    *,
+    environment: str = "test",
+    phone: str | None = None,
+    idempotency_key: str | None = None,
+    state: str = "pending",
+    created_at: datetime | None = None,
+    published_at: datetime | None = None,
+) -> PhoneRequest:
+    now = datetime.now(UTC)
+    return PhoneRequest(
+        id=str(uuid.uuid4()),
+        tenant_id=tenant_id,
+        environment=environment,
+        idempotency_key=idempotency_key or str(uuid.uuid4()),
+        body_hash="0" * 64,
+        phone_e164=phone or new_number(),
+        subject_type="person",
+        supplied_name="John Smith",
+        reference_id=None,
+        state=state,
+        created_at=created_at or now,
+        published_at=published_at or now + FUTURE,
+    )
+
+
+def completed(
+    at: datetime, *, billable: bool = True, price: int = 15000, cache_hit: bool = False, sku: str = "core_phone"
+) -> requests.Outcome:
+    return requests.Outcome(
+        state="completed",
+        completed_at=at,
+        billing_disposition="billable" if billable else "not_billable",
+        result=b"{}",
+        lookup=None if cache_hit else b"{}",
+        billable=billable,
+        sku=sku,
+        unit_price_microdollars=price,
+        cache_hit=cache_hit,
+    )
+
+
+async def add(db: Database, row: PhoneRequest) -> PhoneRequest:
+    async with db.write() as session:
+        await requests.add_request(session, row)
+    return row
+
+
+async def finished(
+    db: Database, tenant_id: str, outcome: requests.Outcome, *, environment: str = "test", phone: str | None = None
+) -> PhoneRequest:
+    """A request added and finished with `outcome` in one go."""
+    row = await add(db, pending_row(tenant_id, environment=environment, phone=phone))
+    async with db.write() as session:
+        assert await requests.finish(session, row, outcome)
+    return row
+
+
+async def ledger_of(db: Database, tenant_id: str) -> list[LedgerEntry]:
+    async with db.read() as session:
+        return list(await session.scalars(select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)))
+
+
+async def state_of(db: Database, request_id: str) -> str:
+    async with db.read() as session:
+        row = await requests.get_request(session, request_id)
+    assert row is not None
+    return row.state
+
+
+async def spend(db: Database, tenant_id: str, environment: str, at: datetime) -> int:
+    async with db.read() as session:
+        return await requests.month_spend(session, tenant_id, environment, at)
+
+
+@asynccontextmanager
+async def empty_database(like_url: str, tmp_path: Path) -> AsyncIterator[str]:
+    """A brand-new, empty database of the same backend as `like_url`."""
+    if like_url.startswith("sqlite"):
+        yield sqlite_url(tmp_path / "empty.db")
+        return
+    async with fresh_postgres_database(PG_URL or "") as url:
+        yield url
+
+
+# --------------------------------------------------------------------------------------------------- migrations
+
+
+async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database_url: str, tmp_path: Path) -> None:
+    async with empty_database(database_url, tmp_path) as url:
+        await asyncio.to_thread(migrate, url)
+        await asyncio.to_thread(migrate, url)  # a second run is a no-op, not an error
+
+        engine = create_engine(url)
+        try:
+            async with engine.connect() as connection:
+                tables = await connection.run_sync(lambda sync: set(inspect(sync).get_table_names()))
+                versions = (await connection.execute(text("SELECT version_num FROM alembic_version"))).scalars()
+                versions = list(versions)
+                indexes = await connection.run_sync(
+                    lambda sync: {index["name"]: index for index in inspect(sync).get_indexes("phone_requests")}
+                )
+                drift = await connection.run_sync(
+                    lambda sync: compare_metadata(MigrationContext.configure(sync), Base.metadata)
+                )
+        finally:
+            await engine.dispose()
+
+    assert tables == TABLES | {"alembic_version"}
+    assert versions == ["0001"]
+    assert indexes["uq_phone_requests_idempotency"]["unique"]
+    assert indexes["uq_phone_requests_open_number"]["unique"]
+    assert drift == [], "the migrated schema differs from storage.models"
+
+
+async def test_migrating_the_shared_database_again_is_harmless(database_url: str, db: Database) -> None:
+    await asyncio.to_thread(migrate, database_url)
+    tenant_id = new_tenant_id()
+    row = await finished(db, tenant_id, completed(datetime.now(UTC)))
+    await asyncio.to_thread(migrate, database_url)
+    assert await state_of(db, row.id) == "completed"
+
+
+# ------------------------------------------------------------------------------------------ finish and the ledger
+
+
+async def test_finish_is_conditional_and_a_second_finish_writes_no_second_ledger_row(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    now = datetime.now(UTC)
+    row = await add(db, pending_row(tenant_id))
+
+    async with db.write() as session:
+        assert await requests.finish(session, row, completed(now)) is True
+    async with db.write() as session:
+        assert await requests.finish(session, row, completed(now + timedelta(seconds=1), price=9000)) is False
+
+    assert await state_of(db, row.id) == "completed"
+    ledger = await ledger_of(db, tenant_id)
+    assert [(entry.request_id, entry.disposition, entry.unit_price_microdollars) for entry in ledger] == [
+        (row.id, "billable", 15000)
+    ]
+    assert await spend(db, tenant_id, "test", now) == 15000
+
+
+async def test_finish_from_another_state_only_moves_rows_in_that_state(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    row = await add(db, pending_row(tenant_id, state="pending_reconciliation"))
+    now = datetime.now(UTC)
+    async with db.write() as session:
+        assert await requests.finish(session, row, completed(now)) is False  # from_state defaults to pending
+    async with db.write() as session:
+        assert await requests.finish(session, row, completed(now), from_state="pending_reconciliation") is True
+    assert await state_of(db, row.id) == "completed"
+    assert len(await ledger_of(db, tenant_id)) == 1
+
+
+async def test_a_refusal_writes_a_not_billable_ledger_row_and_no_spend(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    now = datetime.now(UTC)
+    row = await add(db, pending_row(tenant_id))
+    refusal = requests.Outcome(
+        state="rejected",
+        completed_at=now,
+        billing_disposition="not_billable",
+        error_code="tenant_suspended",
+        error_message="suspended",
+    )
+    async with db.write() as session:
+        assert await requests.finish(session, row, refusal)
+    ledger = await ledger_of(db, tenant_id)
+    assert [(entry.disposition, entry.unit_price_microdollars) for entry in ledger] == [("not_billable", 0)]
+    assert await spend(db, tenant_id, "test", now) == 0
+    async with db.read() as session:
+        stored = await requests.get_request(session, row.id)
+    assert stored is not None
+    assert stored.billable_at is None
+    assert requests.failure_of(stored).error.code == "tenant_suspended"
+
+
+async def test_pending_reconciliation_writes_no_ledger_row(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    row = await add(db, pending_row(tenant_id))
+    hold = requests.Outcome(
+        state="pending_reconciliation",
+        completed_at=datetime.now(UTC),
+        billing_disposition="pending_reconciliation",
+        error_code="ledger_unavailable",
+        error_message="held",
+    )
+    async with db.write() as session:
+        assert await requests.finish(session, row, hold)
+    assert await ledger_of(db, tenant_id) == []
+    assert await state_of(db, row.id) == "pending_reconciliation"
+
+
+async def test_the_ledger_primary_key_refuses_a_second_row_for_one_request(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    row = await finished(db, tenant_id, completed(datetime.now(UTC)))
+
+    with pytest.raises(IntegrityError):
+        async with db.write() as session:
+            session.add(
+                LedgerEntry(
+                    request_id=row.id,
+                    tenant_id=tenant_id,
+                    environment="test",
+                    sku="core_phone",
+                    disposition="billable",
+                    unit_price_microdollars=15000,
+                    cache_hit=False,
+                    created_at=datetime.now(UTC),
+                )
+            )
+    assert len(await ledger_of(db, tenant_id)) == 1
+
+
+# ------------------------------------------------------------------------------------------------ unique indexes
+
+
+async def test_one_open_check_per_number_tenant_and_environment(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    number = new_number()
+    first = await add(db, pending_row(tenant_id, phone=number))
+
+    with pytest.raises(IntegrityError):
+        await add(db, pending_row(tenant_id, phone=number))
+
+    other_environment = await add(db, pending_row(tenant_id, environment="live", phone=number))
+    other_tenant = await add(db, pending_row(new_tenant_id(), phone=number))
+    async with db.read() as session:
+        assert await requests.find_open_check(session, tenant_id, "test", number) == first.id
+        assert await requests.find_open_check(session, tenant_id, "live", number) == other_environment.id
+
+    async with db.write() as session:
+        assert await requests.finish(session, first, completed(datetime.now(UTC)))
+    second = await add(db, pending_row(tenant_id, phone=number))  # the first is terminal: a new check may start
+    async with db.read() as session:
+        assert await requests.find_open_check(session, tenant_id, "test", number) == second.id
+    assert other_tenant.id != second.id
+
+
+async def test_a_request_awaiting_reconciliation_also_holds_its_number(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    number = new_number()
+    await add(db, pending_row(tenant_id, phone=number, state="pending_reconciliation"))
+    with pytest.raises(IntegrityError):
+        await add(db, pending_row(tenant_id, phone=number))
+    for terminal in ("completed", "failed", "rejected"):
+        await add(db, pending_row(tenant_id, phone=number, state=terminal))  # terminal rows are not limited
+
+
+async def test_an_idempotency_key_is_unique_per_tenant_and_environment(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    first = await add(db, pending_row(tenant_id, idempotency_key="order-42"))
+
+    with pytest.raises(IntegrityError):
+        await add(db, pending_row(tenant_id, idempotency_key="order-42"))
+
+    live = await add(db, pending_row(tenant_id, environment="live", idempotency_key="order-42"))
+    other = await add(db, pending_row(new_tenant_id(), idempotency_key="order-42"))
+    async with db.read() as session:
+        found = await requests.find_by_idempotency_key(session, tenant_id, "test", "order-42")
+        found_live = await requests.find_by_idempotency_key(session, tenant_id, "live", "order-42")
+        missing = await requests.find_by_idempotency_key(session, tenant_id, "test", "order-43")
+    assert found is not None
+    assert found.id == first.id
+    assert found_live is not None
+    assert found_live.id == live.id
+    assert missing is None
+    assert other.id not in (first.id, live.id)
+
+
+# ------------------------------------------------------------------------------------------- spend and spend cap
+
+
+async def test_monthly_spend_adds_up_per_environment_and_month(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    november = datetime(2026, 11, 10, 12, tzinfo=UTC)
+    december = datetime(2026, 12, 1, 0, 0, 1, tzinfo=UTC)
+    await finished(db, tenant_id, completed(november, price=15000))
+    await finished(db, tenant_id, completed(november + timedelta(days=5), price=9000))
+    await finished(db, tenant_id, completed(november, billable=False, cache_hit=True))
+    await finished(db, tenant_id, completed(november, price=4000), environment="live")
+    await finished(db, tenant_id, completed(december, price=1000))
+
+    assert await spend(db, tenant_id, "test", november) == 24000
+    assert await spend(db, tenant_id, "live", november) == 4000
+    assert await spend(db, tenant_id, "test", december) == 1000
+    assert await spend(db, tenant_id, "test", datetime(2026, 10, 31, 23, 59, tzinfo=UTC)) == 0
+    async with db.read() as session:
+        months = list(await session.scalars(select(MonthlySpend).where(MonthlySpend.tenant_id == tenant_id)))
+    assert sorted((m.environment, m.month, m.amount_microdollars) for m in months) == [
+        ("live", "2026-11", 4000),
+        ("test", "2026-11", 24000),
+        ("test", "2026-12", 1000),
+    ]
+
+
+async def test_concurrent_billing_adds_up_exactly(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    now = datetime.now(UTC)
+    rows = [await add(db, pending_row(tenant_id)) for _ in range(10)]
+
+    async def bill(row: PhoneRequest) -> bool:
+        async with db.write() as session:
+            return await requests.finish(session, row, completed(now, price=1500))
+
+    assert await asyncio.gather(*(bill(row) for row in rows)) == [True] * 10
+    assert await spend(db, tenant_id, "test", now) == 15000
+
+
+async def test_passing_the_spend_cap_raises_and_the_rollback_leaves_nothing_written(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    now = datetime.now(UTC)
+    await finished(db, tenant_id, completed(now, price=15000))
+    row = await add(db, pending_row(tenant_id))
+
+    with pytest.raises(requests.SpendCapReached):
+        async with db.write() as session:
+            await requests.finish(session, row, completed(now, price=15000), spend_cap=29999)
+
+    assert await state_of(db, row.id) == "pending"
+    assert row.id not in {entry.request_id for entry in await ledger_of(db, tenant_id)}
+    assert len(await ledger_of(db, tenant_id)) == 1
+    assert await spend(db, tenant_id, "test", now) == 15000
+
+    async with db.write() as session:  # reaching the cap exactly is allowed
+        assert await requests.finish(session, row, completed(now, price=15000), spend_cap=30000)
+    assert await spend(db, tenant_id, "test", now) == 30000
+    assert len(await ledger_of(db, tenant_id)) == 2
+
+
+async def test_the_spend_cap_does_not_apply_to_free_outcomes(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    now = datetime.now(UTC)
+    row = await add(db, pending_row(tenant_id))
+    async with db.write() as session:
+        assert await requests.finish(session, row, completed(now, billable=False, cache_hit=True), spend_cap=0)
+    assert await spend(db, tenant_id, "test", now) == 0
+
+
+# ----------------------------------------------------------------------------------------------------- usage
+
+
+async def test_usage_sums_billable_rows_cache_hits_and_amounts_per_sku_within_the_period(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    end = datetime(2026, 12, 1, tzinfo=UTC)
+    inside = datetime(2026, 11, 15, 8, tzinfo=UTC)
+
+    await finished(db, tenant_id, completed(start, price=15000))  # the start is inside
+    await finished(db, tenant_id, completed(inside, price=9000))
+    await finished(db, tenant_id, completed(inside, billable=False, cache_hit=True))
+    await finished(db, tenant_id, completed(inside, billable=False, cache_hit=True))
+    await finished(db, tenant_id, completed(inside, price=500, sku="extra_sku"))
+    refused = await add(db, pending_row(tenant_id))
+    async with db.write() as session:
+        await requests.finish(
+            session,
+            refused,
+            requests.Outcome(state="rejected", completed_at=inside, billing_disposition="not_billable"),
+        )
+    await finished(db, tenant_id, completed(end, price=777))  # the end is outside
+    await finished(db, tenant_id, completed(start - timedelta(microseconds=1), price=888))
+    await finished(db, tenant_id, completed(inside, price=999), environment="live")
+    await finished(db, new_tenant_id(), completed(inside, price=111))
+
+    async with db.read() as session:
+        usage = await requests.usage(session, tenant_id, "test", start, end)
+        live = await requests.usage(session, tenant_id, "live", start, end)
+        empty = await requests.usage(session, tenant_id, "test", end + timedelta(days=1), end + timedelta(days=2))
+
+    assert usage == [
+        requests.SkuUsage("core_phone", billable_requests=2, cache_hits=2, amount_microdollars=24000),
+        requests.SkuUsage("extra_sku", billable_requests=1, cache_hits=0, amount_microdollars=500),
+    ]
+    assert live == [requests.SkuUsage("core_phone", 1, 0, 999)]
+    assert empty == []
+
+
+# ------------------------------------------------------------------------------------------ free re-check window
+
+
+async def test_last_billable_check_respects_the_24_hour_window(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    number = new_number()
+    now = datetime.now(UTC)
+    window = now - timedelta(hours=24)
+
+    old = await finished(db, tenant_id, completed(now - timedelta(hours=25)), phone=number)
+    async with db.read() as session:
+        assert await requests.last_billable_check(session, tenant_id, "test", number, window) is None
+        older_window = await requests.last_billable_check(session, tenant_id, "test", number, now - timedelta(hours=26))
+    assert older_window is not None
+    assert older_window.id == old.id
+
+    recent = await finished(db, tenant_id, completed(now - timedelta(hours=23)), phone=number)
+    await finished(db, tenant_id, completed(now - timedelta(hours=1), billable=False, cache_hit=True), phone=number)
+    await finished(db, tenant_id, completed(now - timedelta(hours=2)), phone=number, environment="live")
+    await finished(db, tenant_id, completed(now - timedelta(hours=2)), phone=new_number())
+
+    async with db.read() as session:
+        found = await requests.last_billable_check(session, tenant_id, "test", number, window)
+        other_tenant = await requests.last_billable_check(session, new_tenant_id(), "test", number, window)
+    assert found is not None
+    assert found.id == recent.id  # the free re-check (billable_at NULL) is not an anchor
+    assert found.billable_at == found.completed_at
+    assert other_tenant is None
+
+
+# ------------------------------------------------------------------------------------------------- the sweeper
+
+
+async def test_stale_pending_lists_old_pending_rows_and_only_one_of_two_claims_wins(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    clock = datetime.now(UTC) + timedelta(days=30)  # a clock of our own, ahead of any real sweeper's
+    stale = await add(db, pending_row(tenant_id, published_at=clock - timedelta(minutes=5)))
+    fresh = await add(db, pending_row(tenant_id, published_at=clock))
+    done = await finished(db, tenant_id, completed(clock))
+    cutoff = clock - timedelta(seconds=30)
+
+    async with db.read() as session:
+        listed = {row.id for row in await requests.stale_pending(session, cutoff, 100_000)}
+    assert stale.id in listed
+    assert fresh.id not in listed
+    assert done.id not in listed
+    async with db.read() as session:
+        (candidate,) = [row for row in await requests.stale_pending(session, cutoff, 100_000) if row.id == stale.id]
+
+    async def claim() -> bool:
+        async with db.write() as session:
+            return await requests.claim_republish(session, candidate, clock)
+
+    assert sorted(await asyncio.gather(claim(), claim())) == [False, True]
+    async with db.write() as session:  # a claim made with the same, now outdated, row loses as well
+        assert await requests.claim_republish(session, candidate, clock + timedelta(seconds=1)) is False
+
+    async with db.read() as session:
+        assert stale.id not in {row.id for row in await requests.stale_pending(session, cutoff, 100_000)}
+        reclaimed = await requests.get_request(session, stale.id)
+    assert reclaimed is not None
+    assert reclaimed.published_at == clock
+    assert reclaimed.state == "pending"
+
+
+async def test_a_finished_row_cannot_be_claimed(db: Database) -> None:
+    tenant_id = new_tenant_id()
+    row = await add(db, pending_row(tenant_id))
+    async with db.write() as session:
+        assert await requests.finish(session, row, completed(datetime.now(UTC)))
+    async with db.write() as session:
+        assert await requests.claim_republish(session, row, datetime.now(UTC) + FUTURE * 2) is False
+
+
+# --------------------------------------------------------------------------------------------------- datetimes
+
+
+async def test_datetimes_come_back_timezone_aware_utc(db: Database) -> None:
+    new_york = timezone(timedelta(hours=-5))
+    created = datetime(2026, 3, 8, 10, 30, 15, 123456, tzinfo=new_york)
+    tenant_id = new_tenant_id()
+    row = await add(db, pending_row(tenant_id, created_at=created, published_at=created + timedelta(days=3650)))
+    async with db.write() as session:
+        await requests.finish(session, row, completed(created + timedelta(minutes=1)))
+        real_tenant = await tenants.create_tenant(session, "aware")
+        key_id, _ = await tenants.create_key(session, real_tenant, "test")
+        await tenants.revoke_key(session, key_id)
+
+    async with db.read() as session:
+        stored = await requests.get_request(session, row.id)
+        raw = await session.execute(text("SELECT created_at FROM phone_requests WHERE id = :id"), {"id": row.id})
+        raw_created = raw.scalar_one()
+        (entry,) = await session.scalars(select(LedgerEntry).where(LedgerEntry.request_id == row.id))
+        tenant = await session.get(Tenant, real_tenant)
+        key = await session.get(ApiKey, key_id)
+    assert stored is not None
+    assert tenant is not None
+    assert key is not None
+    values = [
+        stored.created_at,
+        stored.published_at,
+        stored.completed_at,
+        stored.billable_at,
+        entry.created_at,
+        tenant.created_at,
+        key.created_at,
+        key.revoked_at,
+    ]
+    for value in values:
+        assert isinstance(value, datetime)
+        assert value.tzinfo is not None
+        assert value.utcoffset() == timedelta(0)
+    assert stored.created_at == created
+    assert (stored.created_at.hour, stored.created_at.microsecond) == (15, 123456)
+    assert stored.completed_at == created + timedelta(minutes=1)
+    assert entry.created_at == stored.completed_at
+    assert str(raw_created).startswith("2026-03-08 15:30:15.123456")  # stored as UTC wall time
+
+
+# ---------------------------------------------------------------------------------------------- keys and prices
+
+
+async def test_find_key_owner_and_revoke_key(db: Database) -> None:
+    async with db.write() as session:
+        tenant_id = await tenants.create_tenant(session, "keys", spend_cap_microdollars=50000)
+        key_id, key = await tenants.create_key(session, tenant_id, "test", ["verify"])
+        second_id, second = await tenants.create_key(session, tenant_id, "live")
+
+    assert key.startswith("sy_test_")
+    assert second.startswith("sy_live_")
+    async with db.read() as session:
+        owner = await tenants.find_key_owner(session, key)
+        live_owner = await tenants.find_key_owner(session, second)
+        stored = await session.get(ApiKey, key_id)
+    assert owner == tenants.KeyOwner(
+        key_id=key_id,
+        tenant_id=tenant_id,
+        environment="test",
+        scopes=frozenset({"verify"}),
+        tenant_status="active",
+        allowed_skus=frozenset({"core_phone"}),
+        spend_cap_microdollars=50000,
+    )
+    assert live_owner is not None
+    assert live_owner.environment == "live"
+    assert live_owner.scopes == frozenset(tenants.ALL_SCOPES)
+    assert stored is not None
+    assert stored.key_hash == tenants.hash_key(key)
+    assert key not in (stored.key_hash, stored.id)  # only the hash is kept
+
+    async with db.write() as session:
+        assert await tenants.revoke_key(session, key) is True
+        assert await tenants.revoke_key(session, key) is False  # already revoked
+        assert await tenants.revoke_key(session, second_id) is True  # by key id
+        assert await tenants.revoke_key(session, "sy_test_" + "0" * 40) is False
+    async with db.read() as session:
+        assert await tenants.find_key_owner(session, key) is None
+        assert await tenants.find_key_owner(session, second) is None
+        assert await tenants.find_key_owner(session, "sy_test_" + "0" * 40) is None
+
+
+async def test_key_owner_reflects_the_tenant_status(db: Database) -> None:
+    async with db.write() as session:
+        tenant_id = await tenants.create_tenant(session, "status")
+        _, key = await tenants.create_key(session, tenant_id, "test")
+    async with db.write() as session:
+        assert await tenants.update_tenant(session, tenant_id, status="suspended")
+        assert not await tenants.update_tenant(session, new_tenant_id(), status="suspended")
+    async with db.read() as session:
+        owner = await tenants.find_key_owner(session, key)
+    assert owner is not None
+    assert owner.tenant_status == "suspended"
+
+
+async def test_create_key_refuses_an_unknown_tenant_or_environment(db: Database) -> None:
+    with pytest.raises(LookupError):
+        async with db.write() as session:
+            await tenants.create_key(session, new_tenant_id(), "test")
+    async with db.write() as session:
+        tenant_id = await tenants.create_tenant(session, "env")
+    with pytest.raises(ValueError, match="environment"):
+        async with db.write() as session:
+            await tenants.create_key(session, tenant_id, "prod")
+
+
+async def test_set_price_and_unit_price_with_its_default(db: Database) -> None:
+    async with db.write() as session:
+        tenant_id = await tenants.create_tenant(session, "prices")
+    async with db.read() as session:
+        assert await tenants.unit_price(session, tenant_id, "core_phone") == 15000
+    async with db.write() as session:
+        await tenants.set_price(session, tenant_id, "core_phone", 9000)
+    async with db.read() as session:
+        assert await tenants.unit_price(session, tenant_id, "core_phone") == 9000
+    async with db.write() as session:
+        await tenants.set_price(session, tenant_id, "core_phone", 12000)  # a second price replaces the first
+    async with db.read() as session:
+        assert await tenants.unit_price(session, tenant_id, "core_phone") == 12000
+        assert await tenants.unit_price(session, new_tenant_id(), "core_phone") == 15000
+    with pytest.raises(LookupError):
+        async with db.write() as session:
+            await tenants.set_price(session, new_tenant_id(), "core_phone", 1)
