@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import sqlalchemy
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.ext.asyncio import (
-    AsyncConnection,
     AsyncEngine,
     AsyncSession,
     async_sessionmaker,
@@ -20,6 +22,7 @@ from sqlalchemy.ext.asyncio import (
 )
 
 MIGRATIONS = Path(__file__).with_name("migrations")
+T = TypeVar("T")
 
 
 def sqlite_url(path: Path) -> str:
@@ -54,6 +57,13 @@ class Database:
         self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # SQLite has one writer at a time; queueing writers here is far cheaper than its busy-wait back-off.
         self._write_lock = asyncio.Lock() if url.startswith("sqlite") else None
+        self._sqlite: Engine | None = None
+        if url.startswith("sqlite"):
+            self._sqlite = sqlalchemy.create_engine(
+                url.replace("+aiosqlite", "+pysqlite"), connect_args={"timeout": 30, "check_same_thread": False}
+            )
+            event.listen(self._sqlite, "connect", _sqlite_pragmas)
+            self._sqlite_threads = ThreadPoolExecutor(4, thread_name_prefix="sqlite")
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
@@ -64,20 +74,23 @@ class Database:
         async with self._write_lock, self.sessions() as session, session.begin():
             yield session
 
-    @asynccontextmanager
-    async def begin(self) -> AsyncIterator[AsyncConnection]:
-        """A Core transaction on one connection: the hot paths' unit of work, without the ORM's cost."""
-        if self._write_lock is None:
+    async def run(self, work: Callable[[Connection], T], *, write: bool) -> T:
+        """One unit of work: `work(connection)` in one transaction, committed when it returns (rolled back when it
+        raises). PostgreSQL runs it on the async engine; SQLite runs it whole on a worker thread, one hand-off
+        instead of one per driver call (which would cost several times the query itself)."""
+        if self._sqlite is None:
             async with self.engine.begin() as connection:
-                yield connection
-            return
-        async with self._write_lock, self.engine.begin() as connection:
-            yield connection
+                return await connection.run_sync(work)
+        loop = asyncio.get_running_loop()
+        if not write:
+            return await loop.run_in_executor(self._sqlite_threads, self._run_sqlite, work)
+        async with self._write_lock:  # type: ignore[union-attr]
+            return await loop.run_in_executor(self._sqlite_threads, self._run_sqlite, work)
 
-    @asynccontextmanager
-    async def connect(self) -> AsyncIterator[AsyncConnection]:
-        async with self.engine.connect() as connection:
-            yield connection
+    def _run_sqlite(self, work: Callable[[Connection], T]) -> T:
+        assert self._sqlite is not None
+        with self._sqlite.begin() as connection:
+            return work(connection)
 
     @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncSession]:
@@ -90,6 +103,9 @@ class Database:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+        if self._sqlite is not None:
+            self._sqlite_threads.shutdown()
+            self._sqlite.dispose()
 
 
 def migrate(url: str) -> None:

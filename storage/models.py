@@ -76,7 +76,8 @@ class PhoneRequest(Base):
             postgresql_where=text("state IN ('pending', 'pending_reconciliation')"),
         ),
         Index("ix_phone_requests_sweep", "state", "published_at"),
-        Index("ix_phone_requests_recheck", "tenant_id", "environment", "phone_e164", "billable_at"),
+        # Free re-check candidates are looked up by number for a whole batch at once.
+        Index("ix_phone_requests_number_billable", "phone_e164", "billable_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-from sqlalchemy import Row, Table, bindparam, case, func, insert, select, update
+from sqlalchemy import Table, bindparam, case, func, insert, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import LedgerEntry, MonthlySpend, PhoneRequest
 from topics.phone import ErrorDetail, StoredRequestFailure
@@ -117,71 +118,19 @@ class SpendCapReached(Exception):
 
 async def finish(
     session: AsyncSession,
-    request: PhoneRequest,
+    request: Any,
     outcome: Outcome,
     *,
     from_state: str = "pending",
     spend_cap: int | None = None,
 ) -> bool:
-    """Move a request from `from_state` to its outcome and write its one ledger row, in the caller's transaction.
-
-    False when another worker got there first: the update is conditional, so redelivery never bills twice.
-    Raises SpendCapReached when the billed amount would pass `spend_cap` (checked atomically with the write).
-    """
-    moved = await session.execute(
-        update(PhoneRequest)
-        .where(PhoneRequest.id == request.id, PhoneRequest.state == from_state)
-        .values(
-            state=outcome.state,
-            completed_at=outcome.completed_at,
-            billing_disposition=outcome.billing_disposition,
-            result=outcome.result,
-            lookup=outcome.lookup,
-            error_code=outcome.error_code,
-            error_message=outcome.error_message,
-            billable_at=outcome.completed_at if outcome.billable else None,
+    """`finish_many` for one request, in the caller's ORM session and transaction."""
+    won = await session.run_sync(
+        lambda sync: finish_many(
+            sync.connection(), [(request, outcome)], {request.tenant_id: spend_cap}, from_state=from_state
         )
-        .execution_options(synchronize_session=False)
     )
-    if not moved.rowcount:  # type: ignore[attr-defined]
-        return False
-    if outcome.billing_disposition in ("billable", "not_billable"):
-        amount = outcome.unit_price_microdollars if outcome.billable else 0
-        await session.execute(
-            insert(LedgerEntry).values(
-                request_id=request.id,
-                tenant_id=request.tenant_id,
-                environment=request.environment,
-                sku=outcome.sku,
-                disposition=outcome.billing_disposition,
-                unit_price_microdollars=amount,
-                cache_hit=outcome.cache_hit,
-                created_at=outcome.completed_at,
-            )
-        )
-        if amount:
-            spent = await _add_spend(session, request.tenant_id, request.environment, outcome.completed_at, amount)
-            if spend_cap is not None and spent > spend_cap:
-                raise SpendCapReached
-    return True
-
-
-async def _add_spend(session: AsyncSession, tenant_id: str, environment: str, at: datetime, amount: int) -> int:
-    return await _add_spend_for_month(session, tenant_id, environment, month_of(at), amount)
-
-
-async def _add_spend_for_month(
-    connection: AsyncConnection | AsyncSession, tenant_id: str, environment: str, month: str, amount: int
-) -> int:
-    """Add to the month's total and return the new total (one atomic upsert on both backends)."""
-    statement = _insert(connection)(SPEND).values(
-        tenant_id=tenant_id, environment=environment, month=month, amount_microdollars=amount
-    )
-    upsert = statement.on_conflict_do_update(
-        index_elements=["tenant_id", "environment", "month"],
-        set_={"amount_microdollars": SPEND.c.amount_microdollars + amount},
-    ).returning(SPEND.c.amount_microdollars)
-    return int((await connection.execute(upsert)).scalar_one())
+    return request.id in won
 
 
 def month_of(at: datetime) -> str:
@@ -219,9 +168,8 @@ async def claim_republish(session: AsyncSession, request: PhoneRequest, now: dat
     return bool(moved.rowcount)  # type: ignore[attr-defined]
 
 
-async def count_by_state(session: AsyncSession) -> dict[str, int]:
-    rows = await session.execute(select(PhoneRequest.state, func.count()).group_by(PhoneRequest.state))
-    return dict(rows.all())
+async def count_pending(session: AsyncSession) -> int:
+    return int(await session.scalar(select(func.count()).where(PhoneRequest.state == "pending")) or 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,37 +204,36 @@ async def usage(
     return [SkuUsage(sku, int(b or 0), int(c or 0), int(a or 0)) for sku, b, c, a in rows.all()]
 
 
-# Hot paths: Core statements over one connection, a whole batch per statement.
+# Hot paths: synchronous units of work (see `Database.run`), a whole batch per call.
 
 REQUESTS = cast(Table, PhoneRequest.__table__)
 LEDGER = cast(Table, LedgerEntry.__table__)
 SPEND = cast(Table, MonthlySpend.__table__)
 
 
-def _insert(connection: AsyncConnection | AsyncSession) -> Any:
+def _insert(connection: Connection) -> Any:
     """The dialect's INSERT, which has ON CONFLICT on both of our backends."""
-    bind = connection if isinstance(connection, AsyncConnection) else connection.get_bind()
-    return (postgresql if bind.dialect.name == "postgresql" else sqlite).insert
+    return (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
 
 
-async def insert_pending(connection: AsyncConnection, rows: list[dict[str, Any]]) -> set[str]:
+def insert_pending(connection: Connection, rows: list[dict[str, Any]]) -> set[str]:
     """Insert new `pending` rows; returns the ids that went in. A row whose idempotency key (or open number) is
     taken is skipped, not an error: the caller looks up what holds it."""
     statement = _insert(connection)(REQUESTS).on_conflict_do_nothing().returning(REQUESTS.c.id)
-    return set((await connection.execute(statement, rows)).scalars())
+    return set(connection.execute(statement, rows).scalars())
 
 
-async def load_requests(connection: AsyncConnection, ids: list[str]) -> dict[str, Row[Any]]:
-    rows = await connection.execute(select(REQUESTS).where(REQUESTS.c.id.in_(ids)))
+def load_requests(connection: Connection, ids: list[str]) -> dict[str, Any]:
+    rows = connection.execute(select(REQUESTS).where(REQUESTS.c.id.in_(ids)))
     return {row.id: row for row in rows}
 
 
-async def last_billable_checks(
-    connection: AsyncConnection, numbers: list[tuple[str, str, str]], since: datetime
-) -> dict[tuple[str, str, str], Row[Any]]:
+def last_billable_checks(
+    connection: Connection, numbers: list[tuple[str, str, str]], since: datetime
+) -> dict[tuple[str, str, str], Any]:
     """The newest billable check since `since` for each (tenant, environment, number) asked about."""
     phones = sorted({phone for _, _, phone in numbers})
-    rows = await connection.execute(
+    rows = connection.execute(
         select(REQUESTS.c.tenant_id, REQUESTS.c.environment, REQUESTS.c.phone_e164, REQUESTS.c.lookup)
         .where(REQUESTS.c.phone_e164.in_(phones), REQUESTS.c.billable_at >= since)
         .order_by(REQUESTS.c.billable_at)
@@ -300,16 +247,14 @@ async def last_billable_checks(
     return found
 
 
-async def month_spends(connection: AsyncConnection, tenant_ids: list[str], at: datetime) -> dict[tuple[str, str], int]:
-    rows = await connection.execute(
-        select(SPEND).where(SPEND.c.tenant_id.in_(tenant_ids), SPEND.c.month == month_of(at))
-    )
+def month_spends(connection: Connection, tenant_ids: list[str], at: datetime) -> dict[tuple[str, str], int]:
+    rows = connection.execute(select(SPEND).where(SPEND.c.tenant_id.in_(tenant_ids), SPEND.c.month == month_of(at)))
     return {(row.tenant_id, row.environment): row.amount_microdollars for row in rows}
 
 
 _FINISH = (
     update(REQUESTS)
-    .where(REQUESTS.c.id == bindparam("request_id"), REQUESTS.c.state == "pending")
+    .where(REQUESTS.c.id == bindparam("request_id"), REQUESTS.c.state == bindparam("from_state"))
     .values(
         state=bindparam("new_state"),
         completed_at=bindparam("completed_at"),
@@ -323,16 +268,38 @@ _FINISH = (
 )
 
 
-async def finish_many(
-    connection: AsyncConnection,
+def finish_many(
+    connection: Connection,
     finished: list[tuple[Any, Outcome]],
     spend_caps: dict[str, int | None],
+    *,
+    from_state: str = "pending",
 ) -> set[str]:
-    """`finish()` for a batch in the caller's transaction: ledger rows first (their primary key decides who
-    finishes a request), then the winners' rows and the month's spend. Returns the ids this call finished.
+    """Move requests from `from_state` to their outcomes, each with its one ledger row and the month's spend,
+    in the caller's transaction. Returns the ids this call moved: the update is conditional, so a request
+    another worker finished first is left alone, and redelivery never bills twice.
 
     Raises SpendCapReached when a tenant's billed total would pass its cap; the transaction must roll back.
     """
+    won = {
+        request.id
+        for request, outcome in finished
+        if connection.execute(
+            _FINISH,
+            {
+                "request_id": request.id,
+                "from_state": from_state,
+                "new_state": outcome.state,
+                "completed_at": outcome.completed_at,
+                "disposition": outcome.billing_disposition,
+                "result": outcome.result,
+                "lookup": outcome.lookup,
+                "error_code": outcome.error_code,
+                "error_message": outcome.error_message,
+                "billable_at": outcome.completed_at if outcome.billable else None,
+            },
+        ).rowcount
+    }
     ledger = [
         {
             "request_id": request.id,
@@ -345,43 +312,30 @@ async def finish_many(
             "created_at": outcome.completed_at,
         }
         for request, outcome in finished
+        if request.id in won and outcome.billing_disposition in ("billable", "not_billable")
     ]
-    won = set(
-        (
-            await connection.execute(
-                _insert(connection)(LEDGER).on_conflict_do_nothing().returning(LEDGER.c.request_id), ledger
-            )
-        ).scalars()
-    )
-    if not won:
-        return won
-    await connection.execute(
-        _FINISH,
-        [
-            {
-                "request_id": request.id,
-                "new_state": outcome.state,
-                "completed_at": outcome.completed_at,
-                "disposition": outcome.billing_disposition,
-                "result": outcome.result,
-                "lookup": outcome.lookup,
-                "error_code": outcome.error_code,
-                "error_message": outcome.error_message,
-                "billable_at": outcome.completed_at if outcome.billable else None,
-            }
-            for request, outcome in finished
-            if request.id in won
-        ],
-    )
+    if ledger:
+        connection.execute(insert(LEDGER), ledger)
     spent: dict[tuple[str, str, str], int] = defaultdict(int)
     for request, outcome in finished:
         if request.id in won and outcome.billable:
-            spent[(request.tenant_id, request.environment, month_of(outcome.completed_at))] += (
-                outcome.unit_price_microdollars
-            )
+            month = month_of(outcome.completed_at)
+            spent[(request.tenant_id, request.environment, month)] += outcome.unit_price_microdollars
     for (tenant_id, environment, month), amount in spent.items():
-        total = await _add_spend_for_month(connection, tenant_id, environment, month, amount)
+        total = _add_spend(connection, tenant_id, environment, month, amount)
         cap = spend_caps.get(tenant_id)
         if cap is not None and total > cap:
             raise SpendCapReached
     return won
+
+
+def _add_spend(connection: Connection, tenant_id: str, environment: str, month: str, amount: int) -> int:
+    """Add to the month's total and return the new total (one atomic upsert on both backends)."""
+    statement = _insert(connection)(SPEND).values(
+        tenant_id=tenant_id, environment=environment, month=month, amount_microdollars=amount
+    )
+    upsert = statement.on_conflict_do_update(
+        index_elements=["tenant_id", "environment", "month"],
+        set_={"amount_microdollars": SPEND.c.amount_microdollars + amount},
+    ).returning(SPEND.c.amount_microdollars)
+    return int(connection.execute(upsert).scalar_one())

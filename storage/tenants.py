@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from typing import cast
 
 from sqlalchemy import Table, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.models import ApiKey, Price, Tenant
 
@@ -143,10 +144,10 @@ class TenantTerms:
     unit_price_microdollars: int
 
 
-async def tenant_terms(connection: AsyncConnection, tenant_ids: list[str], sku: str) -> dict[str, TenantTerms]:
+def tenant_terms(connection: Connection, tenant_ids: list[str], sku: str) -> dict[str, TenantTerms]:
     """Status, spend cap and `sku` price of several tenants in one query."""
     tenants, prices = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
-    rows = await connection.execute(
+    rows = connection.execute(
         select(tenants.c.id, tenants.c.status, tenants.c.spend_cap_microdollars, prices.c.unit_price_microdollars)
         .select_from(tenants.outerjoin(prices, (prices.c.tenant_id == tenants.c.id) & (prices.c.sku == sku)))
         .where(tenants.c.id.in_(tenant_ids))

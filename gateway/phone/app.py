@@ -65,8 +65,7 @@ def batched_accept(db: Database) -> Accept:
     """Accept new requests in group commits: one INSERT for everything that arrived during the previous one."""
 
     async def insert(rows: list[dict[str, Any]]) -> list[bool]:
-        async with db.begin() as connection:
-            inserted = await requests.insert_pending(connection, rows)
+        inserted = await db.run(lambda connection: requests.insert_pending(connection, rows), write=True)
         return [row["id"] in inserted for row in rows]
 
     return GroupCommit(insert).submit
@@ -318,8 +317,8 @@ async def _after_insert_conflict(phone: PhoneGateway, owner: KeyOwner, row: dict
 
 
 async def _stored(phone: PhoneGateway, request_id: str) -> Any:
-    async with phone.db.connect() as connection:
-        return (await requests.load_requests(connection, [request_id]))[request_id]
+    rows = await phone.db.run(lambda connection: requests.load_requests(connection, [request_id]), write=False)
+    return rows[request_id]
 
 
 def create_phone_app(gateway: PhoneGateway, readiness: Mapping[str, ReadinessCheck], *, debug: bool = False) -> ASGIApp:

@@ -44,8 +44,7 @@ class ResultWaiter:
         wanted = [request_id for request_id in request_ids if request_id in self._waiting]
         if not wanted:
             return
-        async with self.db.connect() as connection:
-            rows = await requests.load_requests(connection, wanted)
+        rows = await self.db.run(lambda connection: requests.load_requests(connection, wanted), write=False)
         for request_id, row in rows.items():
             if row.state == "pending":
                 continue  # a stale announcement; the real one is still to come

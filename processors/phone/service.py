@@ -11,8 +11,8 @@ from typing import Any, cast
 
 import msgspec
 import structlog
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from processors.phone.lookup import (
     Provider,
@@ -92,10 +92,13 @@ class PhoneProcessor:
 
     async def _handle_round(self, request_ids: list[str]) -> None:
         now = datetime.now(UTC)
-        async with self.db.connect() as connection:
-            rows = await requests.load_requests(connection, request_ids)
+
+        def load(connection: Connection) -> tuple[dict[str, Any], list[Any], _Context | None]:
+            rows = requests.load_requests(connection, request_ids)
             pending = [row for row in rows.values() if row.state == "pending"]
-            context = await _Context.load(connection, pending, now) if pending else None
+            return rows, pending, _Context.load(connection, pending, now) if pending else None
+
+        rows, pending, context = await self.db.run(load, write=False)
         for request_id in set(request_ids) - rows.keys():
             log.warning("request_not_found", request_id=request_id)
             HANDLED.labels(outcome="unknown_request").inc()
@@ -109,16 +112,16 @@ class PhoneProcessor:
 
     async def _store_round(self, decided: list[tuple[Any, requests.Outcome]], context: _Context) -> list[Any]:
         """Store a round's outcomes in one transaction; returns the finished requests, as stored, to announce."""
+        caps = context.spend_caps()
         try:
-            async with self.db.begin() as connection:
-                won = await requests.finish_many(connection, decided, context.spend_caps())
+            won = await self.db.run(lambda connection: requests.finish_many(connection, decided, caps), write=True)
             return [_Stored.of(row, outcome) for row, outcome in decided if row.id in won]
         except (requests.SpendCapReached, SQLAlchemyError):
             # One request at a time: the cap decides each in order, and a write failure stays with its request.
             for row, outcome in decided:
                 await self._store(row, outcome, context.terms[row.tenant_id].spend_cap_microdollars)
-            async with self.db.connect() as connection:
-                stored = await requests.load_requests(connection, [row.id for row, _ in decided])
+            ids = [row.id for row, _ in decided]
+            stored = await self.db.run(lambda connection: requests.load_requests(connection, ids), write=False)
             return [row for row in stored.values() if row.state != "pending"]
 
     async def _decide(self, request: Any, context: _Context) -> requests.Outcome:
@@ -181,29 +184,36 @@ class PhoneProcessor:
 
     async def _store(self, request: Any, outcome: requests.Outcome, spend_cap: int | None) -> None:
         """One request's outcome in its own transaction (the careful path when a round's write fails)."""
+
+        async def finish(decided: requests.Outcome) -> None:
+            await self.db.run(
+                lambda connection: requests.finish_many(
+                    connection, [(request, decided)], {request.tenant_id: spend_cap}
+                ),
+                write=True,
+            )
+
         try:
-            async with self.db.write() as session:
-                await requests.finish(session, request, outcome, spend_cap=spend_cap)
+            await finish(outcome)
         except requests.SpendCapReached:
             # Checks running side by side passed the cap together: the write, not the earlier read, decides.
-            async with self.db.write() as session:
-                await requests.finish(session, request, _spend_cap_refusal(outcome.completed_at))
+            await finish(_spend_cap_refusal(outcome.completed_at))
         except SQLAlchemyError:
             if outcome.lookup is None:
                 raise  # nothing was spent at the provider: the redelivered message simply tries again
             # The provider was paid but the result or its ledger row could not be written: an operator decides.
             log.exception("ledger_write_failed", request_id=request.id)
-            hold = requests.Outcome(
-                state="pending_reconciliation",
-                completed_at=outcome.completed_at,
-                billing_disposition="pending_reconciliation",
-                result=outcome.result,
-                lookup=outcome.lookup,
-                error_code="ledger_unavailable",
-                error_message="the check ran but its billing could not be recorded; an operator will reconcile it",
+            await finish(
+                requests.Outcome(
+                    state="pending_reconciliation",
+                    completed_at=outcome.completed_at,
+                    billing_disposition="pending_reconciliation",
+                    result=outcome.result,
+                    lookup=outcome.lookup,
+                    error_code="ledger_unavailable",
+                    error_message="the check ran but its billing could not be recorded; an operator will reconcile it",
+                )
             )
-            async with self.db.write() as session:
-                await requests.finish(session, request, hold)
 
     async def announce(self, request: Any) -> None:
         """Publish the stored outcome on the completed topic (again, if this is a redelivery)."""
@@ -223,7 +233,7 @@ class PhoneProcessor:
         now = datetime.now(UTC)
         async with self.db.read() as session:
             stale = await requests.stale_pending(session, now - self.config.sweep_after, self.config.sweep_batch)
-            OUTBOX_PENDING.set((await requests.count_by_state(session)).get("pending", 0))
+            OUTBOX_PENDING.set(await requests.count_pending(session))
         if stale and self.ensure_topics is not None:
             # Stale rows may mean the broker lost its state (a memory-only broker restarted): recreate the topics.
             await self.ensure_topics()
@@ -254,13 +264,13 @@ class _Context:
     rechecks: dict[tuple[str, str, str], Any]
 
     @classmethod
-    async def load(cls, connection: AsyncConnection, pending: list[Any], now: datetime) -> _Context:
+    def load(cls, connection: Connection, pending: list[Any], now: datetime) -> _Context:
         tenant_ids = sorted({row.tenant_id for row in pending})
         numbers = [(row.tenant_id, row.environment, row.phone_e164) for row in pending]
         return cls(
-            terms=await tenants.tenant_terms(connection, tenant_ids, SKU),
-            spent=await requests.month_spends(connection, tenant_ids, now),
-            rechecks=await requests.last_billable_checks(connection, numbers, now - FREE_RECHECK_WINDOW),
+            terms=tenants.tenant_terms(connection, tenant_ids, SKU),
+            spent=requests.month_spends(connection, tenant_ids, now),
+            rechecks=requests.last_billable_checks(connection, numbers, now - FREE_RECHECK_WINDOW),
         )
 
     def spend_caps(self) -> dict[str, int | None]:
