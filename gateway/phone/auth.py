@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from gateway.phone.errors import PhoneError
@@ -20,6 +21,7 @@ class Authenticator:
         self.db = db
         self.ttl_s = ttl_s
         self._cache: dict[str, tuple[float, KeyOwner | None]] = {}
+        self._loading: dict[str, asyncio.Future[KeyOwner | None]] = {}
 
     async def owner(self, authorization: str | None) -> KeyOwner:
         scheme, _, key = (authorization or "").partition(" ")
@@ -28,17 +30,30 @@ class Authenticator:
             raise PhoneError("unauthorized", "send your API key as `Authorization: Bearer <key>`")
         now = time.monotonic()
         cached = self._cache.get(key)
-        if cached is not None and cached[0] > now:
-            owner = cached[1]
-        else:
-            async with self.db.read() as session:
-                owner = await tenants.find_key_owner(session, key)
-            if self.ttl_s > 0:
-                if len(self._cache) > 10_000:
-                    self._cache.clear()
-                self._cache[key] = (now + self.ttl_s, owner)
+        owner = cached[1] if cached is not None and cached[0] > now else await self._load(key, now)
         if owner is None:
             raise PhoneError("unauthorized", "the API key is not valid or has been revoked")
+        return owner
+
+    async def _load(self, key: str, now: float) -> KeyOwner | None:
+        """One database look-up per key at a time: callers arriving while it runs share its answer."""
+        if (loading := self._loading.get(key)) is not None:
+            return await asyncio.shield(loading)
+        loading = self._loading[key] = asyncio.get_running_loop().create_future()
+        try:
+            async with self.db.read() as session:
+                owner = await tenants.find_key_owner(session, key)
+            loading.set_result(owner)
+        except BaseException as error:
+            loading.set_exception(error)
+            loading.exception()  # retrieved here, so a failure nobody else awaited is not reported twice
+            raise
+        finally:
+            del self._loading[key]
+        if self.ttl_s > 0:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[key] = (now + self.ttl_s, owner)
         return owner
 
 

@@ -60,7 +60,7 @@ class ResultWaiter:
             completed_topic,
             batch=True,
             fetch_max_wait_ms=5,
-            batch_timeout_ms=2,
+            batch_timeout_ms=5,
             auto_offset_reset="latest",
             title="phone-gateway-results",
         )

@@ -63,10 +63,15 @@ def national_format(phone_e164: str) -> str:
     return phonenumbers.format_number(phonenumbers.parse(phone_e164), phonenumbers.PhoneNumberFormat.NATIONAL)
 
 
-@lru_cache(maxsize=4096)
 def rate_center(phone_e164: str) -> RateCenter | None:
     """The number's rate-center location from phonenumbers' offline geocoding ("City, ST" or a state name)."""
-    place = geocoder.description_for_number(phonenumbers.parse(phone_e164), "en")
+    return _rate_center_of_prefix(phone_e164[:8])
+
+
+@lru_cache(maxsize=16384)
+def _rate_center_of_prefix(prefix: str) -> RateCenter | None:
+    # US geocoding depends on the NPA-NXX alone (+1 and six digits): one look-up serves the whole exchange.
+    place = geocoder.description_for_number(phonenumbers.parse(prefix + "0000"), "en")
     if not place:
         return None
     city, _, state = place.rpartition(", ")
