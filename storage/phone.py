@@ -18,12 +18,6 @@ from topics.phone import ErrorDetail, StoredRequestFailure
 OPEN_STATES = ("pending", "pending_reconciliation")
 
 
-async def add_request(session: AsyncSession, request: PhoneRequest) -> None:
-    """Insert a new `pending` row; IntegrityError when the idempotency key or the open number is taken."""
-    session.add(request)
-    await session.flush()
-
-
 async def get_request(session: AsyncSession, request_id: str) -> PhoneRequest | None:
     return await session.get(PhoneRequest, request_id)
 
@@ -49,23 +43,6 @@ async def find_open_check(session: AsyncSession, tenant_id: str, environment: st
             PhoneRequest.phone_e164 == phone_e164,
             PhoneRequest.state.in_(OPEN_STATES),
         )
-    )
-
-
-async def last_billable_check(
-    session: AsyncSession, tenant_id: str, environment: str, phone_e164: str, since: datetime
-) -> PhoneRequest | None:
-    """The newest billable completed check of this number since `since` (the free re-check window)."""
-    return await session.scalar(
-        select(PhoneRequest)
-        .where(
-            PhoneRequest.tenant_id == tenant_id,
-            PhoneRequest.environment == environment,
-            PhoneRequest.phone_e164 == phone_e164,
-            PhoneRequest.billable_at >= since,
-        )
-        .order_by(PhoneRequest.billable_at.desc())
-        .limit(1)
     )
 
 
@@ -234,7 +211,15 @@ def last_billable_checks(
     """The newest billable check since `since` for each (tenant, environment, number) asked about."""
     phones = sorted({phone for _, _, phone in numbers})
     rows = connection.execute(
-        select(REQUESTS.c.tenant_id, REQUESTS.c.environment, REQUESTS.c.phone_e164, REQUESTS.c.lookup)
+        select(
+            REQUESTS.c.id,
+            REQUESTS.c.tenant_id,
+            REQUESTS.c.environment,
+            REQUESTS.c.phone_e164,
+            REQUESTS.c.lookup,
+            REQUESTS.c.billable_at,
+            REQUESTS.c.completed_at,
+        )
         .where(REQUESTS.c.phone_e164.in_(phones), REQUESTS.c.billable_at >= since)
         .order_by(REQUESTS.c.billable_at)
     )

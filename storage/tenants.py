@@ -120,10 +120,6 @@ async def find_key_owner(session: AsyncSession, key: str) -> KeyOwner | None:
     )
 
 
-async def get_tenant(session: AsyncSession, tenant_id: str) -> Tenant | None:
-    return await session.get(Tenant, tenant_id)
-
-
 async def set_price(session: AsyncSession, tenant_id: str, sku: str, unit_price_microdollars: int) -> None:
     if await session.get(Tenant, tenant_id) is None:
         raise LookupError(f"no tenant {tenant_id}")

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -97,7 +98,7 @@ def completed(
 
 async def add(db: Database, row: PhoneRequest) -> PhoneRequest:
     async with db.write() as session:
-        await requests.add_request(session, row)
+        session.add(row)
     return row
 
 
@@ -436,16 +437,20 @@ async def test_usage_sums_billable_rows_cache_hits_and_amounts_per_sku_within_th
 # ------------------------------------------------------------------------------------------ free re-check window
 
 
-async def test_last_billable_check_respects_the_24_hour_window(db: Database) -> None:
+async def test_last_billable_checks_respect_the_24_hour_window(db: Database) -> None:
     tenant_id = new_tenant_id()
     number = new_number()
     now = datetime.now(UTC)
     window = now - timedelta(hours=24)
 
+    async def last_check(since: datetime, tenant: str = tenant_id, environment: str = "test") -> Any:
+        wanted = (tenant, environment, number)
+        found = await db.run(lambda c: requests.last_billable_checks(c, [wanted], since), write=False)
+        return found.get(wanted)
+
     old = await finished(db, tenant_id, completed(now - timedelta(hours=25)), phone=number)
-    async with db.read() as session:
-        assert await requests.last_billable_check(session, tenant_id, "test", number, window) is None
-        older_window = await requests.last_billable_check(session, tenant_id, "test", number, now - timedelta(hours=26))
+    assert await last_check(window) is None
+    older_window = await last_check(now - timedelta(hours=26))
     assert older_window is not None
     assert older_window.id == old.id
 
@@ -454,9 +459,8 @@ async def test_last_billable_check_respects_the_24_hour_window(db: Database) -> 
     await finished(db, tenant_id, completed(now - timedelta(hours=2)), phone=number, environment="live")
     await finished(db, tenant_id, completed(now - timedelta(hours=2)), phone=new_number())
 
-    async with db.read() as session:
-        found = await requests.last_billable_check(session, tenant_id, "test", number, window)
-        other_tenant = await requests.last_billable_check(session, new_tenant_id(), "test", number, window)
+    found = await last_check(window)
+    other_tenant = await last_check(window, tenant=new_tenant_id())
     assert found is not None
     assert found.id == recent.id  # the free re-check (billable_at NULL) is not an anchor
     assert found.billable_at == found.completed_at
