@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 from storage import tenants
 from tests.conftest import Stack
@@ -75,3 +76,20 @@ async def test_concurrent_checks_under_a_one_check_cap_bill_exactly_one(stack: S
         assert_retry_after(refused)
     assert [row.disposition for row in await ledger(stack, tenant.id)].count("billable") == 1
     assert await billable_total(stack, tenant.id) <= PRICE
+
+
+REDIS_URL = os.environ.get("SIGNALYARD_TEST_REDIS_URL")
+if REDIS_URL:  # where CI runs there is a Redis; a fresh machine has none, and then there is nothing to test here
+
+    async def test_rate_limit_per_key_is_shared_by_gateways_through_redis(
+        stack: Stack, gateway_only: GatewayOnly
+    ) -> None:
+        tenant = await stack.new_tenant()
+        shared = {"phone_rate_limit": "3/minute", "redis_url": REDIS_URL}
+        async with gateway_only(**shared) as first, gateway_only(**shared) as second:
+            assert_pending(await first.verify(tenant.test_key, person(phone=sandbox("0100"))))
+            assert_pending(await second.verify(tenant.test_key, person(phone=sandbox("0101"))))
+            assert_pending(await first.verify(tenant.test_key, person(phone=sandbox("0102"))))
+            response = await second.verify(tenant.test_key, person(phone=sandbox("0104")))
+            assert_error(response, 429, "rate_limited")
+            assert assert_retry_after(response) <= 60

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import subprocess
-import sys
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -22,23 +20,11 @@ from storage.db import Database, create_engine
 from storage.models import Tenant
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, assert_retry_after, person
+from tests.integration.faults import run_cli
 from tests.integration.test_storage import TABLES, empty_database
 
 KEY = re.compile(r"sy_(test|live)_[0-9a-f]{40}")
 Cli = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
-
-
-def run_cli(database_url: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    environment = {name: value for name, value in os.environ.items() if not name.startswith("SIGNALYARD_")}
-    environment |= {"SIGNALYARD_DATABASE_URL": database_url, "SIGNALYARD_DATA_DIR": str(data_dir), **env}
-    return subprocess.run(
-        [sys.executable, "-m", "signalyard.cli", *args],
-        check=False,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
 
 
 @pytest.fixture

@@ -14,11 +14,11 @@ import httpx
 import pytest
 import structlog
 from prometheus_client.parser import text_string_to_metric_families
-from sqlalchemy import text
 
 from signalyard import logs
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, assert_uuid, person
+from tests.integration.faults import allow_ledger_rows, refuse_ledger_rows
 
 Samples = list[tuple[str, dict[str, str], float]]
 
@@ -191,40 +191,6 @@ def captured_logs() -> Iterator[io.StringIO]:
         for name, level in saved_levels.items():
             logging.getLogger(name).setLevel(level)
         structlog.configure(**saved_structlog)
-
-
-async def refuse_ledger_rows(stack: Stack, tenant_id: str) -> None:
-    """Make this tenant's ledger writes fail in the database, so the processor logs `ledger_write_failed`."""
-    async with stack.db.write() as session:
-        if session.bind.dialect.name == "postgresql":
-            await session.execute(
-                text(
-                    "CREATE OR REPLACE FUNCTION refuse_ledger_ops() RETURNS trigger AS $$ BEGIN "
-                    f"IF NEW.tenant_id = '{tenant_id}' THEN RAISE EXCEPTION 'ledger offline'; END IF; "
-                    "RETURN NEW; END $$ LANGUAGE plpgsql"
-                )
-            )
-            await session.execute(
-                text(
-                    "CREATE TRIGGER refuse_ledger_ops BEFORE INSERT ON ledger_entries "
-                    "FOR EACH ROW EXECUTE FUNCTION refuse_ledger_ops()"
-                )
-            )
-        else:
-            await session.execute(
-                text(
-                    "CREATE TRIGGER refuse_ledger_ops BEFORE INSERT ON ledger_entries "
-                    f"WHEN NEW.tenant_id = '{tenant_id}' BEGIN SELECT RAISE(ABORT, 'ledger offline'); END"
-                )
-            )
-
-
-async def allow_ledger_rows(stack: Stack) -> None:
-    async with stack.db.write() as session:
-        postgres = session.bind.dialect.name == "postgresql"
-        await session.execute(
-            text("DROP TRIGGER IF EXISTS refuse_ledger_ops" + (" ON ledger_entries" if postgres else ""))
-        )
 
 
 def events(stream: io.StringIO) -> list[dict[str, object]]:

@@ -4,67 +4,22 @@ operator command) and enforcement that refuses an already accepted request (reje
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 import uuid
 from datetime import UTC, datetime
 
-from sqlalchemy import select, text
+from sqlalchemy import select
 
 from storage import tenants
 from storage.models import LedgerEntry, PhoneRequest
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, person
+from tests.integration.faults import allow_ledger_rows, refuse_ledger_rows, run_cli
 from topics.phone import VerificationRequested
 
 
-async def refuse_ledger_rows(stack: Stack, tenant_id: str) -> None:
-    """A real database failure for this tenant's ledger writes only (a trigger), as when the ledger is down."""
-    async with stack.db.write() as session:
-        if session.bind.dialect.name == "postgresql":
-            await session.execute(
-                text(
-                    "CREATE OR REPLACE FUNCTION refuse_ledger() RETURNS trigger AS $$ BEGIN "
-                    f"IF NEW.tenant_id = '{tenant_id}' THEN RAISE EXCEPTION 'ledger offline'; END IF; "
-                    "RETURN NEW; END $$ LANGUAGE plpgsql"
-                )
-            )
-            await session.execute(
-                text(
-                    "CREATE TRIGGER refuse_ledger BEFORE INSERT ON ledger_entries "
-                    "FOR EACH ROW EXECUTE FUNCTION refuse_ledger()"
-                )
-            )
-        else:
-            await session.execute(
-                text(
-                    "CREATE TRIGGER refuse_ledger BEFORE INSERT ON ledger_entries "
-                    f"WHEN NEW.tenant_id = '{tenant_id}' BEGIN SELECT RAISE(ABORT, 'ledger offline'); END"
-                )
-            )
-
-
-async def allow_ledger_rows(stack: Stack) -> None:
-    async with stack.db.write() as session:
-        await session.execute(
-            text(
-                "DROP TRIGGER IF EXISTS refuse_ledger"
-                + (" ON ledger_entries" if session.bind.dialect.name == "postgresql" else "")
-            )
-        )
-
-
 def signalyard(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SIGNALYARD_DATABASE_URL": stack.settings.database_url or ""}
-    return subprocess.run(
-        [sys.executable, "-m", "signalyard.cli", *args],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_cli(stack.settings.database_url or "", stack.settings.data_dir, *args)
 
 
 async def test_a_check_whose_ledger_write_fails_waits_for_the_operator_and_is_never_bypassed(stack: Stack) -> None:
