@@ -27,6 +27,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -596,6 +597,34 @@ async def open_loop(
 # ------------------------------------------------------------------------------------------------ orchestration
 
 
+async def transport_floor(args: argparse.Namespace, stack: Server, result_path: Path) -> list[Phase]:
+    """bench/kafka_floor.py on the stack's own broker, the stack idle meanwhile: the same two hops, nothing else."""
+    match = re.search(r"broker (\S+?),", stack.stdout_path.read_text())
+    if match is None:
+        log("  no broker address in the stack's output: transport floor skipped")
+        return []
+    concurrency = ",".join(str(c) for c in args.concurrency)
+    argv = [sys.executable, str(HERE / "kafka_floor.py"), "--bootstrap", match[1], "--concurrency", concurrency]
+    argv += ["--duration", str(args.duration), "--warmup", str(args.warmup), "--pause", str(args.pause)]
+    process = await asyncio.create_subprocess_exec(
+        *argv, "--result", str(result_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    out, err = await process.communicate()
+    if process.returncode != 0:
+        log(f"  transport floor failed ({process.returncode}): {err.decode(errors='replace')[-2000:]}")
+        return []
+    phases = []
+    for line in out.decode().splitlines():
+        run = json.loads(line)
+        phase = Phase("kafka", "closed", run["concurrency"], None, args.duration, throughput=run["throughput"])
+        phase.ok = round(run["throughput"] * args.duration)
+        phase.p50_ms, phase.p99_ms, phase.max_ms = run["p50_ms"], run["p99_ms"], run["max_ms"]
+        phase.cpu_percent = {"server": run["cpu_percent"]}
+        phases.append(phase)
+        log(f"  concurrency {phase.concurrency}: {phase.throughput:.1f} round trips/s, p50 {phase.p50_ms} ms")
+    return phases
+
+
 async def wait_ready(server: Server, timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     http = RawHttp(server.port, "", timeout_s=3)
@@ -729,15 +758,21 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
         open_phase = await open_loop(client, stack, servers, half_rate, duration_s=args.duration, warmup_s=args.warmup)
         phases.append(open_phase)
 
+    log(f"transport floor: the two Kafka hops alone on the stack's broker (bench/kafka_floor.py), {args.duration:g}s")
+    phases += await transport_floor(args, stack, response_path)
+
     bare_phases = [p for p in phases if p.target == "bare"]
     idle_stack = {
         name: round(sum(p.cpu_percent.get(f"idle_stack_{name}", 0) for p in bare_phases) / len(bare_phases), 1)
         for name in ("server", "children")
     }
     by = {(p.target, p.concurrency): p for p in phases if p.mode == "closed"}
-    ratio = None
-    if (s := by.get(("stack", RATIO_CONCURRENCY))) and (b := by.get(("bare", RATIO_CONCURRENCY))) and b.throughput:
-        ratio = round(s.throughput / b.throughput, 3)
+    ratio = ceiling = None
+    if (b := by.get(("bare", RATIO_CONCURRENCY))) and b.throughput:
+        if s := by.get(("stack", RATIO_CONCURRENCY)):
+            ratio = round(s.throughput / b.throughput, 3)
+        if k := by.get(("kafka", RATIO_CONCURRENCY)):
+            ceiling = round(k.throughput / b.throughput, 3)
     return {
         "benchmark": "phone",
         "started_at": started.isoformat(),
@@ -763,6 +798,7 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
         "ratio_at_32": ratio,
         "ratio_target": RATIO_TARGET,
         "ratio_met": None if ratio is None else ratio >= RATIO_TARGET,
+        "transport_ceiling_at_32": ceiling,
         "half_max_rate": round(half_rate, 1),
         "p99_at_half_max_rate_ms": open_phase.p99_ms if open_phase else None,
         "p50_at_half_max_rate_ms": open_phase.p50_ms if open_phase else None,
@@ -798,14 +834,16 @@ def report(result: dict[str, Any]) -> str:
     for p in result["phases"]:
         cpu = p["cpu_percent"]
         children = f"{cpu.get('children', 0):.0f}" if p["target"] == "stack" else "-"
+        client = "-" if p["target"] == "kafka" else f"{cpu.get('client', 0):.0f}"
         lines.append(
             f"{p['target']:<7} {p['mode']:<6} {p['concurrency'] or '-':>5} {p['rate'] or '-':>7} "
             f"{p['throughput']:>8.1f} {_ms(p['p50_ms']):>8} {_ms(p['p99_ms']):>8} {_ms(p['max_ms']):>8}"
-            f"  {cpu.get('server', 0):>8.0f} {children:>6} {cpu.get('client', 0):>6.0f}"
+            f"  {cpu.get('server', 0):>8.0f} {children:>6} {client:>6}"
             f"  {'-' if p['server_cpu_ms_per_ok'] is None else format(p['server_cpu_ms_per_ok'], '.2f'):>9}"
             f"  {p['failures']}"
         )
     ratio = result["ratio_at_32"]
+    ceiling = result["transport_ceiling_at_32"]
     p99 = result["p99_at_half_max_rate_ms"]
     idle = result["idle_stack_cpu_percent_during_bare"]
     lines += [
@@ -813,10 +851,13 @@ def report(result: dict[str, Any]) -> str:
         "cpu% = share of one core over the measured window (srv: the server process; broker: the stack's Tansu;",
         "client: this load generator); srv ms/ok = server CPU per 200 answer. While the bare endpoint ran, the idle",
         f"stack used {idle['server']:.0f}% + broker {idle['children']:.0f}% (Kafka consumers polling).",
+        "kafka = the transport floor: the stack's two Kafka hops alone, round trips/s (bench/kafka_floor.py).",
         "",
         f"stack max rate = {result['max_rate']:.1f} req/s (closed loop, concurrency {result['max_rate_concurrency']})",
         f"ratio@{RATIO_CONCURRENCY} = {'n/a' if ratio is None else f'{ratio:.3f}'} (target >= {RATIO_TARGET:.2f})"
         f"  {_verdict(result['ratio_met'])}",
+        f"transport ceiling@{RATIO_CONCURRENCY} = {'n/a' if ceiling is None else f'{ceiling:.3f}'}"
+        " (kafka / bare: no design of the stack can reach a higher ratio on this broker)",
         f"p99 @ half max rate = {_ms(p99)} ms (target <= {P99_TARGET_MS:.0f} ms)"
         f"  [{result['half_max_rate']:.1f} req/s open loop, p50 {_ms(result['p50_at_half_max_rate_ms'])} ms,"
         f" {result['open_loop_sent']} sent, {result['open_loop_late_sends']} sent >5 ms late]"

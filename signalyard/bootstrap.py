@@ -28,6 +28,7 @@ from signalyard.embedded_broker import EmbeddedBroker
 from signalyard.settings import Settings
 from storage.db import Database, migrate, sqlite_url
 from topics.admin import ensure_topics
+from topics.client import LINGER_MS
 from topics.phone import PhoneTopics, VerificationRequested, partition_key
 
 log = structlog.get_logger("signalyard")
@@ -78,7 +79,7 @@ async def platform(settings: Settings, *, bootstrap: str | None = None) -> Async
         url = database_url(settings)
         await asyncio.to_thread(migrate, url)
         db = Database(url)
-        broker = KafkaBroker(bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=1)
+        broker = KafkaBroker(bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
         running = Platform(settings, db, broker, bootstrap, PhoneTopics(settings.topic_prefix))
         await running.ensure_topics()
         try:

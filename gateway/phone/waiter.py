@@ -12,6 +12,7 @@ from faststream.kafka import KafkaRouter
 
 from storage import phone as requests
 from storage.db import Database
+from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS
 
 
 class CompletedRef(msgspec.Struct):
@@ -59,8 +60,8 @@ class ResultWaiter:
         @router.subscriber(
             completed_topic,
             batch=True,
-            fetch_max_wait_ms=5,
-            batch_timeout_ms=5,
+            fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
+            batch_timeout_ms=BATCH_TIMEOUT_MS,
             auto_offset_reset="latest",
             title="phone-gateway-results",
         )

@@ -11,6 +11,7 @@ from faststream.kafka import KafkaMessage, KafkaRouter
 
 from processors.phone.metrics import FAILED, LAG
 from processors.phone.service import PhoneProcessor
+from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS
 from topics.phone import VerificationRequested
 
 log = structlog.get_logger("signalyard.processors.phone")
@@ -28,8 +29,8 @@ def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_rec
         group_id=group_id,
         batch=True,
         max_records=max_records,
-        batch_timeout_ms=5,
-        fetch_max_wait_ms=5,  # the embedded broker answers a fetch only when this runs out: it is the latency
+        batch_timeout_ms=BATCH_TIMEOUT_MS,
+        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
         auto_offset_reset="earliest",
         ack_policy=AckPolicy.NACK_ON_ERROR,
         title="phone-processor",
