@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import sqlite3
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -350,6 +351,35 @@ async def test_monthly_spend_adds_up_per_environment_and_month(db: Database) -> 
         ("test", "2026-11", 24000),
         ("test", "2026-12", 1000),
     ]
+
+
+async def test_a_write_waits_for_a_lock_held_by_another_process_without_stalling_the_service(
+    database_url: str, db: Database
+) -> None:
+    """SQLite runs units of work on the event loop; one that meets the file lock held elsewhere (an operator's CLI,
+    say) waits on a worker thread, and finishes once the lock is released, while the loop keeps serving."""
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's file lock")
+    tenant_id = new_tenant_id()
+    row = await add(db, pending_row(tenant_id))
+    holder = sqlite3.connect(database_url.partition(":///")[2], isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        write = asyncio.create_task(
+            db.run(
+                lambda c: requests.finish_many(c, [(row, completed(datetime.now(UTC)))], {tenant_id: None}), write=True
+            )
+        )
+        for _ in range(10):
+            await asyncio.sleep(0.01)  # the loop turns while the write waits
+        assert not write.done()
+        assert await state_of(db, row.id) == "pending"  # and reads still go through
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    assert await write == {row.id}
+    assert await state_of(db, row.id) == "completed"
+    assert [entry.request_id for entry in await ledger_of(db, tenant_id)] == [row.id]
 
 
 async def test_concurrent_billing_adds_up_exactly(db: Database) -> None:
