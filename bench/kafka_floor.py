@@ -33,7 +33,7 @@ from faststream.kafka import KafkaBroker
 
 from signalyard.settings import Settings
 from topics.admin import ensure_topics
-from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, LINGER_MS
+from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, LINGER_MS, batch_decoder
 from topics.phone import VerificationCompleted, VerificationRequested, VerifyResult, partition_key
 
 
@@ -88,7 +88,7 @@ async def closed_loop(
 async def floor(args: argparse.Namespace) -> None:
     suffix = uuid.uuid4().hex[:8]
     requested, completed = f"bench.floor.{suffix}.requested", f"bench.floor.{suffix}.completed"
-    await ensure_topics(args.bootstrap, [requested, completed], Settings().topic_partitions)
+    await ensure_topics(args.bootstrap, [requested, completed], args.partitions)
     result = msgspec.Raw(args.result.read_bytes()) if args.result else None
     broker = KafkaBroker(args.bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
     waiting: dict[str, asyncio.Future[None]] = {}
@@ -100,6 +100,7 @@ async def floor(args: argparse.Namespace) -> None:
         max_records=200,
         batch_timeout_ms=BATCH_TIMEOUT_MS,
         fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
+        decoder=batch_decoder(VerificationRequested),
         auto_offset_reset="earliest",
     )
     async def process(batch: list[VerificationRequested]) -> None:
@@ -125,6 +126,7 @@ async def floor(args: argparse.Namespace) -> None:
         batch=True,
         batch_timeout_ms=BATCH_TIMEOUT_MS,
         fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
+        decoder=batch_decoder(_Ref),
         auto_offset_reset="latest",
     )
     async def wake(batch: list[_Ref]) -> None:
@@ -172,6 +174,12 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10, help="measured seconds per run (default 10)")
     parser.add_argument("--warmup", type=float, default=1, help="unmeasured seconds before each run (default 1)")
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between runs (default 0.5)")
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=Settings().partitions(embedded=True),
+        help="partitions of each topic (default: what `signalyard up` gives its topics on the embedded broker)",
+    )
     parser.add_argument("--result", type=Path, help="a VerifyResult JSON to carry on the completed topic")
     args = parser.parse_args()
     args.concurrency = [int(part) for part in args.concurrency.split(",")]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-from collections.abc import AsyncIterator, Iterator
+import socket
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -50,6 +51,8 @@ class Platform:
     broker: KafkaBroker
     bootstrap: str
     topics: PhoneTopics
+    partitions: int
+    """Of the topics this process creates (when they do not exist yet)."""
     closers: list[CarrierLookup] = field(default_factory=list)
 
     async def publish(self, message: msgspec.Struct, topic: str, key: bytes) -> None:
@@ -57,9 +60,7 @@ class Platform:
         await asyncio.wait_for(self.broker.publish(message, topic, key=key), self.settings.publish_timeout_s)
 
     async def ensure_topics(self) -> None:
-        await ensure_topics(
-            self.bootstrap, [self.topics.requested, self.topics.completed], self.settings.topic_partitions
-        )
+        await ensure_topics(self.bootstrap, [self.topics.requested, self.topics.completed], self.partitions)
 
     async def ping_broker(self) -> None:
         if not await self.broker.ping(timeout=2):
@@ -80,7 +81,8 @@ async def platform(settings: Settings, *, bootstrap: str | None = None) -> Async
         await asyncio.to_thread(migrate, url)
         db = Database(url)
         broker = KafkaBroker(bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
-        running = Platform(settings, db, broker, bootstrap, PhoneTopics(settings.topic_prefix))
+        topics = PhoneTopics(settings.topic_prefix)
+        running = Platform(settings, db, broker, bootstrap, topics, settings.partitions(embedded=embedded is not None))
         await running.ensure_topics()
         try:
             yield running
@@ -159,7 +161,17 @@ async def sweep_forever(processor: PhoneProcessor, every_s: float) -> None:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn, minus re-raising the stop signal after its shutdown: ours still has the broker and DB to close."""
+    """uvicorn, minus re-raising the stop signal after its shutdown: ours still has the broker and DB to close;
+    plus a call once it listens."""
+
+    def __init__(self, config: uvicorn.Config, on_listening: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_listening = on_listening
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.on_listening()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
@@ -171,7 +183,8 @@ class _Server(uvicorn.Server):
                 signal.signal(signum, handler)
 
 
-async def serve(app: ASGIApp, host: str, port: int) -> None:
-    """Serve until SIGINT/SIGTERM, then return so the caller can close everything in order."""
+async def serve(app: ASGIApp, host: str, port: int, on_listening: Callable[[], None] = lambda: None) -> None:
+    """Serve until SIGINT/SIGTERM, then return so the caller can close everything in order. `on_listening` is called
+    once the port accepts connections."""
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
-    await _Server(config).serve()
+    await _Server(config, on_listening).serve()

@@ -48,7 +48,7 @@ async def up(settings: Settings, _: argparse.Namespace) -> None:
         await p.broker.start()
         sweeper = asyncio.create_task(bootstrap.sweep_forever(processor, settings.sweep_every_s))
         base = f"http://{settings.host}:{settings.phone_port}"
-        print(
+        banner = (
             f"signalyard is up (broker {p.bootstrap}, database {p.db.engine.url.render_as_string()})\n"
             f"  phone API      {base}/v1\n"
             f"  OpenAPI docs   {base}/docs\n"
@@ -58,11 +58,10 @@ async def up(settings: Settings, _: argparse.Namespace) -> None:
             f"  curl -s {base}/v1/verify -H 'Authorization: Bearer {demo_key}' -H 'Idempotency-Key: try-1' \\\n"
             f"    -H 'Content-Type: application/json' \\\n"
             f'    -d \'{{"phone": "+14155550100", "name": "John Smith", "subject_type": "person"}}\'\n'
-            f"Ctrl-C stops everything.",
-            flush=True,
+            f"Ctrl-C stops everything."
         )
         try:
-            await bootstrap.serve(app, settings.host, settings.phone_port)
+            await bootstrap.serve(app, settings.host, settings.phone_port, lambda: print(banner, flush=True))
         finally:
             sweeper.cancel()
 

@@ -28,8 +28,17 @@ class Settings:
     """Port of the phone gateway."""
     topic_prefix: str = field(default_factory=lambda: _env("SIGNALYARD_TOPIC_PREFIX", "") or "")
     """Prefix for every topic name (lets several deployments or test runs share one cluster)."""
-    topic_partitions: int = field(default_factory=lambda: int(_env("SIGNALYARD_TOPIC_PARTITIONS", "8") or 8))
-    """Partitions of topics this launcher creates; the ceiling on useful processor replicas."""
+    topic_partitions: int | None = field(
+        default_factory=lambda: int(p) if (p := _env("SIGNALYARD_TOPIC_PARTITIONS")) else None
+    )
+    """Partitions of topics this launcher creates; the ceiling on useful processor replicas. Unset: 8 on a configured
+    Kafka, 1 on the embedded broker (one machine, one processor; every partition adds fetch latency there)."""
+
+    def partitions(self, *, embedded: bool) -> int:
+        if self.topic_partitions is not None:
+            return self.topic_partitions
+        return 1 if embedded else 8
+
     phone_wait_ms: int = field(default_factory=lambda: int(_env("SIGNALYARD_PHONE_WAIT_MS", "5000") or 5000))
     """How long POST /verify waits for its result before answering 202."""
     publish_timeout_s: float = field(default_factory=lambda: float(_env("SIGNALYARD_PUBLISH_TIMEOUT_S", "2") or 2))

@@ -12,7 +12,7 @@ from faststream.kafka import KafkaRouter
 
 from storage import phone as requests
 from storage.db import Database
-from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS
+from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, batch_decoder
 
 
 class CompletedRef(msgspec.Struct):
@@ -62,6 +62,7 @@ class ResultWaiter:
             batch=True,
             fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
             batch_timeout_ms=BATCH_TIMEOUT_MS,
+            decoder=batch_decoder(CompletedRef),
             auto_offset_reset="latest",
             title="phone-gateway-results",
         )

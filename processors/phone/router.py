@@ -11,7 +11,7 @@ from faststream.kafka import KafkaMessage, KafkaRouter
 
 from processors.phone.metrics import FAILED, LAG
 from processors.phone.service import PhoneProcessor
-from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS
+from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, batch_decoder
 from topics.phone import VerificationRequested
 
 log = structlog.get_logger("signalyard.processors.phone")
@@ -30,6 +30,7 @@ def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_rec
         batch=True,
         max_records=max_records,
         batch_timeout_ms=BATCH_TIMEOUT_MS,
+        decoder=batch_decoder(VerificationRequested),
         fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
         auto_offset_reset="earliest",
         ack_policy=AckPolicy.NACK_ON_ERROR,

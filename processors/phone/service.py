@@ -261,15 +261,18 @@ class _Context:
 
     terms: dict[str, tenants.TenantTerms]
     spent: dict[tuple[str, str], int]
+    """This month's spend per (tenant, environment), read only for tenants with a spend cap."""
     rechecks: dict[tuple[str, str, str], Any]
 
     @classmethod
     def load(cls, connection: Connection, pending: list[Any], now: datetime) -> _Context:
         tenant_ids = sorted({row.tenant_id for row in pending})
         numbers = [(row.tenant_id, row.environment, row.phone_e164) for row in pending]
+        terms = tenants.tenant_terms(connection, tenant_ids, SKU)
+        capped = [tenant_id for tenant_id, t in terms.items() if t.spend_cap_microdollars is not None]
         return cls(
-            terms=tenants.tenant_terms(connection, tenant_ids, SKU),
-            spent=requests.month_spends(connection, tenant_ids, now),
+            terms=terms,
+            spent=requests.month_spends(connection, capped, now) if capped else {},
             rechecks=requests.last_billable_checks(connection, numbers, now - FREE_RECHECK_WINDOW),
         )
 
