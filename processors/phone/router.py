@@ -9,6 +9,7 @@ from aiokafka import TopicPartition
 from faststream import AckPolicy
 from faststream.kafka import KafkaMessage, KafkaRouter
 
+from processors.offsets import OffsetCommitter, records_of
 from processors.phone.metrics import FAILED, LAG
 from processors.phone.service import PhoneProcessor
 from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, batch_decoder
@@ -23,6 +24,7 @@ REDELIVERY_PAUSE_S = 1.0
 def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_records: int = 200) -> KafkaRouter:
     """Consumer-group members share the requested topic's partitions; add members to scale out."""
     router = KafkaRouter()
+    committer = OffsetCommitter()
 
     @router.subscriber(
         processor.config.requested_topic,
@@ -33,7 +35,7 @@ def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_rec
         decoder=batch_decoder(VerificationRequested),
         fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
         auto_offset_reset="earliest",
-        ack_policy=AckPolicy.NACK_ON_ERROR,
+        ack_policy=AckPolicy.MANUAL,  # redelivered on failure (nack); committed in the background on success
         title="phone-processor",
     )
     async def on_verification_requested(batch: list[VerificationRequested], message: KafkaMessage) -> None:
@@ -43,16 +45,17 @@ def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_rec
             FAILED.inc()
             log.exception("batch_failed_will_be_redelivered", size=len(batch))
             await asyncio.sleep(REDELIVERY_PAUSE_S)  # a failing dependency is not hammered in a tight loop
-            raise
+            await message.nack()
+            return
+        committer.processed(message)
         _record_lag(message)
 
     return router
 
 
 def _record_lag(message: KafkaMessage) -> None:
-    records = message.raw_message if isinstance(message.raw_message, tuple) else (message.raw_message,)
     last: dict[TopicPartition, int] = {}
-    for record in records:
+    for record in records_of(message):
         partition = TopicPartition(record.topic, record.partition)
         last[partition] = max(last.get(partition, -1), record.offset)
     for partition, offset in last.items():

@@ -12,8 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from sqlalchemy import func, select
 
+from processors.phone.router import GROUP_ID
 from signalyard.embedded_broker import EmbeddedBroker
 from storage.db import Database
 from storage.models import LedgerEntry, PhoneRequest
@@ -69,6 +72,31 @@ def start_processor(settings_env: dict[str, str], log: Path) -> subprocess.Popen
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
     )
+
+
+async def test_the_processors_commit_what_they_processed_so_a_restart_does_not_redo_it(stack: Stack) -> None:
+    """Offsets are committed in the background after each batch: soon after the answers, the consumer group's
+    committed offsets reach the end of every partition of the requested topic."""
+    tenant = await stack.new_tenant()
+    answers = await asyncio.gather(*(stack.verify(tenant.test_key, person(number)) for number in distinct_numbers(20)))
+    assert [answer.status_code for answer in answers] == [200] * 20
+    topic = stack.platform.topics.requested
+    admin = AIOKafkaAdminClient(bootstrap_servers=stack.platform.bootstrap)
+    reader = AIOKafkaConsumer(bootstrap_servers=stack.platform.bootstrap)
+    await admin.start()
+    await reader.start()
+    try:
+        partitions = [TopicPartition(topic, index) for index in range(stack.platform.partitions)]
+        ends = await reader.end_offsets(partitions)
+
+        async def caught_up() -> bool:
+            committed = await admin.list_consumer_group_offsets(GROUP_ID, partitions=partitions)
+            return all(committed.get(tp) is not None and committed[tp].offset >= ends[tp] for tp in partitions)
+
+        await until(caught_up, timeout_s=5, every_s=0.1)
+    finally:
+        await reader.stop()
+        await admin.close()
 
 
 async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_billed_twice(
