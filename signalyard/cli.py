@@ -46,6 +46,7 @@ async def up(settings: Settings, _: argparse.Namespace) -> None:
         app = bootstrap.phone_gateway(p)
         processor = bootstrap.phone_processor(p)
         await p.broker.start()
+        bootstrap.freeze_startup_heap()
         sweeper = asyncio.create_task(bootstrap.sweep_forever(processor, settings.sweep_every_s))
         base = f"http://{settings.host}:{settings.phone_port}"
         banner = (
@@ -84,6 +85,7 @@ async def run_gateway(settings: Settings, args: argparse.Namespace) -> None:
     async with bootstrap.platform(settings) as p:
         app = bootstrap.phone_gateway(p)
         await p.broker.start()
+        bootstrap.freeze_startup_heap()
         log.info("gateway_started", service=args.service, url=f"http://{settings.host}:{settings.phone_port}/v1")
         await bootstrap.serve(app, settings.host, settings.phone_port)
 
@@ -92,6 +94,7 @@ async def run_processors(settings: Settings, args: argparse.Namespace) -> None:
     async with bootstrap.platform(settings) as p:
         processor = bootstrap.phone_processor(p)
         await p.broker.start()
+        bootstrap.freeze_startup_heap()
         if settings.processor_metrics_port:
             start_http_server(settings.processor_metrics_port, addr=settings.host)
         log.info("processors_started", service=args.service)
