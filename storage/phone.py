@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
@@ -188,21 +189,41 @@ LEDGER = cast(Table, LedgerEntry.__table__)
 SPEND = cast(Table, MonthlySpend.__table__)
 
 
-def _insert(connection: Connection) -> Any:
-    """The dialect's INSERT, which has ON CONFLICT on both of our backends."""
-    return (postgresql if connection.dialect.name == "postgresql" else sqlite).insert
+# The hot statements are built once: building one per call cost as much as running it (measured: bench/README.md).
+# INSERT ... ON CONFLICT is the dialect's own construct on both of our backends, so those are built per dialect.
+
+
+def _per_dialect(build: Callable[[Any], Any]) -> dict[str, Any]:
+    return {"sqlite": build(sqlite.insert), "postgresql": build(postgresql.insert)}
+
+
+_INSERT_PENDING = _per_dialect(lambda insert_: insert_(REQUESTS).on_conflict_do_nothing().returning(REQUESTS.c.id))
+_LOAD = select(REQUESTS).where(REQUESTS.c.id.in_(bindparam("ids", expanding=True)))
 
 
 def insert_pending(connection: Connection, rows: list[dict[str, Any]]) -> set[str]:
     """Insert new `pending` rows; returns the ids that went in. A row whose idempotency key (or open number) is
     taken is skipped, not an error: the caller looks up what holds it."""
-    statement = _insert(connection)(REQUESTS).on_conflict_do_nothing().returning(REQUESTS.c.id)
-    return set(connection.execute(statement, rows).scalars())
+    return set(connection.execute(_INSERT_PENDING[connection.dialect.name], rows).scalars())
 
 
 def load_requests(connection: Connection, ids: list[str]) -> dict[str, Any]:
-    rows = connection.execute(select(REQUESTS).where(REQUESTS.c.id.in_(ids)))
-    return {row.id: row for row in rows}
+    return {row.id: row for row in connection.execute(_LOAD, {"ids": ids})}
+
+
+_LAST_BILLABLE = (
+    select(
+        REQUESTS.c.id,
+        REQUESTS.c.tenant_id,
+        REQUESTS.c.environment,
+        REQUESTS.c.phone_e164,
+        REQUESTS.c.lookup,
+        REQUESTS.c.billable_at,
+        REQUESTS.c.completed_at,
+    )
+    .where(REQUESTS.c.phone_e164.in_(bindparam("phones", expanding=True)), REQUESTS.c.billable_at >= bindparam("since"))
+    .order_by(REQUESTS.c.billable_at)
+)
 
 
 def last_billable_checks(
@@ -210,19 +231,7 @@ def last_billable_checks(
 ) -> dict[tuple[str, str, str], Any]:
     """The newest billable check since `since` for each (tenant, environment, number) asked about."""
     phones = sorted({phone for _, _, phone in numbers})
-    rows = connection.execute(
-        select(
-            REQUESTS.c.id,
-            REQUESTS.c.tenant_id,
-            REQUESTS.c.environment,
-            REQUESTS.c.phone_e164,
-            REQUESTS.c.lookup,
-            REQUESTS.c.billable_at,
-            REQUESTS.c.completed_at,
-        )
-        .where(REQUESTS.c.phone_e164.in_(phones), REQUESTS.c.billable_at >= since)
-        .order_by(REQUESTS.c.billable_at)
-    )
+    rows = connection.execute(_LAST_BILLABLE, {"phones": phones, "since": since})
     wanted = set(numbers)
     found: dict[tuple[str, str, str], Any] = {}
     for row in rows:  # ascending, so the newest check wins
@@ -232,11 +241,17 @@ def last_billable_checks(
     return found
 
 
+_MONTH_SPENDS = select(SPEND).where(
+    SPEND.c.tenant_id.in_(bindparam("tenant_ids", expanding=True)), SPEND.c.month == bindparam("month")
+)
+
+
 def month_spends(connection: Connection, tenant_ids: list[str], at: datetime) -> dict[tuple[str, str], int]:
-    rows = connection.execute(select(SPEND).where(SPEND.c.tenant_id.in_(tenant_ids), SPEND.c.month == month_of(at)))
+    rows = connection.execute(_MONTH_SPENDS, {"tenant_ids": tenant_ids, "month": month_of(at)})
     return {(row.tenant_id, row.environment): row.amount_microdollars for row in rows}
 
 
+_INSERT_LEDGER = insert(LEDGER)
 _FINISH = (
     update(REQUESTS)
     .where(REQUESTS.c.id == bindparam("request_id"), REQUESTS.c.state == bindparam("from_state"))
@@ -300,7 +315,7 @@ def finish_many(
         if request.id in won and outcome.billing_disposition in ("billable", "not_billable")
     ]
     if ledger:
-        connection.execute(insert(LEDGER), ledger)
+        connection.execute(_INSERT_LEDGER, ledger)
     spent: dict[tuple[str, str, str], int] = defaultdict(int)
     for request, outcome in finished:
         if request.id in won and outcome.billable:
@@ -314,13 +329,18 @@ def finish_many(
     return won
 
 
+def _spend_upsert(insert_: Any) -> Any:
+    statement = insert_(SPEND)
+    return statement.on_conflict_do_update(
+        index_elements=["tenant_id", "environment", "month"],
+        set_={"amount_microdollars": SPEND.c.amount_microdollars + statement.excluded.amount_microdollars},
+    ).returning(SPEND.c.amount_microdollars)
+
+
+_ADD_SPEND = _per_dialect(_spend_upsert)
+
+
 def _add_spend(connection: Connection, tenant_id: str, environment: str, month: str, amount: int) -> int:
     """Add to the month's total and return the new total (one atomic upsert on both backends)."""
-    statement = _insert(connection)(SPEND).values(
-        tenant_id=tenant_id, environment=environment, month=month, amount_microdollars=amount
-    )
-    upsert = statement.on_conflict_do_update(
-        index_elements=["tenant_id", "environment", "month"],
-        set_={"amount_microdollars": SPEND.c.amount_microdollars + amount},
-    ).returning(SPEND.c.amount_microdollars)
-    return int(connection.execute(upsert).scalar_one())
+    values = {"tenant_id": tenant_id, "environment": environment, "month": month, "amount_microdollars": amount}
+    return int(connection.execute(_ADD_SPEND[connection.dialect.name], values).scalar_one())

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import cast
 
-from sqlalchemy import Table, select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -140,14 +140,20 @@ class TenantTerms:
     unit_price_microdollars: int
 
 
+_TENANTS, _PRICES = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
+_TERMS = (
+    select(_TENANTS.c.id, _TENANTS.c.status, _TENANTS.c.spend_cap_microdollars, _PRICES.c.unit_price_microdollars)
+    .select_from(
+        _TENANTS.outerjoin(_PRICES, (_PRICES.c.tenant_id == _TENANTS.c.id) & (_PRICES.c.sku == bindparam("sku")))
+    )
+    .where(_TENANTS.c.id.in_(bindparam("tenant_ids", expanding=True)))
+)
+"""Built once: the processor runs it for every round."""
+
+
 def tenant_terms(connection: Connection, tenant_ids: list[str], sku: str) -> dict[str, TenantTerms]:
     """Status, spend cap and `sku` price of several tenants in one query."""
-    tenants, prices = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
-    rows = connection.execute(
-        select(tenants.c.id, tenants.c.status, tenants.c.spend_cap_microdollars, prices.c.unit_price_microdollars)
-        .select_from(tenants.outerjoin(prices, (prices.c.tenant_id == tenants.c.id) & (prices.c.sku == sku)))
-        .where(tenants.c.id.in_(tenant_ids))
-    )
+    rows = connection.execute(_TERMS, {"tenant_ids": tenant_ids, "sku": sku})
     return {
         row.id: TenantTerms(
             row.status,
