@@ -199,6 +199,26 @@ async def test_finish_is_conditional_and_a_second_finish_writes_no_second_ledger
     assert await spend(db, tenant_id, "test", now) == 15000
 
 
+async def test_finishers_racing_on_a_batch_move_each_request_once_and_bill_it_once(db: Database) -> None:
+    """Two workers finishing overlapping batches at the same moment (a redelivery during a rebalance)."""
+    tenant_id = new_tenant_id()
+    now = datetime.now(UTC)
+    rows = [await add(db, pending_row(tenant_id)) for _ in range(6)]
+
+    def finish(batch: list[PhoneRequest], price: int) -> Any:
+        return db.run(
+            lambda c: requests.finish_many(c, [(row, completed(now, price=price)) for row in batch], {tenant_id: None}),
+            write=True,
+        )
+
+    first, second = await asyncio.gather(finish(rows[:4], 1000), finish(rows[2:], 2000))
+    assert first | second == {row.id for row in rows}
+    assert not first & second
+    ledger = await ledger_of(db, tenant_id)
+    assert sorted(entry.request_id for entry in ledger) == sorted(row.id for row in rows)
+    assert await spend(db, tenant_id, "test", now) == 1000 * len(first) + 2000 * len(second)
+
+
 async def test_finish_from_another_state_only_moves_rows_in_that_state(db: Database) -> None:
     tenant_id = new_tenant_id()
     row = await add(db, pending_row(tenant_id, state="pending_reconciliation"))
