@@ -58,7 +58,8 @@ class Platform:
 
     async def publish(self, message: msgspec.Struct, topic: str, key: bytes) -> None:
         """Publish and wait for the broker's acknowledgement, at most `publish_timeout_s` (the outbox covers losses)."""
-        await asyncio.wait_for(self.broker.publish(message, topic, key=key), self.settings.publish_timeout_s)
+        async with asyncio.timeout(self.settings.publish_timeout_s):
+            await self.broker.publish(message, topic, key=key)
 
     async def ensure_topics(self) -> None:
         await ensure_topics(self.bootstrap, [self.topics.requested, self.topics.completed], self.partitions)

@@ -42,7 +42,8 @@ def configure(level: str = "info") -> None:
     for noisy in ("aiokafka", "faststream", "uvicorn.access", "httpx", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     structlog.configure(
-        processors=[*shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        # Events under the level are dropped before any processor runs (the access log runs on every request).
+        processors=[structlog.stdlib.filter_by_level, *shared, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

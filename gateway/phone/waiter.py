@@ -75,6 +75,7 @@ class ResultWaiter:
 async def within(future: asyncio.Future[Any], timeout_s: float) -> Any:
     """The future's result if it comes within `timeout_s` seconds, else None."""
     try:
-        return await asyncio.wait_for(asyncio.shield(future), timeout_s)
+        async with asyncio.timeout(timeout_s):
+            return await asyncio.shield(future)
     except TimeoutError:
         return None
