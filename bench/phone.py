@@ -204,7 +204,7 @@ class Server:
             self.children = {child: cmdline(child) for child in children_of(self.pid)}
 
     def cpu(self) -> dict[str, float]:
-        """CPU seconds used so far: the server process, and its children (the broker) together."""
+        """CPU seconds used so far: the server process, and its children (the stack's broker and processors)."""
         if self.process is None:
             return {"server": 0.0, "children": 0.0}
         return {"server": cpu_seconds(self.pid), "children": sum(cpu_seconds(c) for c in self.children)}
@@ -219,7 +219,7 @@ class Server:
         return "\n".join(parts)
 
     def stop(self, timeout_s: float = 20) -> list[str]:
-        """SIGTERM, wait, SIGKILL if needed; then make sure no child (the broker) outlives it. Returns problems."""
+        """SIGTERM, wait, SIGKILL if needed; then make sure no child (broker, processors) outlives it; the problems."""
         problems: list[str] = []
         if self.process is None:
             return problems
@@ -265,7 +265,8 @@ class Phase:
     max_ms: float | None = None
     statuses: dict[str, int] = field(default_factory=dict)
     cpu_percent: dict[str, float] = field(default_factory=dict)
-    server_cpu_ms_per_ok: float | None = None
+    cpu_ms_per_ok: float | None = None
+    """CPU of the server and its children per 200 answer."""
     sent: int | None = None
     late_sends: int | None = None
 
@@ -461,7 +462,7 @@ class Client:
 
 
 class CpuMeter:
-    """CPU use over one phase: the target server and its children (the broker), this load generator, and the
+    """CPU use over one phase: the target server and its children (broker, processors), this load generator, and the
     servers standing idle meanwhile (the stack's Kafka consumers poll even when no request comes)."""
 
     def __init__(self, server: Server, idle: list[Server]) -> None:
@@ -498,7 +499,7 @@ def _finish(phase: Phase, latencies: list[float], statuses: Counter[str], meter:
     phase.statuses = dict(statuses)
     phase.cpu_percent = meter.percent()
     if phase.ok:
-        phase.server_cpu_ms_per_ok = round(1000 * meter.used["server"] / phase.ok, 3)
+        phase.cpu_ms_per_ok = round(1000 * (meter.used["server"] + meter.used.get("children", 0)) / phase.ok, 3)
     return phase
 
 
@@ -829,7 +830,7 @@ def report(result: dict[str, Any]) -> str:
         f"{result['settings']['database']}, {result['machine']['cpus']} CPUs, {result['machine']['client']})",
         "",
         f"{'target':<7} {'mode':<6} {'conc':>5} {'rate':>7} {'ok/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
-        f"  {'cpu% srv':>8} {'broker':>6} {'client':>6}  {'srv ms/ok':>9}  other statuses",
+        f"  {'cpu% srv':>8} {'child':>6} {'client':>6}  {'cpu ms/ok':>9}  other statuses",
     ]
     for p in result["phases"]:
         cpu = p["cpu_percent"]
@@ -839,7 +840,7 @@ def report(result: dict[str, Any]) -> str:
             f"{p['target']:<7} {p['mode']:<6} {p['concurrency'] or '-':>5} {p['rate'] or '-':>7} "
             f"{p['throughput']:>8.1f} {_ms(p['p50_ms']):>8} {_ms(p['p99_ms']):>8} {_ms(p['max_ms']):>8}"
             f"  {cpu.get('server', 0):>8.0f} {children:>6} {client:>6}"
-            f"  {'-' if p['server_cpu_ms_per_ok'] is None else format(p['server_cpu_ms_per_ok'], '.2f'):>9}"
+            f"  {'-' if p['cpu_ms_per_ok'] is None else format(p['cpu_ms_per_ok'], '.2f'):>9}"
             f"  {p['failures']}"
         )
     ratio = result["ratio_at_32"]
@@ -848,9 +849,10 @@ def report(result: dict[str, Any]) -> str:
     idle = result["idle_stack_cpu_percent_during_bare"]
     lines += [
         "",
-        "cpu% = share of one core over the measured window (srv: the server process; broker: the stack's Tansu;",
-        "client: this load generator); srv ms/ok = server CPU per 200 answer. While the bare endpoint ran, the idle",
-        f"stack used {idle['server']:.0f}% + broker {idle['children']:.0f}% (Kafka consumers polling).",
+        "cpu% = share of one core over the measured window (srv: the server process, for the stack its gateway;",
+        "child: the stack's child processes, Tansu and the processors; client: this load generator); cpu ms/ok =",
+        "CPU of srv and child per 200 answer. While the bare endpoint ran, the idle stack used",
+        f"{idle['server']:.0f}% + children {idle['children']:.0f}% (Kafka consumers polling).",
         "kafka = the transport floor: the stack's two Kafka hops alone, round trips/s (bench/kafka_floor.py).",
         "",
         f"stack max rate = {result['max_rate']:.1f} req/s (closed loop, concurrency {result['max_rate_concurrency']})",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import os
 import signal
 import socket
-from collections.abc import AsyncIterator, Callable, Iterator
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -26,7 +28,7 @@ from processors.phone.lookup import Provider
 from processors.phone.providers import CarrierLookup, Sandbox
 from processors.phone.router import phone_router
 from processors.phone.service import PhoneProcessor, PhoneProcessorConfig
-from signalyard.embedded_broker import EmbeddedBroker
+from signalyard.embedded_broker import EmbeddedBroker, die_with_parent
 from signalyard.settings import Settings
 from storage.db import Database, migrate, sqlite_url
 from topics.admin import ensure_topics
@@ -193,8 +195,64 @@ class _Server(uvicorn.Server):
                 signal.signal(signum, handler)
 
 
-async def serve(app: ASGIApp, host: str, port: int, on_listening: Callable[[], None] = lambda: None) -> None:
-    """Serve until SIGINT/SIGTERM, then return so the caller can close everything in order. `on_listening` is called
-    once the port accepts connections."""
+async def serve(
+    app: ASGIApp,
+    host: str,
+    port: int,
+    on_listening: Callable[[], None] = lambda: None,
+    until: Awaitable[object] | None = None,
+) -> None:
+    """Serve until SIGINT/SIGTERM (or until `until` completes), then return so the caller can close everything in
+    order. `on_listening` is called once the port accepts connections."""
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
-    await _Server(config, on_listening).serve()
+    server = _Server(config, on_listening)
+
+    async def stop_when_done(awaitable: Awaitable[object]) -> None:
+        await awaitable
+        server.should_exit = True
+
+    stopper = asyncio.ensure_future(stop_when_done(until)) if until is not None else None
+    try:
+        await server.serve()
+    finally:
+        if stopper is not None:
+            stopper.cancel()
+
+
+class ProcessorsProcess:
+    """`signalyard processors phone` as a child of `signalyard up`, on the same broker and database: the gateway
+    and the processors each get a core, as they would get machines of their own in production."""
+
+    def __init__(self, p: Platform) -> None:
+        self.env = os.environ | {
+            "SIGNALYARD_KAFKA_BOOTSTRAP": p.bootstrap,
+            "SIGNALYARD_DATABASE_URL": p.db.url,
+            "SIGNALYARD_TOPIC_PARTITIONS": str(p.partitions),
+        }
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "signalyard.cli",
+            "processors",
+            "phone",
+            env=self.env,
+            stdin=asyncio.subprocess.DEVNULL,
+            preexec_fn=die_with_parent,
+        )
+
+    async def exited(self) -> int:
+        assert self.process is not None
+        return await self.process.wait()
+
+    async def stop(self, timeout_s: float = 15) -> None:
+        if self.process is None or self.process.returncode is not None:
+            return
+        self.process.terminate()
+        try:
+            await asyncio.wait_for(self.process.wait(), timeout_s)
+        except TimeoutError:
+            self.process.kill()
+            await self.process.wait()

@@ -38,16 +38,16 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
-async def up(settings: Settings, _: argparse.Namespace) -> None:
-    """Everything on one machine: embedded broker (unless configured), SQLite (unless configured), phone gateway
-    and processors."""
+async def up(settings: Settings, _: argparse.Namespace) -> int | None:
+    """Everything on one machine: embedded broker (unless configured), SQLite (unless configured), the phone
+    gateway in this process and the phone processors in a child process. If the child dies, everything stops."""
     async with bootstrap.platform(settings) as p:
         demo_key = await _demo_key(settings, p.db)
         app = bootstrap.phone_gateway(p)
-        processor = bootstrap.phone_processor(p)
         await p.broker.start()
+        processors = bootstrap.ProcessorsProcess(p)
+        await processors.start()
         bootstrap.freeze_startup_heap()
-        sweeper = asyncio.create_task(bootstrap.sweep_forever(processor, settings.sweep_every_s))
         base = f"http://{settings.host}:{settings.phone_port}"
         banner = (
             f"signalyard is up (broker {p.bootstrap}, database {p.db.engine.url.render_as_string()})\n"
@@ -61,10 +61,17 @@ async def up(settings: Settings, _: argparse.Namespace) -> None:
             f'    -d \'{{"phone": "+14155550100", "name": "John Smith", "subject_type": "person"}}\'\n'
             f"Ctrl-C stops everything."
         )
+        exited = asyncio.ensure_future(processors.exited())
         try:
-            await bootstrap.serve(app, settings.host, settings.phone_port, lambda: print(banner, flush=True))
+            await bootstrap.serve(app, settings.host, settings.phone_port, lambda: print(banner, flush=True), exited)
         finally:
-            sweeper.cancel()
+            died = exited.done()
+            exited.cancel()
+            await processors.stop()
+        if died:
+            log.error("processors_exited", status=exited.result())
+            return 1
+        return None
 
 
 async def _demo_key(settings: Settings, db: Database) -> str:

@@ -20,8 +20,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _die_with_parent() -> None:
-    # If the launcher is killed outright (SIGKILL), the kernel takes the broker down with it: no orphan.
+def die_with_parent() -> None:
+    """`preexec_fn` of a child process: if the launcher is killed outright (SIGKILL), the kernel sends the child
+    SIGTERM, so no orphan is left."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
@@ -45,7 +46,7 @@ class EmbeddedBroker:
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509
+            preexec_fn=die_with_parent,  # noqa: PLW1509
         )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -130,3 +130,39 @@ def test_a_second_up_on_the_same_data_dir_keeps_the_data_and_prints_the_same_key
         assert again.json() == response.json()
     finally:
         second.stop()
+
+
+def children_of(pid: int) -> list[int]:
+    """Every thread's children (the broker is started from a worker thread)."""
+    return [
+        int(child) for task in Path(f"/proc/{pid}/task").iterdir() for child in (task / "children").read_text().split()
+    ]
+
+
+def test_up_runs_the_processors_in_a_child_and_stops_everything_if_that_child_dies(up: Up) -> None:
+    processors = [
+        child for child in children_of(up.process.pid) if b"processors" in Path(f"/proc/{child}/cmdline").read_bytes()
+    ]
+    assert len(processors) == 1, children_of(up.process.pid)
+    broker_port = up.broker_port
+
+    os.kill(processors[0], signal.SIGKILL)
+
+    assert up.process.wait(30) == 1
+    assert '"processors_exited"' in up.log.read_text()
+    with pytest.raises(ConnectionRefusedError):  # the embedded broker went down with the launcher
+        socket.create_connection(("127.0.0.1", broker_port), timeout=1).close()
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{up.port}/healthz")
+
+
+def test_up_killed_outright_leaves_no_process_behind(up: Up) -> None:
+    children = children_of(up.process.pid)
+    assert len(children) == 2, children  # the broker and the processors
+    up.process.kill()
+    up.process.wait(10)
+    deadline = time.monotonic() + 10
+    while any(Path(f"/proc/{child}").exists() for child in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = [child for child in children if Path(f"/proc/{child}").exists()]
+    assert not alive, alive
