@@ -28,7 +28,7 @@ from processors.phone.lookup import Provider
 from processors.phone.providers import CarrierLookup, Sandbox
 from processors.phone.router import phone_router
 from processors.phone.service import PhoneProcessor, PhoneProcessorConfig
-from signalyard.embedded_broker import EmbeddedBroker, die_with_parent
+from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
 from signalyard.settings import Settings
 from storage.db import Database, migrate, sqlite_url
 from topics.admin import ensure_topics
@@ -224,10 +224,14 @@ class ProcessorsProcess:
     and the processors each get a core, as they would get machines of their own in production."""
 
     def __init__(self, p: Platform) -> None:
+        self.metrics_port = p.settings.processor_metrics_port or free_port()
+        self.metrics_url = f"http://{p.settings.host}:{self.metrics_port}/metrics"
+        """The processors' own Prometheus endpoint (the gateway's /metrics has only the gateway's metrics)."""
         self.env = os.environ | {
             "SIGNALYARD_KAFKA_BOOTSTRAP": p.bootstrap,
             "SIGNALYARD_DATABASE_URL": p.db.url,
             "SIGNALYARD_TOPIC_PARTITIONS": str(p.partitions),
+            "SIGNALYARD_PROCESSOR_METRICS_PORT": str(self.metrics_port),
         }
         self.process: asyncio.subprocess.Process | None = None
 

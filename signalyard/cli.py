@@ -53,7 +53,7 @@ async def up(settings: Settings, _: argparse.Namespace) -> int | None:
             f"signalyard is up (broker {p.bootstrap}, database {p.db.engine.url.render_as_string()})\n"
             f"  phone API      {base}/v1\n"
             f"  OpenAPI docs   {base}/docs\n"
-            f"  metrics        {base}/metrics\n"
+            f"  metrics        {base}/metrics (gateway), {processors.metrics_url} (processors)\n"
             f"  sandbox key    {demo_key}\n"
             f"Try:\n"
             f"  curl -s {base}/v1/verify -H 'Authorization: Bearer {demo_key}' -H 'Idempotency-Key: try-1' \\\n"

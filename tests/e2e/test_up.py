@@ -101,6 +101,9 @@ def test_up_prints_urls_and_a_sandbox_key_and_the_readme_curl_returns_a_complete
     assert httpx.get(f"{base}/readyz").status_code == 200
     assert httpx.get(f"{base}/docs/openapi.json").json()["paths"]["/v1/verify"]
     assert "signalyard_http_requests_total" in httpx.get(f"{base}/metrics").text
+    processors_metrics = re.search(r"\(gateway\), (http://\S+/metrics) \(processors\)", up.banner)
+    assert processors_metrics, up.banner
+    assert 'signalyard_phone_processed_total{outcome="completed"}' in httpx.get(processors_metrics[1]).text
 
     broker_port = up.broker_port
     assert up.stop(signal.SIGINT) == 0
