@@ -373,16 +373,18 @@ async def test_monthly_spend_adds_up_per_environment_and_month(db: Database) -> 
     ]
 
 
-async def test_a_write_waits_for_a_lock_held_by_another_process_without_stalling_the_service(
-    database_url: str, db: Database
+async def test_a_sqlite_write_waits_for_a_lock_held_by_another_process_without_stalling_the_service(
+    tmp_path: Path,
 ) -> None:
     """SQLite runs units of work on the event loop; one that meets the file lock held elsewhere (an operator's CLI,
-    say) waits on a worker thread, and finishes once the lock is released, while the loop keeps serving."""
-    if not database_url.startswith("sqlite"):
-        pytest.skip("SQLite's file lock")
+    say) waits on a worker thread, and finishes once the lock is released, while the loop keeps serving.
+    SQLite only, on a file of its own: PostgreSQL has no file lock."""
+    path = tmp_path / "locked.db"
+    await asyncio.to_thread(migrate, sqlite_url(path))
+    db = Database(sqlite_url(path))
     tenant_id = new_tenant_id()
     row = await add(db, pending_row(tenant_id))
-    holder = sqlite3.connect(database_url.partition(":///")[2], isolation_level=None)
+    holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
         write = asyncio.create_task(
@@ -397,9 +399,12 @@ async def test_a_write_waits_for_a_lock_held_by_another_process_without_stalling
     finally:
         holder.execute("COMMIT")
         holder.close()
-    assert await write == {row.id}
-    assert await state_of(db, row.id) == "completed"
-    assert [entry.request_id for entry in await ledger_of(db, tenant_id)] == [row.id]
+    try:
+        assert await write == {row.id}
+        assert await state_of(db, row.id) == "completed"
+        assert [entry.request_id for entry in await ledger_of(db, tenant_id)] == [row.id]
+    finally:
+        await db.dispose()
 
 
 async def test_concurrent_billing_adds_up_exactly(db: Database) -> None:
