@@ -33,7 +33,7 @@ from faststream.kafka import KafkaBroker
 
 from signalyard.settings import Settings
 from topics.admin import ensure_topics
-from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, LINGER_MS, batch_decoder
+from topics.client import LINGER_MS, batch_subscription
 from topics.phone import VerificationCompleted, VerificationRequested, VerifyResult, partition_key
 
 
@@ -95,12 +95,9 @@ async def floor(args: argparse.Namespace) -> None:
 
     @broker.subscriber(
         requested,
+        **batch_subscription(VerificationRequested),
         group_id=f"bench-floor-{suffix}",
-        batch=True,
         max_records=200,
-        batch_timeout_ms=BATCH_TIMEOUT_MS,
-        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
-        decoder=batch_decoder(VerificationRequested),
         auto_offset_reset="earliest",
     )
     async def process(batch: list[VerificationRequested]) -> None:
@@ -121,14 +118,7 @@ async def floor(args: argparse.Namespace) -> None:
             )
         )
 
-    @broker.subscriber(
-        completed,
-        batch=True,
-        batch_timeout_ms=BATCH_TIMEOUT_MS,
-        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
-        decoder=batch_decoder(_Ref),
-        auto_offset_reset="latest",
-    )
+    @broker.subscriber(completed, **batch_subscription(_Ref), auto_offset_reset="latest")
     async def wake(batch: list[_Ref]) -> None:
         for ref in batch:
             future = waiting.pop(ref.request_id, None)

@@ -33,12 +33,6 @@ class Settings:
     )
     """Partitions of topics this launcher creates; the ceiling on useful processor replicas. Unset: 8 on a configured
     Kafka, 1 on the embedded broker (one machine, one processor; every partition adds fetch latency there)."""
-
-    def partitions(self, *, embedded: bool) -> int:
-        if self.topic_partitions is not None:
-            return self.topic_partitions
-        return 1 if embedded else 8
-
     phone_wait_ms: int = field(default_factory=lambda: int(_env("SIGNALYARD_PHONE_WAIT_MS", "5000") or 5000))
     """How long POST /verify waits for its result before answering 202."""
     publish_timeout_s: float = field(default_factory=lambda: float(_env("SIGNALYARD_PUBLISH_TIMEOUT_S", "2") or 2))
@@ -79,6 +73,12 @@ class Settings:
     """Port of the /metrics endpoint of a processors-only process (unset: none)."""
     log_level: str = field(default_factory=lambda: _env("SIGNALYARD_LOG_LEVEL", "info") or "info")
     """Log level (debug, info, warning, error)."""
+
+    def partitions(self, *, embedded: bool) -> int:
+        """Partitions for the topics this launcher creates (see `topic_partitions`)."""
+        if self.topic_partitions is not None:
+            return self.topic_partitions
+        return 1 if embedded else 8
 
     @property
     def sqlite_path(self) -> Path:

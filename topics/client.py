@@ -10,7 +10,7 @@ import msgspec
 T = TypeVar("T")
 
 LINGER_MS: Final = 0
-"""How long the producer waits to gather messages into one produce request. None: messages that come while a
+"""How long the producer waits to gather messages into one produce request. Not at all: messages that come while a
 request is in flight still go out together, and each hop is a millisecond shorter (measured, bench/README.md)."""
 FETCH_MAX_WAIT_MS: Final = 5
 """How long a fetch waits at the broker. The embedded broker (Tansu) holds every fetch this long, even when it has
@@ -19,7 +19,7 @@ BATCH_TIMEOUT_MS: Final = 5
 """How long a batch subscriber waits for its first message before polling again."""
 
 
-def batch_decoder(message_type: type[T]) -> Callable[[Any], list[T]]:
+def _batch_decoder(message_type: type[T]) -> Callable[[Any], list[T]]:
     """A batch subscriber's `decoder`: each record's JSON straight into `message_type` with msgspec. FastStream's
     own decoder builds a message object per record and goes through `json.loads` and a dict."""
     decode = msgspec.json.Decoder(message_type).decode
@@ -28,3 +28,14 @@ def batch_decoder(message_type: type[T]) -> Callable[[Any], list[T]]:
         return [decode(record.value) for record in batch.raw_message]
 
     return decoder
+
+
+def batch_subscription(message_type: type[T]) -> dict[str, Any]:
+    """What every batch subscriber of ours shares (`subscriber(topic, **batch_subscription(T), ...)`): the fetch
+    and batch waits above, and msgspec decoding into `message_type`."""
+    return {
+        "batch": True,
+        "fetch_max_wait_ms": FETCH_MAX_WAIT_MS,
+        "batch_timeout_ms": BATCH_TIMEOUT_MS,
+        "decoder": _batch_decoder(message_type),
+    }

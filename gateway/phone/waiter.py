@@ -12,7 +12,7 @@ from faststream.kafka import KafkaRouter
 
 from storage import phone as requests
 from storage.db import Database
-from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, batch_decoder
+from topics.client import batch_subscription
 
 
 class CompletedRef(msgspec.Struct):
@@ -59,10 +59,7 @@ class ResultWaiter:
 
         @router.subscriber(
             completed_topic,
-            batch=True,
-            fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
-            batch_timeout_ms=BATCH_TIMEOUT_MS,
-            decoder=batch_decoder(CompletedRef),
+            **batch_subscription(CompletedRef),
             auto_offset_reset="latest",
             title="phone-gateway-results",
         )

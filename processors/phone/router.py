@@ -12,7 +12,7 @@ from faststream.kafka import KafkaMessage, KafkaRouter
 from processors.offsets import OffsetCommitter, records_of
 from processors.phone.metrics import FAILED, LAG
 from processors.phone.service import PhoneProcessor
-from topics.client import BATCH_TIMEOUT_MS, FETCH_MAX_WAIT_MS, batch_decoder
+from topics.client import batch_subscription
 from topics.phone import VerificationRequested
 
 log = structlog.get_logger("signalyard.processors.phone")
@@ -28,12 +28,9 @@ def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_rec
 
     @router.subscriber(
         processor.config.requested_topic,
+        **batch_subscription(VerificationRequested),
         group_id=group_id,
-        batch=True,
         max_records=max_records,
-        batch_timeout_ms=BATCH_TIMEOUT_MS,
-        decoder=batch_decoder(VerificationRequested),
-        fetch_max_wait_ms=FETCH_MAX_WAIT_MS,
         auto_offset_reset="earliest",
         ack_policy=AckPolicy.MANUAL,  # redelivered on failure (nack); committed in the background on success
         title="phone-processor",
