@@ -8,24 +8,40 @@ Reading a caller-ID (`read_caller_id`)
 * A provider error code for the caller-name lookup wins: state ``error``, name ``None``.
 * ``None``, ``""`` or whitespace: state ``unavailable``.
 * A generic string the carrier sends when no name is on file: state ``placeholder``. These are
-  the phrases in ``_GENERIC_PHRASES`` (WIRELESS CALLER, UNKNOWN NAME, ...), anything without a
-  letter (a bare phone number or digits), a generic phrase followed by digits or by a state code
-  ("CELL PHONE TX"), and the carrier rate centre ``CITY ST``.
+  the phrases in ``_GENERIC_PHRASES`` (WIRELESS CALLER, UNKNOWN NAME, NAME UNAVAILABLE, PRIVATE
+  NUMBER, CALLER ID BLOCKED, NON-PUBLISHED, OUT OF AREA, TOLL FREE CALLER, PAYPHONE, VOIP CALLER,
+  ...; its comment names the sources) in any case and punctuation ("Out-of-Area"), such a phrase cut
+  at 15 characters with at least 3 letters of its last word left ("CALLER ID BLOCK", "NAME NOT
+  AVAILA"), anything without a letter (a bare phone number or digits; digits are ignored
+  everywhere, so "CALLER5551234" is CALLER), a single letter beside a phone number of 7+ digits
+  ("V4155551234"), a generic phrase followed by a state code ("CELL PHONE TX"), a state name alone
+  ("CALIFORNIA", "NEW YORK") and the carrier rate centre ``CITY ST``, also written ``CITY STATE``
+  ("AUSTIN TEXAS") or ``ST CITY`` ("TX AUSTIN"). Phrases that are also names of people or businesses
+  are not listed: "WIRELESS WORLD", "TOLL BROTHERS", "H&R BLOCK" and a cut "ANONYMOUS CONTE" stay
+  available, and so do the state names GEORGIA, VIRGINIA, WASHINGTON and MONTANA.
 * Anything else: state ``available``.
 
 The ``CITY ST`` rule. A string whose last word is a USPS state or territory code (military codes
 excluded) is a rate centre, hence a placeholder, when one of these holds, checked in order:
 (1) the city and state form a known rate centre from the compact list ``_RATE_CENTRES``
-("AUSTIN TX", "MOBILE AL"); otherwise it is read as a name when (2) the code is also a business
-designation (CO, PA, MD: "ACME CO", "SMITH JONES PA") or (3) the code is itself a given name or
-nickname in the ``nicknames`` package (AL, VI: "SMITH AL" is Al Smith); otherwise it is a rate
-centre when (4) it starts with a place word such as SAN, FORT, NEW, LAKE followed by at least one
-more word ("SANTA CLARA CA"); otherwise it is read as a name when (5) any word before the code is
-a given name or nickname ("JOHN MA", "SMITH JOHN MD"); and otherwise (6) it is a rate centre
-("PLEASANTON CA"). The trade-off is deliberate: an unlisted city that is also a given name read
-with an AL/VI code ("SELMA AL") comes out ``available``, while a person whose two-letter
-first name is a state code without being a known nickname ("NGUYEN MI") comes out ``placeholder``.
-The package also lists a few surnames as given names (SMITH, WILSON), so "SMITH CA" reads as a name.
+("AUSTIN TX", "MOBILE AL"), or the "city" is a generic phrase ("CELL PHONE TX"); otherwise it is
+read as a name when (2) the code is also a business designation (CO, PA, MD: "ACME CO",
+"SMITH JONES PA") or (3) the code is itself a given name or nickname in the ``nicknames`` package
+(AL, VI: "SMITH AL" is Al Smith); otherwise it is a rate centre when (4) it starts with a place word
+such as SAN, FORT, NEW, LAKE followed by at least one more word ("SANTA CLARA CA"); otherwise it is
+read as a name when (5) the string is cut at 15 characters, two or more words stand before the code,
+none of them a word that ends place names (BEACH, CITY, CREEK, PARK, HTS, ... in ``_CITY_WORDS``),
+and the code is the first two letters of a given name: a double surname whose given name was cut
+("GARCIA-LOPEZ MA", "GARCIA LOPEZ MA"; "CEDAR RAPIDS IA" stays a rate centre); or when (6) any word
+before the code is a given name or nickname ("JOHN MA", "SMITH JOHN MD"); and otherwise (7) it is a
+rate centre ("PLEASANTON CA"). A state written in full goes through the same checks except (2),
+(3) and (5), which are about two-letter codes. ``ST CITY`` counts only when it is a known rate
+centre or a place-word city ("CA SAN JOSE") and the code is not DE, LA, a designation or a given
+name, since many names start with such a word ("MA WEI", "DE LEON JUAN"). The trade-off is
+deliberate: an unlisted city that is also a given name read with an AL/VI code ("SELMA AL") comes
+out ``available``, while a person whose two-letter first name is a state code without being a known
+nickname ("NGUYEN MI") comes out ``placeholder``. The package also lists a few surnames as given
+names (SMITH, WILSON), so "SMITH CA" reads as a name.
 
 Matching (`match_name`)
 -----------------------
@@ -39,12 +55,31 @@ case folded, apostrophes removed (O'BRIEN = OBRIEN), every other punctuation mar
 Persons. CNAM word order is not trusted (``LAST FIRST``, ``LAST,FIRST``, ``FIRST LAST`` and
 ``LAST FIRST M`` all occur), so each supplied part (given name, surname, middle names) is looked
 for among the CNAM words. A word relates to a part as exact > truncated (the CNAM is exactly
-15 characters and its last word is a prefix of at least 3 letters) > nickname (given names only:
+15 characters and its last word is a prefix of at least 3 letters, or a prefix of 2 letters of the
+given name once the surname is matched in full, below) > nickname (given names only:
 one is listed as a nickname of the other in the ``nicknames`` package, either direction; two
 nicknames of the same name such as Jim/Jimmy are not related, to avoid chains) > typo (rapidfuzz
 ``ratio`` >= 80 or one adjacent transposition, words of 3+ letters) > initial. Surname particles
 (de, la, van, ...) join the surname, a hyphenated part is also tried whole and piece by piece, and
 a supplied middle name may stand in for the surname (Hispanic double surnames).
+
+Double surnames. When the CNAM holds a supplied double surname whole, in order, as two or more
+words (the last may be a cut-off prefix of 3+ letters: "RODRIGUEZ HERNA"), all those words are the
+surname and none can pose as the given name; a cut-off prefix counts as truncated. A double surname
+is a hyphenated or particle surname ("Garcia-Lopez", "de la Cruz"), or, only when the run reaches
+the end of a cut CNAM, the last middle name and the surname ("Ana Sofia Rodriguez Hernandez"), since
+a middle word is as often a second given name. "RODRIGUEZ HERNA" holds the surname only, and "ADAM
+GARCIA-LOP" is another given name on the same surname. A double surname found whole also settles
+the word order: the reversed reading below is not tried.
+
+Given name cut to two letters. In a 15-character CNAM whose surname (single or double) is matched
+in full, that is exactly, not cut, typo'd or an initial, a cut-off last word of 2 letters that
+starts the supplied given name (written whole) counts as that given name truncated:
+"GARCIA-LOPEZ MA" and "GARCIA LOPEZ MA" for Maria Garcia-Lopez are a ``match`` with
+``cnam_truncated``, scored like "WASHINGTON GEOR" for George Washington. Otherwise a 2-letter stub
+still counts as an initial. A 1-letter stub ("DUBOIS-MARTIN J") is an initial, a CNAM shorter than
+15 characters has no stub ("SMITH MA" for Mark Smith holds another given name), and a stub that
+does not start the given name ("GARCIA-LOPEZ MO" for Maria) is another given name.
 
 ============================================  ===============  ==========================================
 Evidence                                      State            Reasons
@@ -175,6 +210,7 @@ _UNDECOMPOSABLE = str.maketrans(
     {"ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th", "æ": "ae", "œ": "oe", "\u0131": "i"}
 )
 _WORD = re.compile(r"[a-z0-9]+")
+_LETTERS = re.compile(r"[a-z]+")
 
 
 @lru_cache(maxsize=8192)
@@ -191,33 +227,47 @@ def _words(text: str) -> list[str]:
 
 # --------------------------------------------------------------------------- placeholder strings
 
-_GENERIC_PHRASES = frozenset(
-    {
-        "wireless caller",
-        "toll free call",
-        "toll free",
-        "unavailable",
-        "not available",
-        "unknown",
-        "unknown name",
-        "unknown caller",
-        "anonymous",
-        "private",
-        "private caller",
-        "private number",
-        "private name",
-        "restricted",
-        "blocked",
-        "no caller id",
-        "out of area",
-        "cell phone",
-        "mobile caller",
-        "voip caller",
-        "caller",
-        "name not found",
-        "wireless",
-    }
+# What carriers and CNAM databases return instead of a name, folded as `_fold` does ("OUT-OF-AREA"
+# and "Out of area" are both "out of area"). Sources: the carrier defaults Android's CarrierConfig
+# filters (`filtered_cnap_names_string_array`: WIRELESS CALLER, UNKNOWN NAME); carrier and provider
+# support pages (46 Labs: the city and state, or NOT AVAILABLE, when no name is on file; 8x8: TOLL
+# FREE CALLER; VBuzzer: WIRELESS CALLER, UNKNOWN, PRIVATE); Caller ID handset manuals (PRIVATE, OUT
+# OF AREA, NO NAME); the strings public CRM, PBX and dialer code filters out of CNAM data (TOLL FREE
+# CALL, VOIP CALLER, RESTRICTED, BLOCKED CALLER, NUMBER WITHHELD, PAYPHONE, ...); and the listing
+# statuses carriers use for unpublished numbers (UNLISTED, NON-PUBLISHED, CONFIDENTIAL). The last
+# line holds the handset network's spam labels. Only phrases nobody is named: "WIRELESS WORLD" and
+# "TOLL BROTHERS" stay names.
+_GENERIC_PHRASES_TEXT = """
+    unavailable|not available|name unavailable|unavailable name|name not available|no name available
+    information unavailable|info unavailable|caller id unavailable|number unavailable|not found
+    name not found|no name|no caller id|no caller i d|unknown|unknown name|unknown caller|unknown number
+    name unknown|caller unknown|none|null|n a
+    anonymous|anonymous caller|private|private caller|private number|private name|restricted
+    restricted caller|restricted number|blocked|blocked caller|blocked number|blocked name|name blocked
+    caller id blocked|withheld|number withheld|caller id withheld|unlisted|unlisted number|unlisted name
+    non published|nonpublished|non published number|non pub|nonpub|confidential
+    wireless|wireless caller|wireless phone|wireless customer|wireless user|wireless number|cellular
+    cell phone|cellphone|cell phone caller|cellular caller|cellular phone|mobile|mobile caller
+    mobile phone|mobile user|voip|voip caller|voip call|internet caller|internet call|caller|caller id
+    incoming call|payphone|pay phone|public phone|coin phone|toll free|tollfree|toll free call
+    tollfree call|toll free caller|toll free number|out of area|out of area caller|international
+    international caller|intl caller
+    spam risk|spam likely|scam likely|potential spam|suspected spam|potential fraud
+    """
+
+
+def _phrases(text: str) -> frozenset[str]:
+    return frozenset(entry.strip() for entry in text.replace("\n", "|").split("|") if entry.strip())
+
+
+_GENERIC_PHRASES = _phrases(_GENERIC_PHRASES_TEXT)
+# A generic phrase cut at 15 characters ("CALLER ID BLOCK", "OUT OF AREA CAL"): prefixes of the
+# multi-word phrases long enough to be a cut, checked only on a cut CNAM whose last word kept 3+ letters.
+_GENERIC_CUTS = frozenset(
+    phrase[:size] for phrase in _GENERIC_PHRASES if " " in phrase for size in range(12, len(phrase))
 )
+# A CNAM that is only a letter beside a phone number ("V4155551234"): at least this many digits.
+_PHONE_DIGITS = 7
 
 
 def _word_set(text: str) -> frozenset[str]:
@@ -228,12 +278,36 @@ _STATE_CODES = _word_set(
     "al ak az ar ca co ct de dc fl ga hi id il in ia ks ky la me md ma mi mn ms mo mt ne nv nh nj nm ny "
     "nc nd oh ok or pa ri sc sd tn tx ut vt va wa wv wi wy as gu mp pr vi fm mh pw"
 )
+# States written in full, as some databases send them alone ("CALIFORNIA") or after the city
+# ("AUSTIN TEXAS"). GEORGIA, VIRGINIA, WASHINGTON and MONTANA are left out: they are also given names
+# or surnames ("SMITH VIRGINIA", "GEORGE WASHINGTON").
+_STATE_NAMES_TEXT = """
+    alabama al|alaska ak|arizona az|arkansas ar|california ca|colorado co|connecticut ct|delaware de
+    florida fl|hawaii hi|idaho id|illinois il|indiana in|iowa ia|kansas ks|kentucky ky|louisiana la
+    maine me|maryland md|massachusetts ma|michigan mi|minnesota mn|mississippi ms|missouri mo
+    nebraska ne|nevada nv|new hampshire nh|new jersey nj|new mexico nm|new york ny|north carolina nc
+    north dakota nd|ohio oh|oklahoma ok|oregon or|pennsylvania pa|rhode island ri|south carolina sc
+    south dakota sd|tennessee tn|texas tx|utah ut|vermont vt|west virginia wv|wisconsin wi|wyoming wy
+    district of columbia dc|puerto rico pr|guam gu|virgin islands vi
+    """
+_STATE_NAMES: dict[tuple[str, ...], str] = {
+    tuple(place.split()): code for place, _, code in (entry.rpartition(" ") for entry in _phrases(_STATE_NAMES_TEXT))
+}
 # State codes that are also business designations (company, professional association, doctor).
 _DESIGNATION_CODES = frozenset({"co", "pa", "md"})
+# Codes that also begin names: the designations and the surname particles DE and LA ("DE LEON").
+_NAME_FIRST_CODES = _DESIGNATION_CODES | {"de", "la"}
 # First words that make a multi-word place name ("SAN JOSE", "FORT WORTH", "LAKE CHARLES").
 _PLACE_WORDS = _word_set(
     "san santa santo los las la el new fort ft port saint st sainte ste mount mt lake palm east west north "
     "south grand glen cape"
+)
+# Words (and their LERG abbreviations) that end a multi-word place name ("CEDAR RAPIDS", "WALNUT
+# CREEK", "STERLING HTS"). Words that are also common surnames (HILL, MILLS, WELLS) are left out.
+_CITY_WORDS = _word_set(
+    "beach bch falls fls city springs spgs park pk valley vly heights hts hgts hills hls rapids grove creek "
+    "crk harbor harbour hbr haven island isl bay junction jct center ctr village vlg point pt station river "
+    "ridge bluffs view vista gardens shores lakes oaks pines cove ranch rancho plains meadows"
 )
 # Common rate centres, chiefly cities whose names are also given names or sit in CO/PA/MD/AL,
 # where the general rule cannot decide on its own.
@@ -262,6 +336,7 @@ _RATE_CENTRES_TEXT = """
     ANCHORAGE AK|JUNEAU AK|LITTLE ROCK AR|OKLAHOMA CITY OK|TULSA OK|DES MOINES IA|SIOUX FALLS SD
     PROVIDENCE RI|HARTFORD CT|NEW HAVEN CT|WILMINGTON DE|DOVER DE|RICHMOND VA|NORFOLK VA|VIRGINIA BEACH VA
     CHARLESTON WV|CHARLESTON SC|COLUMBIA SC|WASHINGTON DC|SAN JUAN PR|CHARLOTTE AMALIE VI|HAGATNA GU
+    NEWPORT NEWS VA|CORAL GABLES FL|SIERRA MADRE CA|AGUAS BUENAS PR
     """
 
 
@@ -275,32 +350,74 @@ _RATE_CENTRES = _rate_centres(_RATE_CENTRES_TEXT)
 
 _NICKNAMER = NickNamer()
 _GIVEN_NAMES = frozenset(chain(_NICKNAMER.nickname_lookup, _NICKNAMER.canonical_lookup))
+# Two-letter starts of given names: a state code that is one may be a given name cut at 15 ("MA").
+_GIVEN_NAME_STARTS = frozenset(name[:2] for name in _GIVEN_NAMES if len(name) > 2)
 
 
-def _is_rate_centre(words: tuple[str, ...]) -> bool:
-    """`CITY ST` placeholder rule; see the module docstring for the order of the checks."""
-    if len(words) < 2 or words[-1] not in _STATE_CODES:
-        return False
-    place, state = words[:-1], words[-1]
-    if " ".join(place) in _GENERIC_PHRASES or (" ".join(place), state) in _RATE_CENTRES:
+def _is_rate_centre(place: tuple[str, ...], state: str, *, spelled: bool, cut: bool) -> bool:
+    """`CITY ST` placeholder rule; see the module docstring for the order of the checks.
+
+    `spelled` is true when the state was written in full ("AUSTIN TEXAS"); the code checks (2), (3)
+    and (5) are about two-letter codes only.
+    """
+    text = " ".join(place)
+    if text in _GENERIC_PHRASES or (text, state) in _RATE_CENTRES:
         return True
-    if state in _DESIGNATION_CODES or state in _GIVEN_NAMES:
+    if not spelled and (state in _DESIGNATION_CODES or state in _GIVEN_NAMES):
         return False
     if len(place) >= 2 and place[0] in _PLACE_WORDS:
         return True
+    if not spelled and cut and len(place) >= 2 and state in _GIVEN_NAME_STARTS and _CITY_WORDS.isdisjoint(place):
+        return False  # "GARCIA-LOPEZ MA": a double surname, the given name cut to two letters
     return not any(word in _GIVEN_NAMES for word in place)
+
+
+def _is_city_state(words: tuple[str, ...], cut: bool) -> bool:
+    """A rate centre `CITY ST`, `CITY STATE` or `ST CITY`, or a state name alone ("CALIFORNIA")."""
+    if words in _STATE_NAMES:
+        return True
+    for size in (3, 2, 1):
+        code = _STATE_NAMES.get(words[-size:])
+        if code is not None and len(words) > size:
+            return _is_rate_centre(words[:-size], code, spelled=True, cut=cut)
+    if len(words) >= 2 and words[-1] in _STATE_CODES:
+        return _is_rate_centre(words[:-1], words[-1], spelled=False, cut=cut)
+    return _is_state_first(words)
+
+
+def _is_state_first(words: tuple[str, ...]) -> bool:
+    """`ST CITY` ("TX AUSTIN", "CA SAN JOSE"): only a listed rate centre or a place-word city.
+
+    Names often start with a word that is also a code ("MA WEI", "DE LEON JUAN", "AL SMITH"), so the
+    general rule of `CITY ST` is not applied, and DE, LA, designations and given names never start one.
+    """
+    state, place = words[0], words[1:]
+    if not place or state not in _STATE_CODES or state in _NAME_FIRST_CODES or state in _GIVEN_NAMES:
+        return False
+    return (" ".join(place), state) in _RATE_CENTRES or (len(place) >= 2 and place[0] in _PLACE_WORDS)
 
 
 @lru_cache(maxsize=4096)
 def _is_placeholder(name: str) -> bool:
-    # Digits never belong to a name: "CALLER 5551234" and a bare number are both generic.
-    words = tuple(word for word in _words(name) if not word.isdigit())
+    folded = _fold(name)
+    # Digits never belong to a name: "CALLER 5551234", "CALLER5551234" and a bare number are generic.
+    words = tuple(_LETTERS.findall(folded))
     if not words:
         return True
-    if " ".join(words) in _GENERIC_PHRASES or _is_rate_centre(words):
+    # A lone letter beside a phone number ("V4155551234", "V 415 555 1234") is no name either.
+    if len(words) == 1 and len(words[0]) == 1 and sum(ch.isdigit() for ch in folded) >= _PHONE_DIGITS:
+        return True
+    text = " ".join(words)
+    cut = _is_cut(name)
+    if text in _GENERIC_PHRASES or _is_city_state(words, cut):
+        return True
+    if not cut or len(words) < 2:
+        return False
+    # A generic phrase cut at 15 characters: "CALLER ID BLOCK", "NAME NOT AVAILA".
+    if text in _GENERIC_CUTS and len(words[-1]) >= 3:
         return True
     # A long rate centre cut at 15 characters keeps one letter of its state code: "SAN FRANCISCO C".
-    if _is_cut(name) and len(words) > 1 and len(words[-1]) == 1:
+    if len(words[-1]) == 1:
         place = " ".join(words[:-1])
         return any((place, code) in _RATE_CENTRES for code in _STATE_CODES if code[0] == words[-1])
     return False
@@ -373,6 +490,8 @@ _LEGAL_MARKERS = frozenset({"inc", "incorporated", "llc", "pllc", "llp", "corp",
 _NONE, _INITIAL, _TYPO, _NICKNAME, _TRUNCATED, _EXACT = range(6)
 _PENALTY = {_EXACT: 0, _TRUNCATED: 5, _NICKNAME: 8, _TYPO: 10}
 _MODIFIER_REASON = {_TRUNCATED: "cnam_truncated", _TYPO: "typo_tolerated"}
+# Letters a cut-off given name must keep to count as truncated once the surname is matched in full.
+_GIVEN_STUB_MIN = 2
 
 
 class _Part(NamedTuple):
@@ -456,7 +575,9 @@ def _relation(token: str, part: _Part, *, given: bool, truncated: bool) -> int:
     if truncated and any(form.startswith(token) for form in forms):
         if len(token) >= 3:
             return _TRUNCATED
-        return _INITIAL  # A cut-off two-letter stub says no more than an initial does.
+        # A cut-off two-letter stub says no more than an initial does, unless the surname is
+        # matched in full (`_person_outcome`).
+        return _INITIAL
     if given and _nickname_of(token, forms):
         return _NICKNAME
     if len(token) == 1 or len(part.first) == 1:
@@ -479,25 +600,85 @@ def _surname_relation(token: str, person: _Person, truncated: bool) -> int:
     return best
 
 
-def _person_outcome(person: _Person, cnam: _Cnam) -> _Verdict:
-    """Best reading of the CNAM words against the supplied parts in one orientation."""
+def _cut_index(cnam: _Cnam) -> int:
+    """Index of the CNAM word that may be cut off (the last word of a 15-character CNAM), else -1."""
+    return len(cnam.tokens) - 1 if cnam.truncated else -1
+
+
+def _compound_surname(person: _Person) -> tuple[tuple[str, ...], bool]:
+    """The words of the supplied double surname in order, and whether they must reach the CNAM cut.
+
+    A hyphenated (or particle) surname always counts: "Garcia-Lopez", "de la Cruz". A last middle
+    name followed by the surname ("Ana Sofia Rodriguez Hernandez") counts only up to the cut-off end
+    of a 15-character CNAM, since a middle word is as often a second given name ("John Adam Smith"
+    on file as "ADAM SMITH").
+    """
+    assert person.surname is not None
+    if len(person.surname.forms) > 1:
+        return person.surname.forms[1:], False
+    if person.middles and len(person.middles[-1].first) > 1:
+        middle = person.middles[-1]
+        return (*(middle.forms[1:] or middle.forms), person.surname.first), True
+    return (), False
+
+
+def _surname_span(person: _Person, tokens: tuple[str, ...], last: int) -> tuple[range, int] | None:
+    """The longest run of 2+ CNAM words spelling consecutive words of the double surname, in order.
+
+    Each word is exact, or a cut-off prefix of 3+ letters at the truncated end ("RODRIGUEZ HERNA").
+    Returns the run and its relation to the surname: exact, or truncated when a prefix was used.
+    """
+    compound, to_cut = _compound_surname(person)
+    best: tuple[range, int] | None = None
+    for start in range(len(tokens) - 1):
+        for offset in range(len(compound) - 1):
+            size, relation = 0, _EXACT
+            while start + size < len(tokens) and offset + size < len(compound):
+                token, word = tokens[start + size], compound[offset + size]
+                if token != word:
+                    if start + size != last or len(token) < 3 or not word.startswith(token):
+                        break
+                    relation = _TRUNCATED
+                size += 1
+            if size > 1 and (not to_cut or start + size - 1 == last) and (best is None or size > len(best[0])):
+                best = range(start, start + size), relation
+    return best
+
+
+def _person_outcome(person: _Person, cnam: _Cnam, span: tuple[range, int] | None) -> _Verdict:
+    """Best reading of the CNAM words against the supplied parts in one orientation.
+
+    `span` holds the CNAM words of the supplied double surname (`_surname_span`), if any.
+    """
     assert person.given is not None
     tokens = cnam.tokens
-    last = len(tokens) - 1 if cnam.truncated else -1
+    last = _cut_index(cnam)
     surname_rel = [_surname_relation(token, person, index == last) for index, token in enumerate(tokens)]
     given_rel = [
         _relation(token, person.given, given=True, truncated=index == last) for index, token in enumerate(tokens)
     ]
-    # The surname takes a word that supports it; the given name then takes the best remaining word.
-    # Choosing "no word" when one exists would let an initial pass for a different name.
-    surname_choices: list[int | None] = [index for index, rel in enumerate(surname_rel) if rel > _NONE] or [None]
+    # With the surname matched in full, a cut-off two-letter start of the given name is the given
+    # name truncated ("GARCIA-LOPEZ MA" for Maria), not an initial.
+    stub_rel = given_rel
+    if last >= 0 and given_rel[last] < _TRUNCATED:
+        stub = tokens[last]
+        if len(stub) >= _GIVEN_STUB_MIN and person.given.first.startswith(stub):
+            stub_rel = [*given_rel[:last], _TRUNCATED]
+    # A double surname spelled out in the CNAM takes all its words, so none of them can pose as
+    # the given name ("RODRIGUEZ HERNA" holds the surname only). Otherwise the surname takes one
+    # word that supports it; the given name then takes the best remaining word. Choosing "no word"
+    # when one exists would let an initial pass for a different name.
+    if span is not None:
+        readings = [(frozenset(span[0]), span[1])]
+    else:
+        readings = [(frozenset({index}), rel) for index, rel in enumerate(surname_rel) if rel > _NONE]
     best: _Verdict | None = None
-    for surname_at in surname_choices:
-        rest = [index for index in range(len(tokens)) if index != surname_at]
-        given_at = max(rest, key=given_rel.__getitem__, default=None)
+    for surname_at, surname in readings or [(frozenset(), _NONE)]:
+        rest = [index for index in range(len(tokens)) if index not in surname_at]
+        ranks = stub_rel if surname == _EXACT else given_rel
+        given_at = max(rest, key=ranks.__getitem__, default=None)
         leftover = [tokens[index] for index in rest if index != given_at]
-        surname = surname_rel[surname_at] if surname_at is not None else _NONE
-        given = given_rel[given_at] if given_at is not None else None
+        given = ranks[given_at] if given_at is not None else None
         outcome = _decide_person(surname, given, leftover, person, cnam)
         if best is None or outcome.rank > best.rank:
             best = outcome
@@ -572,13 +753,15 @@ def _match_person(supplied: str, cnam: _Cnam) -> _Verdict:
         return _verdict("ambiguous", 40, "supplied_name_unusable")
     if person.given is None:
         return _single_word_outcome(person, cnam)
-    outcome = _person_outcome(person, cnam)
-    if person.swappable and outcome.state != "match":
+    span = _surname_span(person, cnam.tokens, _cut_index(cnam))
+    outcome = _person_outcome(person, cnam, span)
+    if person.swappable and outcome.state != "match" and span is None:
         # Callers sometimes type "Smith Bob". CNAM order is free anyway, so the swap only matters
         # for given-name evidence (nicknames); it must win on state, not on score alone, or it
-        # would recast "JOHN" vs "John Smith" as a surname-only reading.
+        # would recast "JOHN" vs "John Smith" as a surname-only reading. A double surname found
+        # whole in the CNAM settles the order ("FERNANDEZ-GONZA" is no given name).
         swapped = _Person(person.surname, person.given, (), False, person.text)
-        alternative = _person_outcome(swapped, cnam)
+        alternative = _person_outcome(swapped, cnam, None)
         if _STATE_RANK[alternative.state] > _STATE_RANK[outcome.state]:
             outcome = alternative
     return outcome

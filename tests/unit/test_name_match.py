@@ -105,6 +105,129 @@ def test_placeholder_keeps_name_as_received() -> None:
     assert read_caller_id(" wireless caller ") == CallerId(state="placeholder", name="wireless caller", error_code=None)
 
 
+# --------------------------------------------------------------------------- carrier placeholder phrases
+
+CARRIER_PLACEHOLDERS = [
+    # No name on file.
+    pytest.param("UNKNOWN CALLER", id="unknown-caller"),
+    pytest.param("UNKNOWN NUMBER", id="unknown-number"),
+    pytest.param("NAME UNKNOWN", id="name-unknown"),
+    pytest.param("NO NAME", id="no-name"),
+    pytest.param("NOT AVAILABLE", id="not-available"),
+    pytest.param("NOT FOUND", id="not-found"),
+    pytest.param("N/A", id="n-slash-a"),
+    pytest.param("NONE", id="none"),
+    pytest.param("NULL", id="null"),
+    # The subscriber withheld the name.
+    pytest.param("PRIVATE NAME", id="private-name"),
+    pytest.param("ANONYMOUS CALLER", id="anonymous-caller"),
+    pytest.param("RESTRICTED NUMBER", id="restricted-number"),
+    pytest.param("BLOCKED CALLER", id="blocked-caller"),
+    pytest.param("BLOCKED NUMBER", id="blocked-number"),
+    pytest.param("NUMBER WITHHELD", id="number-withheld"),
+    pytest.param("UNLISTED", id="unlisted"),
+    pytest.param("UNLISTED NUMBER", id="unlisted-number"),
+    pytest.param("NON-PUBLISHED", id="non-published-hyphen"),
+    pytest.param("NONPUBLISHED", id="nonpublished"),
+    pytest.param("NON PUBLISHED", id="non-published-space"),
+    pytest.param("NON-PUB", id="non-pub"),
+    pytest.param("CONFIDENTIAL", id="confidential"),
+    # The line type instead of a name.
+    pytest.param("WIRELESS PHONE", id="wireless-phone"),
+    pytest.param("CELLULAR CALLER", id="cellular-caller"),
+    pytest.param("CELLPHONE", id="cellphone"),
+    pytest.param("MOBILE PHONE", id="mobile-phone"),
+    pytest.param("VOIP", id="voip"),
+    pytest.param("INTERNET CALLER", id="internet-caller"),
+    pytest.param("PAYPHONE", id="payphone"),
+    pytest.param("PAY PHONE", id="pay-phone"),
+    pytest.param("TOLL FREE", id="toll-free"),
+    pytest.param("TOLLFREE", id="tollfree"),
+    pytest.param("TOLL-FREE", id="toll-free-hyphen"),
+    pytest.param("TOLLFREE CALL", id="tollfree-call"),
+    pytest.param("TOLL FREE CALLER", id="toll-free-caller"),
+    pytest.param("INTL CALLER", id="intl-caller"),
+    pytest.param("OUT-OF-AREA", id="out-of-area-hyphen"),
+    pytest.param("Out Of Area", id="out-of-area-mixed-case"),
+    pytest.param("CELL PHONE   TX", id="cell-phone-padded-state"),
+    pytest.param("SPAM RISK", id="network-label-spam-risk"),
+    # Longer phrases cut at 15 characters.
+    pytest.param("NAME UNAVAILABL", id="cut-name-unavailable"),
+    pytest.param("UNAVAILABLE NAM", id="cut-unavailable-name"),
+    pytest.param("NAME NOT AVAILA", id="cut-name-not-available"),
+    pytest.param("CALLER ID BLOCK", id="cut-caller-id-blocked"),
+    pytest.param("ANONYMOUS CALLE", id="cut-anonymous-caller"),
+    pytest.param("OUT OF AREA CAL", id="cut-out-of-area-caller"),
+    pytest.param("TOLL FREE NUMBE", id="cut-toll-free-number"),
+    pytest.param("INFORMATION UNA", id="cut-information-unavailable"),
+    pytest.param("NO NAME AVAILAB", id="cut-no-name-available"),
+    pytest.param("RESTRICTED NUMB", id="cut-restricted-number"),
+    pytest.param("WIRELESS CUSTOM", id="cut-wireless-customer"),
+    # Numbers.
+    pytest.param("V4155551234", id="v-glued-to-number"),
+    pytest.param("V 415 555 1234", id="v-beside-number"),
+    pytest.param("CALLER5551234", id="generic-glued-to-digits"),
+    pytest.param("UNKNOWN 4155551234", id="generic-beside-number"),
+    # States and rate centres.
+    pytest.param("CALIFORNIA", id="state-name-alone"),
+    pytest.param("NEW YORK", id="state-name-two-words"),
+    pytest.param("North Carolina", id="state-name-mixed-case"),
+    pytest.param("AUSTIN TEXAS", id="city-state-name"),
+    pytest.param("MT SAVAGE MARYLAND", id="city-state-name-maryland-not-md-designation"),
+    pytest.param("TX AUSTIN", id="st-city-known"),
+    pytest.param("CA SAN JOSE", id="st-city-place-word"),
+    pytest.param("CEDAR RAPIDS IA", id="cut-city-st-city-word-not-double-surname"),
+    pytest.param("WALNUT CREEK CA", id="cut-city-st-creek"),
+    pytest.param("STERLING HTS MI", id="cut-city-st-abbreviated-heights"),
+    pytest.param("NEWPORT NEWS VA", id="cut-city-st-listed"),
+    pytest.param("LSAN DA 12 CA", id="city-st-lerg-abbreviation"),
+]
+
+
+@pytest.mark.parametrize("cnam", CARRIER_PLACEHOLDERS)
+def test_carrier_placeholder_phrases(cnam: str) -> None:
+    assert read_caller_id(cnam) == CallerId(state="placeholder", name=cnam, error_code=None)
+
+
+NAMES_NOT_PLACEHOLDERS = [
+    # Businesses and people whose names contain a generic word, or its first letters.
+    pytest.param("WIRELESS WORLD", id="business-wireless-world"),
+    pytest.param("TOLL BROTHERS", id="business-toll-brothers"),
+    pytest.param("H&R BLOCK", id="business-h-and-r-block"),
+    pytest.param("ANONYMOUS CONTE", id="cut-business-anonymous-content"),
+    pytest.param("CELLULAR CONNEC", id="cut-business-cellular-connection"),
+    pytest.param("INTERNATIONAL B", id="cut-business-international"),
+    pytest.param("BLOCK JOHN", id="person-surname-block"),
+    pytest.param("PAYNE JOHN", id="person-surname-payne"),
+    pytest.param("MOBLEY JOHN", id="person-surname-mobley"),
+    pytest.param("CELL JOHN", id="person-surname-cell"),
+    pytest.param("NA JUNG", id="person-surname-na"),
+    pytest.param("3M", id="business-3m-digit-is-no-phone-number"),
+    # State names that are given names or surnames.
+    pytest.param("GEORGIA", id="state-name-georgia-given-name"),
+    pytest.param("VIRGINIA", id="state-name-virginia-given-name"),
+    pytest.param("WASHINGTON", id="state-name-washington-surname"),
+    pytest.param("MONTANA", id="state-name-montana-surname"),
+    pytest.param("NGUYEN VIRGINIA", id="person-given-name-virginia"),
+    pytest.param("JONES GEORGIA", id="person-given-name-georgia"),
+    pytest.param("LEE WASHINGTON", id="person-surname-washington"),
+    # Names that start with a word that is also a state code.
+    pytest.param("MA WEI", id="person-surname-ma-first"),
+    pytest.param("DE LEON JUAN", id="person-particle-de"),
+    pytest.param("LA ROSA MARIA", id="person-particle-la"),
+    pytest.param("AL SMITH", id="person-given-name-al-first"),
+    # Double surnames cut at 15 whose given name stub is a state code.
+    pytest.param("GARCIA-LOPEZ MA", id="cut-double-surname-hyphen-ma"),
+    pytest.param("GARCIA LOPEZ MA", id="cut-double-surname-space-ma"),
+    pytest.param("RAMOS-TORRES CA", id="cut-double-surname-ca"),
+]
+
+
+@pytest.mark.parametrize("cnam", NAMES_NOT_PLACEHOLDERS)
+def test_names_near_placeholder_phrases_stay_available(cnam: str) -> None:
+    assert read_caller_id(cnam) == CallerId(state="available", name=cnam, error_code=None)
+
+
 # --------------------------------------------------------------------------- match_name
 
 
@@ -264,6 +387,57 @@ def test_match_name(
     low, high = SCORE_BANDS[state]
     assert result.score is not None
     assert low <= result.score <= high
+
+
+def surnames(case_id: str, supplied: str, cnam: str, state: str, score: int, *reasons: str):
+    """One hyphenated or double surname row: state, score and reasons are all asserted exactly."""
+    return pytest.param(supplied, cnam, state, score, list(reasons), id=case_id)
+
+
+TRUNC, INITIAL, SUR_ONLY, TYPO = "cnam_truncated", "initial_only", "surname_only", "typo_tolerated"
+
+DOUBLE_SURNAME_CASES = [
+    # Cut at 15 characters with two letters of the given name left and the surname matched in full:
+    # the stub is the given name truncated, not an initial.
+    surnames("hyphen-given-cut", "Maria Garcia-Lopez", "GARCIA-LOPEZ MA", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("hyphen-as-space", "Maria Garcia-Lopez", "GARCIA LOPEZ MA", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("two-surnames", "Maria Garcia Lopez", "GARCIA LOPEZ MA", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("space-as-hyphen", "Maria Garcia Lopez", "GARCIA-LOPEZ MA", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("with-middle-name", "Maria Jose Garcia-Lopez", "GARCIA-LOPEZ MA", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("both-hyphenated", "Mary-Jane Watson-Smith", "WATSON-SMITH MA", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("single-surname-stub", "Julia Christophers", "CHRISTOPHERS JU", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("single-surname-cut", "George Washington", "WASHINGTON GEOR", "match", 95, SUR, GIVEN, TRUNC),
+    # ... but a two-letter stub that is no prefix of the given name is another given name,
+    surnames("other-given-stub", "Maria Garcia-Lopez", "GARCIA-LOPEZ JU", "partial_match", 70, SUR, GIVEN_X),
+    surnames("non-prefix-stub", "Maria Garcia-Lopez", "GARCIA-LOPEZ MO", "partial_match", 70, SUR, GIVEN_X),
+    # a surname only typo'd keeps the stub an initial, and an uncut CNAM holds a whole word, no stub.
+    surnames("typo-surname-stub", "Julia Christofers", "CHRISTOPHERS JU", "ambiguous", 55, SUR, INITIAL, TYPO),
+    surnames("short-cnam-not-cut", "Mark Smith", "SMITH MA", "partial_match", 70, SUR, GIVEN_X),
+    # Only an initial survives.
+    surnames("initial", "Jean-Pierre Dubois-Martin", "DUBOIS-MARTIN J", "ambiguous", 55, SUR, INITIAL),
+    surnames("initial-space", "Jean-Pierre Dubois-Martin", "DUBOIS MARTIN J", "ambiguous", 55, SUR, INITIAL),
+    # The given name is cut off entirely: the surname only, never a household member named HERNA.
+    surnames("cut-second", "Ana Sofia Rodriguez Hernandez", "RODRIGUEZ HERNA", "ambiguous", 50, SUR, SUR_ONLY, TRUNC),
+    surnames("cut-hyphen", "Ana Sofia Rodriguez-Hernandez", "RODRIGUEZ-HERNA", "ambiguous", 50, SUR, SUR_ONLY, TRUNC),
+    surnames("cut-two-given", "Jose Luis Martinez Gutierrez", "MARTINEZ GUTIER", "ambiguous", 50, SUR, SUR_ONLY, TRUNC),
+    surnames("not-reversed", "Elizabeth Fernandez-Gonzalez", "FERNANDEZ-GONZA", "ambiguous", 50, SUR, SUR_ONLY, TRUNC),
+    surnames("uncut-surname-only", "Maria Garcia-Lopez", "GARCIA LOPEZ", "ambiguous", 50, SUR, SUR_ONLY),
+    # A given name that survives the cut.
+    surnames("given-cut", "Christopher Smith-Jones", "SMITH-JONES CHR", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("given-cut-space", "Christopher Smith Jones", "SMITH JONES CHR", "match", 95, SUR, GIVEN, TRUNC),
+    surnames("particle-surname", "Juan de la Cruz", "DE LA CRUZ JUAN", "match", 100, SUR, GIVEN),
+    surnames("one-of-two-surnames", "Maria Garcia-Lopez", "LOPEZ MARIA", "match", 100, SUR, GIVEN),
+    # The cut-off end of the surname is no given name: "MAR" is not Maria, "JOHN" is not John.
+    surnames("stub-not-given", "Maria Dubois-Martin", "JOHN DUBOIS-MAR", "partial_match", 65, SUR, GIVEN_X, TRUNC),
+    surnames("stub-not-given-2", "John Hill-Johnson", "MARIA HILL-JOHN", "partial_match", 65, SUR, GIVEN_X, TRUNC),
+    # A middle name is as often a second given name, so an uncut CNAM keeps the household reading.
+    surnames("middle-not-surname", "John Adam Smith", "ADAM SMITH", "partial_match", 70, SUR, GIVEN_X),
+]
+
+
+@pytest.mark.parametrize(("supplied", "cnam", "state", "score", "reasons"), DOUBLE_SURNAME_CASES)
+def test_double_and_hyphenated_surnames(supplied: str, cnam: str, state: str, score: int, reasons: list[str]) -> None:
+    assert _run(supplied, cnam, "person", None) == NameMatch(state=state, score=score, reasons=reasons)
 
 
 UNAVAILABLE_CASES = [
