@@ -2,18 +2,84 @@
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
+import re
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import structlog
 
-_SECRET_FIELDS = {"authorization", "api_key", "key", "token", "password", "secret"}
+_REDACTED = "[redacted]"
+_SECRET_NAME = re.compile(r"secret|token|passw(?:or)?d|key")
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "x-api-key", "cookie", "set-cookie"})
+# Names that contain "key" yet hold no secret: a key's id and its display prefix identify a key without granting
+# access, an Idempotency-Key is the client's request id, `keys` is a count. Keys quoted in them are still scrubbed.
+_NOT_SECRET = frozenset({"key_id", "key_prefix", "idempotency_key", "keys"})
+# Matched against the rendered JSON line, hence a token that stops at a quote or an escape.
+_SECRET_TEXT = re.compile(
+    r"(?i)(bearer\s+)[^\s\"\\]+"
+    # A key's display prefix (ApiKey.display_prefix, at most eight characters after the environment) is shown to its
+    # owner and kept; a longer run is taken for a key.
+    r"|((?:sy|pc)_(?:live|test)_|whsec_)[\w+/=-]{9,}"
+)
+
+
+@functools.lru_cache(maxsize=1024)  # the same few field names come back on every line
+def _is_secret_name(name: object) -> bool:
+    if isinstance(name, bytes):
+        name = name.decode("latin-1")
+    if not isinstance(name, str):
+        return False
+    name = name.lower()
+    return name.replace("-", "_") not in _NOT_SECRET and (name in _SECRET_HEADERS or bool(_SECRET_NAME.search(name)))
+
+
+def _redacted_items(mapping: Mapping[Any, Any]) -> dict[Any, Any]:
+    """The items of `mapping` that redaction changes, with their new values."""
+    changed = {}
+    for name, value in mapping.items():
+        clean = _REDACTED if _is_secret_name(name) else _clean(value)
+        if clean is not value:
+            changed[name] = clean
+    return changed
+
+
+def _clean(value: object) -> object:
+    """`value` with its fields named like secrets redacted: the very same object when it has none (no copy)."""
+    if isinstance(value, (str, int, float)) or value is None:  # most values: spared the slower Mapping check
+        return value
+    if isinstance(value, (list, tuple)):
+        # Headers as ASGI and httpx give them: (name, value) pairs.
+        if len(value) == 2 and isinstance(value[0], (str, bytes)) and _is_secret_name(value[0]):
+            return [value[0], _REDACTED]
+        items = [_clean(item) for item in value]
+        return value if all(new is old for new, old in zip(items, value, strict=True)) else items
+    if isinstance(value, Mapping):
+        changed = _redacted_items(value)
+        return {**value, **changed} if changed else value
+    return value
 
 
 def _drop_secrets(_: object, __: str, event: structlog.typing.EventDict) -> structlog.typing.EventDict:
-    for name in _SECRET_FIELDS & event.keys():
-        event[name] = "[redacted]"
+    """Redact the fields named like secrets, at any depth."""
+    event.update(_redacted_items(event))
     return event
+
+
+def _scrub(line: str) -> str:
+    """`line` without the keys and bearer tokens quoted in it, whichever field (exception, message, repr) holds them."""
+    lowered = line.lower()
+    # Every match holds one of these, and looking for them is far cheaper than the search: this runs on every line.
+    if "bearer" not in lowered and "_live_" not in lowered and "_test_" not in lowered and "whsec_" not in lowered:
+        return line
+    return _SECRET_TEXT.sub(lambda found: (found.group(1) or found.group(2)) + _REDACTED, line)
+
+
+def _dumps(event: structlog.typing.EventDict, **kw: Any) -> str:
+    return _scrub(json.dumps(event, **kw))
 
 
 def configure(level: str = "info") -> None:
@@ -23,16 +89,17 @@ def configure(level: str = "info") -> None:
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
-        _drop_secrets,
     ]
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=shared,
+            # Redaction comes last, so it sees every line, ours and the libraries', with its exception rendered.
             processors=[
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 structlog.processors.format_exc_info,
-                structlog.processors.JSONRenderer(),
+                _drop_secrets,
+                structlog.processors.JSONRenderer(serializer=_dumps),
             ],
         )
     )
