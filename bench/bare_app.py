@@ -1,5 +1,5 @@
 """The baseline for bench/phone.py: a bare Litestar `POST /v1/verify` that authenticates the bearer key exactly as the
-phone gateway does (the gateway's own `Authenticator`, same database, same cache TTL) and answers a canned
+phone gateway does (the gateway's own authenticator, same database) and answers a canned
 VerifyResult. No rate limit, no idempotency, no database write, no Kafka: what is left is HTTP, Litestar and auth.
 
     python bench/bare_app.py --port 8101 --database-url sqlite+aiosqlite:////path/to/signalyard.db \
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -21,11 +22,11 @@ from typing import Any
 
 from litestar import Litestar, Request, Response, get, post
 
-from gateway.phone.auth import Authenticator, authorize
+from gateway.phone.auth import authorize, phone_authenticator
 from gateway.phone.errors import EXCEPTION_HANDLERS
 from signalyard import bootstrap, logs
-from signalyard.settings import Settings
-from storage.db import Database
+from signalyard.settings import PlatformSettings, load
+from storage.common.db import Database
 from topics.phone import SKU
 
 JSON = "application/json"
@@ -61,12 +62,12 @@ def sample_result() -> bytes:
     return msgspec.json.encode(result)
 
 
-def create_bare_app(db: Database, auth_cache_s: float, canned: bytes) -> Litestar:
-    auth = Authenticator(db, auth_cache_s)
+def create_bare_app(db: Database, canned: bytes) -> Litestar:
+    auth = phone_authenticator(db)
 
     @post("/v1/verify", status_code=200)
     async def verify(request: Request[Any, Any, Any]) -> Response[bytes]:
-        owner = await auth.owner(request.headers.get("authorization"))
+        owner = await auth.owner(request.headers)
         authorize(owner, "verify", SKU)
         return Response(canned, media_type=JSON)
 
@@ -83,10 +84,10 @@ def create_bare_app(db: Database, auth_cache_s: float, canned: bytes) -> Litesta
     )
 
 
-async def serve(args: argparse.Namespace, settings: Settings, canned: bytes) -> None:
+async def serve(args: argparse.Namespace, settings: PlatformSettings, canned: bytes) -> None:
     db = Database(args.database_url)
-    app = create_bare_app(db, settings.auth_cache_s, canned)
-    await bootstrap.serve(app, args.host or settings.host, args.port)
+    app = create_bare_app(db, canned)
+    await bootstrap.serve([bootstrap.Listener(app, args.host or settings.host, args.port)])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", required=True, help="the stack's database (SQLAlchemy async URL)")
     parser.add_argument("--response", type=Path, help="file with the canned VerifyResult JSON (default: built here)")
     args = parser.parse_args(argv)
-    settings = Settings()
+    settings = load(PlatformSettings, os.environ)
     logs.configure(settings.log_level)
     canned = args.response.read_bytes() if args.response else sample_result()
     try:

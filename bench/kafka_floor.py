@@ -6,7 +6,7 @@
 Each round trip is what a verify does on the broker: publish a VerificationRequested keyed by its number to a
 topic read by a consumer group, whose batch handler publishes a VerificationCompleted carrying a real result
 (`--result`, as the stack's processor does) to a second topic, read by a subscriber without a group, which wakes the
-waiting caller. Same client (FastStream on aiokafka), same producer and consumer settings (`topics.client`), same
+waiting caller. Same client (FastStream on aiokafka), same producer and consumer settings (`topics.common.client`), same
 partition count, the same broker. N callers run it in a closed loop, in this one process, on uvloop.
 
 So nothing the stack does could make it faster than this on this broker: the floor's round trips per second divided
@@ -31,9 +31,9 @@ import uvloop
 from fast_depends.msgspec import MsgSpecSerializer
 from faststream.kafka import KafkaBroker
 
-from signalyard.settings import Settings
-from topics.admin import ensure_topics
-from topics.client import LINGER_MS, batch_subscription
+from signalyard.settings import PlatformSettings
+from topics.common.admin import ensure_topics
+from topics.common.client import LINGER_MS, batch_subscription
 from topics.phone import VerificationCompleted, VerificationRequested, VerifyResult, partition_key
 
 
@@ -167,7 +167,7 @@ def main() -> None:
     parser.add_argument(
         "--partitions",
         type=int,
-        default=Settings().partitions(embedded=True),
+        default=PlatformSettings().partitions(embedded=True),
         help="partitions of each topic (default: what `signalyard up` gives its topics on the embedded broker)",
     )
     parser.add_argument("--result", type=Path, help="a VerifyResult JSON to carry on the completed topic")

@@ -51,7 +51,7 @@ except ImportError:  # pragma: no cover - the stdlib loop works, only slower
 
 import phonenumbers
 
-from storage.db import sqlite_url
+from storage.common.db import sqlite_url
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

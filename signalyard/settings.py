@@ -1,78 +1,149 @@
-"""Settings, read once from the environment."""
+"""Settings: typed groups (the platform's, then one per service), read once from the environment and checked when a
+process starts. A bad value stops the process with one line naming the variable and what it accepts."""
 
 from __future__ import annotations
 
-import os
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
+
+from limits import parse_many
+
+G = TypeVar("G")
 
 
-def _env(name: str, default: str | None = None) -> str | None:
-    value = os.environ.get(name)
-    return value if value not in (None, "") else default
+class SettingError(ValueError):
+    """One setting's value is not acceptable; the message is the one line the operator sees."""
+
+
+def setting(env: str, default: Any, parse: Callable[[str], Any]) -> Any:
+    """A field read from the environment variable `env` with `parse` (which raises ValueError saying what it
+    accepts); unset or empty: `default`."""
+    return field(default=default, metadata={"env": env, "parse": parse})
+
+
+def load(group: type[G], environ: Mapping[str, str]) -> G:
+    """A settings group from the environment; raises SettingError for the first bad value."""
+    values: dict[str, Any] = {}
+    for spec in dataclasses.fields(group):  # type: ignore[arg-type]
+        raw = environ.get(spec.metadata["env"], "")
+        if raw == "":
+            continue
+        try:
+            values[spec.name] = spec.metadata["parse"](raw)
+        except ValueError as error:
+            raise SettingError(f"{spec.metadata['env']}={raw!r} is not valid: expected {error}") from None
+    return group(**values)
+
+
+def documented(group: type[Any]) -> list[tuple[str, Any]]:
+    """(variable, default) of every field of a group, for docs and checks."""
+    return [(spec.metadata["env"], spec.default) for spec in dataclasses.fields(group)]
+
+
+# Parsers: each returns the typed value or raises ValueError saying what it accepts.
+
+
+def text(raw: str) -> str:
+    return raw
+
+
+def port(raw: str) -> int:
+    value = _number(int, raw, "a port number (1-65535)")
+    if not 1 <= value <= 65535:
+        raise ValueError("a port number (1-65535)")
+    return value
+
+
+def positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    what = f"a {'whole ' if kind is int else ''}number greater than 0"
+
+    def parse(raw: str) -> Any:
+        value = _number(kind, raw, what)
+        if value <= 0:
+            raise ValueError(what)
+        return value
+
+    return parse
+
+
+def at_least(kind: type[int] | type[float], low: float) -> Callable[[str], Any]:
+    what = f"a {'whole ' if kind is int else ''}number of at least {low:g}"
+
+    def parse(raw: str) -> Any:
+        value = _number(kind, raw, what)
+        if value < low:
+            raise ValueError(what)
+        return value
+
+    return parse
+
+
+def one_of(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if raw.lower() not in choices:
+            raise ValueError(f"one of {', '.join(choices)}")
+        return raw.lower()
+
+    return parse
+
+
+def rate_limits(raw: str) -> str:
+    """`limits` notation: one or more windows, e.g. 50/second or 100/minute;6000/hour."""
+    try:
+        parse_many(raw)
+    except ValueError:
+        raise ValueError("a rate limit such as 50/second, or several such as 100/minute;6000/hour") from None
+    return raw
+
+
+def url(*schemes: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        if not raw.startswith(tuple(f"{scheme}://" for scheme in schemes)) or raw.endswith("://"):
+            raise ValueError(f"a URL starting with {' or '.join(f'{scheme}://' for scheme in schemes)}")
+        return raw
+
+    return parse
+
+
+def _number(kind: type[int] | type[float], raw: str, what: str) -> Any:
+    try:
+        return kind(raw)
+    except ValueError:
+        raise ValueError(what) from None
 
 
 @dataclass(frozen=True)
-class Settings:
-    data_dir: Path = field(default_factory=lambda: Path(_env("SIGNALYARD_DATA_DIR", ".signalyard") or ".signalyard"))
-    """Where the embedded SQLite file lives (SIGNALYARD_DATA_DIR, default ./.signalyard)."""
-    database_url: str | None = field(default_factory=lambda: _env("SIGNALYARD_DATABASE_URL"))
+class PlatformSettings:
+    """What every service's processes share."""
+
+    data_dir: Path = setting("SIGNALYARD_DATA_DIR", Path(".signalyard"), Path)
+    """Where the embedded SQLite file, the broker log and the demo keys live."""
+    database_url: str | None = setting("SIGNALYARD_DATABASE_URL", None, url("sqlite+aiosqlite", "postgresql+asyncpg"))
     """SQLAlchemy URL replacing the embedded SQLite file, e.g. postgresql+asyncpg://user@host/db."""
-    kafka_bootstrap: str | None = field(default_factory=lambda: _env("SIGNALYARD_KAFKA_BOOTSTRAP"))
+    kafka_bootstrap: str | None = setting("SIGNALYARD_KAFKA_BOOTSTRAP", None, text)
     """Kafka bootstrap servers replacing the embedded broker, e.g. kafka:9092."""
-    redis_url: str | None = field(default_factory=lambda: _env("SIGNALYARD_REDIS_URL"))
+    redis_url: str | None = setting("SIGNALYARD_REDIS_URL", None, url("redis", "rediss", "async+redis"))
     """Redis for rate limits shared by several gateways (default: in process memory)."""
-    host: str = field(default_factory=lambda: _env("SIGNALYARD_HOST", "127.0.0.1") or "127.0.0.1")
-    """Address the gateways listen on."""
-    phone_port: int = field(default_factory=lambda: int(_env("SIGNALYARD_PHONE_PORT", "8001") or 8001))
-    """Port of the phone gateway."""
-    topic_prefix: str = field(default_factory=lambda: _env("SIGNALYARD_TOPIC_PREFIX", "") or "")
+    host: str = setting("SIGNALYARD_HOST", "127.0.0.1", text)
+    """Address the gateways and metrics endpoints listen on."""
+    topic_prefix: str = setting("SIGNALYARD_TOPIC_PREFIX", "", text)
     """Prefix for every topic name (lets several deployments or test runs share one cluster)."""
-    topic_partitions: int | None = field(
-        default_factory=lambda: int(p) if (p := _env("SIGNALYARD_TOPIC_PARTITIONS")) else None
-    )
+    topic_partitions: int | None = setting("SIGNALYARD_TOPIC_PARTITIONS", None, positive(int))
     """Partitions of topics this launcher creates; the ceiling on useful processor replicas. Unset: 8 on a configured
     Kafka, 1 on the embedded broker (one machine, one processor; every partition adds fetch latency there)."""
-    phone_wait_ms: int = field(default_factory=lambda: int(_env("SIGNALYARD_PHONE_WAIT_MS", "5000") or 5000))
-    """How long POST /verify waits for its result before answering 202."""
-    publish_timeout_s: float = field(default_factory=lambda: float(_env("SIGNALYARD_PUBLISH_TIMEOUT_S", "2") or 2))
+    publish_timeout_s: float = setting("SIGNALYARD_PUBLISH_TIMEOUT_S", 2.0, positive(float))
     """How long a publish may wait for the broker; past it the stored request is left to the sweeper."""
-    phone_rate_limit: str = field(
-        default_factory=lambda: _env("SIGNALYARD_PHONE_RATE_LIMIT", "50/second") or "50/second"
-    )
-    """Rate limit per API key, in the `limits` notation (e.g. 50/second, 1000/minute)."""
-    auth_cache_s: float = field(default_factory=lambda: float(_env("SIGNALYARD_AUTH_CACHE_S", "5") or 5))
-    """How long a key's owner is cached: the delay before a revocation or suspension takes effect."""
-    sweep_after_s: float = field(default_factory=lambda: float(_env("SIGNALYARD_SWEEP_AFTER_S", "30") or 30))
+    sweep_after_s: float = setting("SIGNALYARD_SWEEP_AFTER_S", 30.0, positive(float))
     """A request pending this long is published again by the sweeper."""
-    sweep_every_s: float = field(default_factory=lambda: float(_env("SIGNALYARD_SWEEP_EVERY_S", "5") or 5))
+    sweep_every_s: float = setting("SIGNALYARD_SWEEP_EVERY_S", 5.0, positive(float))
     """How often the sweeper looks."""
-    sandbox_slow_ms: int = field(default_factory=lambda: int(_env("SIGNALYARD_SANDBOX_SLOW_MS", "6000") or 6000))
-    """How long the sandbox's slow magic number takes (longer than the wait: it shows the 202 path)."""
-    carrier_lookup_url: str = field(
-        default_factory=lambda: (
-            _env("SIGNALYARD_CARRIER_LOOKUP_URL", "https://lookups.twilio.com") or "https://lookups.twilio.com"
-        )
-    )
-    """Base URL of the Twilio Lookup v2 compatible carrier lookup used by live keys."""
-    carrier_lookup_sid: str | None = field(default_factory=lambda: _env("SIGNALYARD_CARRIER_LOOKUP_SID"))
-    """Account SID for the carrier lookup (basic auth user); unset: live requests get 503 provider_unconfigured."""
-    carrier_lookup_token: str | None = field(default_factory=lambda: _env("SIGNALYARD_CARRIER_LOOKUP_TOKEN"))
-    """Auth token for the carrier lookup (basic auth password)."""
-    carrier_lookup_timeout_s: float = field(
-        default_factory=lambda: float(_env("SIGNALYARD_CARRIER_LOOKUP_TIMEOUT_S", "3") or 3)
-    )
-    """Timeout of one carrier lookup attempt."""
-    carrier_lookup_retries: int = field(
-        default_factory=lambda: int(_env("SIGNALYARD_CARRIER_LOOKUP_RETRIES", "2") or 2)
-    )
-    """Retries after a timeout or 5xx before the request fails with provider_unavailable."""
-    processor_metrics_port: int | None = field(
-        default_factory=lambda: int(p) if (p := _env("SIGNALYARD_PROCESSOR_METRICS_PORT")) else None
-    )
+    processor_metrics_port: int | None = setting("SIGNALYARD_PROCESSOR_METRICS_PORT", None, port)
     """Port of the /metrics endpoint of a processors-only process (unset: none)."""
-    log_level: str = field(default_factory=lambda: _env("SIGNALYARD_LOG_LEVEL", "info") or "info")
-    """Log level (debug, info, warning, error)."""
+    log_level: str = setting("SIGNALYARD_LOG_LEVEL", "info", one_of("debug", "info", "warning", "error"))
+    """Log level."""
 
     def partitions(self, *, embedded: bool) -> int:
         """Partitions for the topics this launcher creates (see `topic_partitions`)."""
@@ -83,3 +154,16 @@ class Settings:
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / "signalyard.db"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every group: the platform's, and each registered service's by name."""
+
+    platform: PlatformSettings
+    services: Mapping[str, Any]
+
+
+def load_settings(environ: Mapping[str, str], groups: Mapping[str, type[Any]]) -> Settings:
+    """Every group from the environment; raises SettingError for the first bad value."""
+    return Settings(load(PlatformSettings, environ), {name: load(group, environ) for name, group in groups.items()})

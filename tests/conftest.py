@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -18,10 +19,14 @@ from sqlalchemy.engine import make_url
 
 from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker, free_port
-from signalyard.settings import Settings
-from storage import tenants
-from storage.db import Database
+from signalyard.service import topics_of
+from signalyard.services import phone
+from signalyard.services.phone import PhoneSettings
+from signalyard.settings import PlatformSettings, Settings
+from storage.common.db import Database
+from storage.phone import tenants
 from tests.peers.twilio import TwilioLookupServer
+from topics.phone import PhoneTopics
 
 logs.configure("warning")
 PG_URL = os.environ.get("SIGNALYARD_TEST_DATABASE_URL")
@@ -73,27 +78,36 @@ class fresh_postgres_database:
         await connection.close()
 
 
+_PLATFORM_FIELDS = {spec.name for spec in dataclasses.fields(PlatformSettings)}
+
+
 def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer | None, **overrides: Any) -> Settings:
-    values: dict[str, Any] = {
+    """Settings of a test stack; `overrides` name platform fields, or phone fields with or without `phone_`."""
+    platform: dict[str, Any] = {
         "data_dir": data_dir,
         "database_url": database_url,
         "topic_prefix": f"t{uuid.uuid4().hex[:8]}.",
         "topic_partitions": 4,
-        "phone_port": free_port(),
-        "phone_wait_ms": 2000,
-        "phone_rate_limit": "1000/second",
-        "auth_cache_s": 0,
-        "sandbox_slow_ms": 2500,
         "sweep_after_s": 30,
         "sweep_every_s": 1,
+    }
+    phone: dict[str, Any] = {
+        "port": free_port(),
+        "wait_ms": 2000,
+        "rate_limit": "1000/second",
+        "sandbox_slow_ms": 2500,
         "carrier_lookup_url": twilio.base_url if twilio else "http://127.0.0.1:9",
         "carrier_lookup_sid": TWILIO_SID,
         "carrier_lookup_token": TWILIO_TOKEN,
         "carrier_lookup_timeout_s": 0.5,
         "carrier_lookup_retries": 1,
     }
-    values.update(overrides)
-    return Settings(**values)
+    for name, value in overrides.items():
+        if name in _PLATFORM_FIELDS:
+            platform[name] = value
+        else:
+            phone[name.removeprefix("phone_")] = value
+    return Settings(PlatformSettings(**platform), {"phone": PhoneSettings(**phone)})
 
 
 @dataclass
@@ -112,6 +126,10 @@ class Stack:
     base_url: str
     client: httpx.AsyncClient
     platform: bootstrap.Platform
+
+    @property
+    def topics(self) -> PhoneTopics:
+        return PhoneTopics(self.settings.platform.topic_prefix)
 
     async def new_tenant(
         self, *, scopes: list[str] | None = None, skus: list[str] | None = None, spend_cap: int | None = None
@@ -179,31 +197,28 @@ class running_stack:
     async def __aenter__(self) -> Stack:
         import uvicorn
 
-        self._platform = bootstrap.platform(self.settings, bootstrap=self.bootstrap)
+        group: PhoneSettings = self.settings.services["phone"]
+        topics = topics_of([phone.SERVICE], self.settings.platform.topic_prefix)
+        self._platform = bootstrap.platform(self.settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
         p = await self._platform.__aenter__()
-        app = bootstrap.phone_gateway(p)
-        self.processor = bootstrap.phone_processor(p) if self.with_processor else None
+        app = phone.gateway(p, group)
+        self.sweepers = phone.processors(p, group) if self.with_processor else []
         await p.broker.start()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.settings.phone_port, log_config=None, access_log=False)
-        self._server = uvicorn.Server(config)
-        self._server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+        config = uvicorn.Config(app, host="127.0.0.1", port=group.port, log_config=None, access_log=False)
+        self._server = bootstrap.Server(config)
         self._serving = asyncio.create_task(self._server.serve())
-        self._sweeper = (
-            asyncio.create_task(bootstrap.sweep_forever(self.processor, self.settings.sweep_every_s))
-            if self.processor
-            else None
-        )
+        self._sweeping = bootstrap.run_sweepers(self.sweepers, self.settings.platform.sweep_every_s)
         while not self._server.started:
             await asyncio.sleep(0.02)
-        base_url = f"http://127.0.0.1:{self.settings.phone_port}"
+        base_url = f"http://127.0.0.1:{group.port}"
         self._client = httpx.AsyncClient(base_url=base_url, timeout=30)
-        if self.processor:
+        if self.with_processor:
             await _wait_for_processor(self._client, p)
         return Stack(self.settings, p.db, base_url, self._client, p)
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._sweeper:
-            self._sweeper.cancel()
+        for task in self._sweeping:
+            task.cancel()
         await self._client.aclose()
         self._server.should_exit = True
         await self._serving

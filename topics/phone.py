@@ -6,6 +6,8 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
+from topics.common.asyncapi import Channel
+
 VERIFICATION_REQUESTED = "phone.verification.requested"
 """A gateway accepted a verify request and stored it as `pending`; a processor must look it up."""
 VERIFICATION_COMPLETED = "phone.verification.completed"
@@ -17,6 +19,15 @@ ResultState = Literal["completed", "unavailable", "error"]
 FailureStatus = Literal["failed", "rejected", "pending_reconciliation"]
 Disposition = Literal["billable", "not_billable", "pending_reconciliation"]
 SKU: Final = "core_phone"
+
+RequestId = Annotated[
+    str, msgspec.Meta(extra_json_schema={"format": "uuid", "examples": ["3f6c2a4e-8d1b-4c7a-9e2f-5b0d7a9c1e44"]})
+]
+"""A request's id: a UUID (documentation only: no validation)."""
+Timestamp = Annotated[
+    str, msgspec.Meta(extra_json_schema={"format": "date-time", "examples": ["2026-11-23T14:02:11.482913Z"]})
+]
+"""An instant in ISO 8601 / RFC 3339, in UTC with a `Z` (documentation only: no validation)."""
 
 
 class PhoneTopics(msgspec.Struct, frozen=True):
@@ -97,7 +108,7 @@ class Provenance(msgspec.Struct, kw_only=True):
     provider: Literal["carrier_lookup", "sandbox"]
     sku: str
     cache_hit: bool
-    attempted_at: str
+    attempted_at: Timestamp
 
 
 class Billing(msgspec.Struct, kw_only=True):
@@ -110,10 +121,10 @@ class Billing(msgspec.Struct, kw_only=True):
 class VerifyResult(msgspec.Struct, kw_only=True):
     """The contract's VerifyResult (section 2.2), exactly as the API returns it."""
 
-    request_id: str
+    request_id: RequestId
     environment: Environment
-    created_at: str
-    completed_at: str | None
+    created_at: Timestamp
+    completed_at: Timestamp | None
     product_version: str
     rule_version: str
     result_state: ResultState
@@ -136,7 +147,7 @@ class ErrorDetail(msgspec.Struct, kw_only=True):
 class StoredRequestFailure(msgspec.Struct, kw_only=True):
     """The contract's StoredRequestFailure (section 2.3)."""
 
-    request_id: str
+    request_id: RequestId
     status: FailureStatus
     error: ErrorDetail
     billing_disposition: Disposition | None
@@ -153,8 +164,16 @@ class VerificationCompleted(msgspec.Struct, frozen=True, kw_only=True):
     failure: StoredRequestFailure | None = None
 
 
-MESSAGES: dict[str, type[msgspec.Struct]] = {
-    VERIFICATION_REQUESTED: VerificationRequested,
-    VERIFICATION_COMPLETED: VerificationCompleted,
-}
-"""Every phone topic and the one message type it carries (source of the AsyncAPI document)."""
+def channels(prefix: str = "") -> dict[str, Channel]:
+    """Every phone topic under `prefix`, and the one message type it carries."""
+    key = "the phone number in E.164, so one number's messages stay in order"
+    return {
+        prefix + VERIFICATION_REQUESTED: Channel(
+            VerificationRequested,
+            "A gateway accepted a verify request (stored as pending); processors consume it.",
+            key,
+        ),
+        prefix + VERIFICATION_COMPLETED: Channel(
+            VerificationCompleted, "A request reached its outcome; stream consumers may subscribe.", key
+        ),
+    }

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 import phonenumbers
@@ -17,32 +16,59 @@ from litestar import Controller, Litestar, Request, Response, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig, ResponseSpec
 from litestar.openapi.plugins import ScalarRenderPlugin
-from litestar.openapi.spec import Components, SecurityScheme
-from litestar.params import FromPath
+from litestar.openapi.spec import Components, Link, OpenAPIFormat, OpenAPIType, Schema, SecurityScheme
+from litestar.openapi.spec import Example as OpenAPIExample
+from litestar.params import Parameter
 from litestar.types import ASGIApp
 
-from gateway.phone.auth import Authenticator, authorize
+from gateway.common.auth import KeyAuthenticator
+from gateway.common.http import ReadinessCheck, health_routes, observe
+from gateway.common.idempotency import IdempotencyRules, body_hash
+from gateway.common.openapi import (
+    MsgspecSchemaPlugin,
+    documented_body,
+    documented_operation,
+    error_responses,
+    example,
+    header,
+    query,
+    response,
+    retry_after,
+)
+from gateway.common.waiter import ResultWaiter, within
+from gateway.phone.auth import authorize
 from gateway.phone.enforcement import Enforcement, seconds_to_next_month
-from gateway.phone.errors import EXCEPTION_HANDLERS, ErrorEnvelope, PhoneError, error_response, invalid_body
-from gateway.phone.schemas import Pending, Period, SkuUsage, UsageSummary, VerifyRequest
-from gateway.phone.waiter import ResultWaiter, within
-from gateway.platform import ReadinessCheck, health_routes, observe
-from storage import phone as requests
-from storage.batching import GroupCommit
-from storage.db import Database
-from storage.models import PhoneRequest
-from storage.tenants import KeyOwner
+from gateway.phone.errors import EXCEPTION_HANDLERS, STATUS, ErrorEnvelope, PhoneError, error_response, invalid_body
+from gateway.phone.schemas import (
+    ERROR_EXAMPLES,
+    FAILURE_EXAMPLE,
+    PENDING_EXAMPLE,
+    USAGE_EXAMPLE,
+    VERIFY_REQUEST_EXAMPLES,
+    VERIFY_RESULT_EXAMPLES,
+    Pending,
+    Period,
+    SkuUsage,
+    UsageSummary,
+    VerifyRequest,
+)
+from storage.common.batching import GroupCommit
+from storage.common.db import Database
+from storage.phone import requests
+from storage.phone.models import PhoneRequest
+from storage.phone.tenants import KeyOwner
 from topics.phone import SKU, StoredRequestFailure, VerificationRequested, VerifyResult
 
 log = structlog.get_logger("signalyard.gateway.phone")
 
 API_VERSION = "2026-10-15.2"
+MAX_BODY_BYTES = 16 * 1024
+"""The largest valid verify body is under 1 KiB; a longer one answers 413 before its excess is read."""
 Publish = Callable[[VerificationRequested], Awaitable[None]]
 Accept = Callable[[dict[str, Any]], Awaitable[bool]]
 JSON = "application/json"
 
 _decode_verify = msgspec.json.Decoder(VerifyRequest).decode
-_canonical = msgspec.json.Encoder(order="sorted").encode
 _pending = msgspec.json.Encoder().encode
 
 
@@ -51,7 +77,7 @@ class PhoneGateway:
     """Everything the phone routes need, wired once by the launcher."""
 
     db: Database
-    auth: Authenticator
+    auth: KeyAuthenticator[KeyOwner]
     enforcement: Enforcement
     waiter: ResultWaiter
     publish: Publish
@@ -89,16 +115,20 @@ def parse_us_number(text: str) -> phonenumbers.PhoneNumber:
     return number
 
 
+IDEMPOTENCY = IdempotencyRules(
+    required=True,
+    missing=lambda: PhoneError("missing_idempotency_key", "the Idempotency-Key header is required"),
+    malformed=lambda reason: PhoneError("invalid_request", reason, details={"field": "Idempotency-Key"}),
+    conflict=lambda original: PhoneError(
+        "idempotency_conflict", "this Idempotency-Key was used with a different body", request_id=original.id
+    ),
+)
+"""Phone's keys: required, scoped to the key's tenant and environment (the request row's unique index)."""
+
+
 def idempotency_key_of(request: Request[Any, Any, Any]) -> str:
-    key = request.headers.get("idempotency-key")
-    if key is None:
-        raise PhoneError("missing_idempotency_key", "the Idempotency-Key header is required")
-    if not 1 <= len(key) <= 128 or not all(" " <= char <= "~" for char in key):
-        raise PhoneError(
-            "invalid_request",
-            "Idempotency-Key must be 1 to 128 printable characters",
-            details={"field": "Idempotency-Key"},
-        )
+    key = IDEMPOTENCY.key_in(request.headers)
+    assert key is not None  # required: a missing key has raised
     return key
 
 
@@ -117,7 +147,92 @@ def answer_for(row: requests.StoredRequest, *, replay_failure_as_error: bool) ->
     )
 
 
-_ERRORS = {status: ResponseSpec(ErrorEnvelope, description="Error envelope") for status in (400, 401, 403, 404)}
+# The OpenAPI document (`/docs/openapi.json`). The routes read their headers, query and body themselves, in the order
+# the contract fixes; what they read is declared here for the document only (gateway.common.openapi).
+
+_ERROR_DESCRIPTIONS = {
+    400: "`invalid_request` (`details.field` names the offending body property, header or parameter) or "
+    "`missing_idempotency_key`",
+    401: "`unauthorized`: no API key, or an unknown, revoked or expired one",
+    403: "`tenant_suspended`, `forbidden_scope` (the key lacks the route's scope) or `forbidden_sku`",
+    404: "`not_found`",
+    409: "`idempotency_conflict`: the Idempotency-Key was used with a different body, or the number has a check "
+    "still pending or awaiting reconciliation (`request_id` names it)",
+    413: "`invalid_request`: the body is over the size limit",
+    422: "`invalid_phone` or `unsupported_country` (US numbers only)",
+    429: "`rate_limited` or `spend_cap_reached`; wait `Retry-After` seconds",
+    500: "`internal_error`: a failure of ours (no internals are shown; the details go to our log)",
+    502: "`provider_unavailable`: the provider failed after retries; not billed, stored as a failed request",
+    503: "`enforcement_unavailable`, `provider_unconfigured` or `ledger_unavailable`",
+}
+
+
+def _errors(*example_ids: str, statuses: tuple[int, ...] = ()) -> dict[int, ResponseSpec]:
+    """Error responses of a route: the statuses of these examples (and `statuses` without one), each example under
+    the status of its code (`too_large`: 413)."""
+    by_status: dict[int, list[str]] = {status: [] for status in statuses}
+    for example_id in example_ids:
+        code = ERROR_EXAMPLES[example_id][1].error.code
+        by_status.setdefault(413 if example_id == "too_large" else STATUS[code], []).append(example_id)
+    return error_responses(
+        ErrorEnvelope,
+        {
+            status: (
+                _ERROR_DESCRIPTIONS[status],
+                [example(i, ERROR_EXAMPLES[i][0], ERROR_EXAMPLES[i][1]) for i in ids],
+            )
+            for status, ids in sorted(by_status.items())
+        },
+    )
+
+
+_RESULTS = [example(i, summary, result) for i, (summary, result) in VERIFY_RESULT_EXAMPLES.items()]
+_PENDING = [example("pending", "Still being processed: poll GET /requests/{id}", PENDING_EXAMPLE)]
+_TO_REQUEST = {
+    "getRequest": Link(
+        operation_id="getRequest",
+        parameters={"request_id": "$response.body#/request_id"},
+        description="The request, by the id of this answer: how a pending request is polled",
+    )
+}
+_VERIFY_DOCS = documented_operation(
+    parameters=[
+        header(
+            "Idempotency-Key",
+            Schema(
+                type=OpenAPIType.STRING,
+                min_length=1,
+                max_length=128,
+                pattern=r"^[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?$",
+            ),
+            "Unique per logical request: 1 to 128 printable ASCII characters (HTTP drops spaces at either end). "
+            "Sending the same key and body again returns the original answer and is never billed twice; the same "
+            "key with another body is 409 `idempotency_conflict`.",
+            required=True,
+            example="order-7731-phone-check",
+        )
+    ],
+    body_examples=[example(i, summary, body) for i, (summary, body) in VERIFY_REQUEST_EXAMPLES.items()],
+    response_headers={429: retry_after("Seconds to wait: the rate limit's window, or the time to the next UTC month")},
+    links={200: _TO_REQUEST, 202: _TO_REQUEST},
+)
+_USAGE_DOCS = documented_operation(
+    parameters=[
+        query(
+            "from",
+            Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.DATE),
+            "Inclusive start date (UTC). Defaults to the first day of the month of `to` when only `to` is given, "
+            "else to the first day of the current month. Must not be after `to` (today when `to` is absent).",
+            example="2026-11-01",
+        ),
+        query(
+            "to",
+            Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.DATE),
+            "Inclusive end date (UTC). Defaults to today.",
+            example="2026-11-30",
+        ),
+    ]
+)
 
 
 class VerifyController(Controller):
@@ -128,20 +243,41 @@ class VerifyController(Controller):
         "/verify",
         operation_id="verify",
         summary="Verify a US phone number against a supplied name",
+        description="Waits for the result up to a few seconds; past that, answers 202 with a Pending body: poll "
+        "`GET /requests/{id}`, or send the same request again with the same Idempotency-Key.",
         status_code=200,
+        dependencies=documented_body(VerifyRequest),
+        operation_class=_VERIFY_DOCS,
         responses={
-            200: ResponseSpec(VerifyResult, description="A completed check, or an explicit unavailable result"),
-            202: ResponseSpec(Pending, description="Still being processed: poll GET /requests/{id}"),
-            **_ERRORS,
-            409: ResponseSpec(ErrorEnvelope, description="Same Idempotency-Key with a different body"),
-            422: ResponseSpec(ErrorEnvelope, description="invalid_phone or unsupported_country"),
-            429: ResponseSpec(ErrorEnvelope, description="rate_limited or spend_cap_reached, with Retry-After"),
-            502: ResponseSpec(ErrorEnvelope, description="provider_unavailable"),
-            503: ResponseSpec(ErrorEnvelope, description="enforcement, provider or ledger unavailable"),
+            200: response(VerifyResult, "A completed check, or an explicit `unavailable` result", _RESULTS),
+            202: response(Pending, "Still being processed: poll `GET /requests/{id}`", _PENDING),
+            **_errors(
+                "invalid_body",
+                "invalid_json",
+                "missing_idempotency_key",
+                "malformed_idempotency_key",
+                "missing_key",
+                "invalid_key",
+                "forbidden_scope_verify",
+                "forbidden_sku",
+                "tenant_suspended",
+                "idempotency_conflict",
+                "open_check",
+                "too_large",
+                "invalid_phone",
+                "unsupported_country",
+                "rate_limited",
+                "spend_cap_reached",
+                "internal_error",
+                "provider_unavailable",
+                "enforcement_unavailable",
+                "provider_unconfigured",
+                "ledger_unavailable",
+            ),
         },
     )
     async def verify(self, request: Request[Any, Any, Any], phone: NamedDependency[PhoneGateway]) -> Response[Any]:
-        owner = await phone.auth.owner(request.headers.get("authorization"))
+        owner = await phone.auth.owner(request.headers)
         authorize(owner, "verify", SKU)
         idempotency_key = idempotency_key_of(request)
         await phone.enforcement.rate_limit(owner)
@@ -151,13 +287,13 @@ class VerifyController(Controller):
             raise invalid_body(str(error)) from error
         except msgspec.DecodeError as error:
             raise PhoneError("invalid_request", f"the body is not valid JSON: {error}") from error
-        body_hash = hashlib.sha256(_canonical(body)).hexdigest()
+        body_digest = body_hash(body)
         number = parse_us_number(body.phone)
 
         if owner.spend_cap_microdollars is not None:
             # A replay is free and must not meet the cap: look for one before enforcing it.
             if (existing := await _find_by_key(phone, owner, idempotency_key)) is not None:
-                return await _replay(phone, existing, body_hash)
+                return await _replay(phone, existing, body_digest)
             await phone.enforcement.spend_cap(owner)
 
         now = datetime.now(UTC)
@@ -168,7 +304,7 @@ class VerifyController(Controller):
             "tenant_id": owner.tenant_id,
             "environment": owner.environment,
             "idempotency_key": idempotency_key,
-            "body_hash": body_hash,
+            "body_hash": body_digest,
             "phone_e164": phone_e164,
             "subject_type": body.subject_type,
             "supplied_name": body.name,
@@ -190,8 +326,9 @@ class VerifyController(Controller):
                         phone_e164=phone_e164,
                     )
                 )
-            except Exception:  # the row is the outbox: the sweeper publishes it again
+            except Exception:  # the row is the outbox: the sweeper publishes it again, later than we would wait
                 log.exception("publish_failed")
+                return answer_for(await _stored(phone, request_id), replay_failure_as_error=True)
             stored = await within(completed, phone.wait_s)
         return answer_for(stored or await _stored(phone, request_id), replay_failure_as_error=True)
 
@@ -199,16 +336,41 @@ class VerifyController(Controller):
         "/requests/{request_id:str}",
         operation_id="getRequest",
         summary="Fetch a previous request",
+        operation_class=documented_operation(never_answered=[400]),
         responses={
-            200: ResponseSpec(VerifyResult | StoredRequestFailure, description="A result or a stored failure"),  # type: ignore[arg-type]
-            202: ResponseSpec(Pending, description="Still pending"),
-            **_ERRORS,
+            200: response(
+                VerifyResult | StoredRequestFailure,
+                "A verification result, or a stored failure (`status` `failed`, `rejected` or "
+                "`pending_reconciliation`, with its `error`)",
+                [*_RESULTS, example("failed", "A request the provider failed; not billed", FAILURE_EXAMPLE)],
+            ),
+            202: response(Pending, "Still pending", _PENDING),
+            **_errors(
+                "missing_key",
+                "invalid_key",
+                "forbidden_scope_requests",
+                "tenant_suspended",
+                "not_found",
+                "internal_error",
+                statuses=(503,),
+            ),
         },
     )
     async def get_request(
-        self, request: Request[Any, Any, Any], phone: NamedDependency[PhoneGateway], request_id: FromPath[str]
+        self,
+        request: Request[Any, Any, Any],
+        phone: NamedDependency[PhoneGateway],
+        request_id: Annotated[
+            str,
+            Parameter(
+                description="The `request_id` of a verify answer. Another tenant's or environment's id, or "
+                "anything that is not a UUID, is 404 `not_found`.",
+                examples=[OpenAPIExample(value="93503244-a401-403e-a9e2-52c209f4f3d5")],
+                schema_extra={"format": OpenAPIFormat.UUID},
+            ),
+        ],
     ) -> Response[Any]:
-        owner = await phone.auth.owner(request.headers.get("authorization"))
+        owner = await phone.auth.owner(request.headers)
         authorize(owner, "requests:read")
         row = None
         if _is_uuid(request_id):
@@ -222,12 +384,24 @@ class VerifyController(Controller):
         "/usage",
         operation_id="getUsage",
         summary="Usage summary for the calling key's tenant and environment",
-        responses={200: ResponseSpec(UsageSummary, description="Usage summary"), **_ERRORS},
+        operation_class=_USAGE_DOCS,
+        responses={
+            200: response(UsageSummary, "Usage summary", [example("usage", "November so far", USAGE_EXAMPLE)]),
+            **_errors(
+                "invalid_date",
+                "from_after_to",
+                "missing_key",
+                "invalid_key",
+                "forbidden_scope_usage",
+                "tenant_suspended",
+                "internal_error",
+            ),
+        },
     )
     async def get_usage(
         self, request: Request[Any, Any, Any], phone: NamedDependency[PhoneGateway]
     ) -> Response[UsageSummary]:
-        owner = await phone.auth.owner(request.headers.get("authorization"))
+        owner = await phone.auth.owner(request.headers)
         authorize(owner, "usage:read")
         start, end = usage_period(request.query_params.get("from"), request.query_params.get("to"), datetime.now(UTC))
         async with phone.db.read() as session:
@@ -237,7 +411,7 @@ class VerifyController(Controller):
             UsageSummary(
                 tenant_id=owner.tenant_id,
                 environment=owner.environment,  # type: ignore[arg-type]
-                period=Period(from_=_iso(start), to=_iso(end - timedelta(microseconds=1))),
+                period=Period(from_=_iso(start), to=_iso(_last_instant_before(end))),
                 by_sku=by_sku,
                 total_amount_microdollars=sum(usage.amount_microdollars for usage in by_sku),
             )
@@ -245,14 +419,30 @@ class VerifyController(Controller):
 
 
 def usage_period(from_text: str | None, to_text: str | None, now: datetime) -> tuple[datetime, datetime]:
-    """Section 4.3: inclusive UTC dates; `to` defaults to today, `from` to the first day of `to`'s month."""
-    to_day = _date_param("to", to_text) if to_text else now.date()
-    from_day = _date_param("from", from_text) if from_text else to_day.replace(day=1)
+    """Section 4.3: inclusive UTC dates; `to` defaults to today, `from` to the first day of `to`'s month. A parameter
+    given empty (`?to=`) is not a date: only an absent one takes its default."""
+    to_day = _date_param("to", to_text) if to_text is not None else now.date()
+    from_day = _date_param("from", from_text) if from_text is not None else to_day.replace(day=1)
     if from_day > to_day:
         raise PhoneError("invalid_request", "`from` is after `to`", details={"field": "from"})
     start = datetime.combine(from_day, datetime.min.time(), tzinfo=UTC)
-    end = datetime.combine(to_day + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
-    return start, end
+    return start, _midnight_after(to_day)
+
+
+_END_OF_TIME = datetime.max.replace(tzinfo=UTC)
+
+
+def _midnight_after(day: date) -> datetime:
+    """The exclusive end of a UTC day. The last day Python can name (9999-12-31) has no midnight after it: its
+    period ends at the last instant Python can name, leaving out that instant alone."""
+    if day == date.max:
+        return _END_OF_TIME
+    return datetime.combine(day + timedelta(days=1), datetime.min.time(), tzinfo=UTC)
+
+
+def _last_instant_before(end: datetime) -> datetime:
+    """The inclusive end of a period shown to the caller (its last microsecond)."""
+    return end if end == _END_OF_TIME else end - timedelta(microseconds=1)
 
 
 def _date_param(name: str, text: str) -> date:
@@ -288,12 +478,7 @@ async def _find_by_key(phone: PhoneGateway, owner: KeyOwner, idempotency_key: st
 
 async def _replay(phone: PhoneGateway, existing: requests.StoredRequest, body_hash: str) -> Response[Any]:
     """Same key again: the original answer (waiting for it while pending), or 409 for a different body."""
-    if existing.body_hash != body_hash:
-        raise PhoneError(
-            "idempotency_conflict",
-            "this Idempotency-Key was used with a different body",
-            request_id=existing.id,
-        )
+    IDEMPOTENCY.check(existing, body_hash)
     if existing.state != "pending":
         return answer_for(existing, replay_failure_as_error=True)
     with phone.waiter.expecting(existing.id) as completed:
@@ -328,12 +513,25 @@ def create_phone_app(gateway: PhoneGateway, readiness: Mapping[str, ReadinessChe
         route_handlers=[VerifyController, *health_routes(readiness)],
         dependencies={"phone": Provide(lambda: gateway, use_cache=True, sync_to_thread=False)},
         exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        request_max_body_size=MAX_BODY_BYTES,
+        plugins=[MsgspecSchemaPlugin()],
         openapi_config=OpenAPIConfig(
             title="signalyard phone verification",
             version=API_VERSION,
+            description="A US phone number and a supplied name in; carrier, line type, caller-ID name, name match "
+            "and billing out. Test keys (`sy_test_...`) run against a deterministic sandbox that never calls a paid "
+            "provider; live keys (`sy_live_...`) perform real lookups and are metered.",
             path="/docs",
             render_plugins=[ScalarRenderPlugin()],
-            components=Components(security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}),
+            components=Components(
+                security_schemes={
+                    "bearer": SecurityScheme(
+                        type="http",
+                        scheme="bearer",
+                        description="`Authorization: Bearer sy_test_...` (sandbox) or `Bearer sy_live_...`",
+                    )
+                }
+            ),
             security=[{"bearer": []}],
         ),
         logging_config=None,  # the launcher configures logging (JSON lines) for the whole process

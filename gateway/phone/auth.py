@@ -1,60 +1,26 @@
-"""Bearer keys: which tenant and environment a key stands for, and what it may do."""
+"""Phone keys: `Authorization: Bearer sy_<env>_...`, owned by a tenant; what a key's owner may do."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
+from gateway.common.auth import KeyAuthenticator, KeyHeader, Refusal
 from gateway.phone.errors import PhoneError
-from storage import tenants
-from storage.db import Database
-from storage.tenants import KeyOwner
+from storage.common.db import Database
+from storage.phone import tenants
+from storage.phone.tenants import KeyOwner
+
+KEY_HEADER = KeyHeader(
+    "authorization", scheme="bearer", prefixes=tuple(f"{tenants.KEY_PREFIX}_{env}_" for env in ("live", "test"))
+)
 
 
-class Authenticator:
-    """Resolves `Authorization: Bearer <key>` to its owner, caching answers for `ttl_s` seconds.
+def _refuse(reason: Refusal) -> PhoneError:
+    if reason == "missing":
+        return PhoneError("unauthorized", "send your API key as `Authorization: Bearer <key>`")
+    return PhoneError("unauthorized", "the API key is not valid or has been revoked")
 
-    The cache bounds how long a revoked key or a suspended tenant keeps working (documented in the README).
-    """
 
-    def __init__(self, db: Database, ttl_s: float) -> None:
-        self.db = db
-        self.ttl_s = ttl_s
-        self._cache: dict[str, tuple[float, KeyOwner | None]] = {}
-        self._loading: dict[str, asyncio.Future[KeyOwner | None]] = {}
-
-    async def owner(self, authorization: str | None) -> KeyOwner:
-        scheme, _, key = (authorization or "").partition(" ")
-        key = key.strip()
-        if scheme.lower() != "bearer" or not key:
-            raise PhoneError("unauthorized", "send your API key as `Authorization: Bearer <key>`")
-        now = time.monotonic()
-        cached = self._cache.get(key)
-        owner = cached[1] if cached is not None and cached[0] > now else await self._load(key, now)
-        if owner is None:
-            raise PhoneError("unauthorized", "the API key is not valid or has been revoked")
-        return owner
-
-    async def _load(self, key: str, now: float) -> KeyOwner | None:
-        """One database look-up per key at a time: callers arriving while it runs share its answer."""
-        if (loading := self._loading.get(key)) is not None:
-            return await asyncio.shield(loading)
-        loading = self._loading[key] = asyncio.get_running_loop().create_future()
-        try:
-            async with self.db.read() as session:
-                owner = await tenants.find_key_owner(session, key)
-            loading.set_result(owner)
-        except BaseException as error:
-            loading.set_exception(error)
-            loading.exception()  # retrieved here, so a failure nobody else awaited is not reported twice
-            raise
-        finally:
-            del self._loading[key]
-        if self.ttl_s > 0:
-            if len(self._cache) > 10_000:
-                self._cache.clear()
-            self._cache[key] = (now + self.ttl_s, owner)
-        return owner
+def phone_authenticator(db: Database) -> KeyAuthenticator[KeyOwner]:
+    return KeyAuthenticator(db, KEY_HEADER, tenants.key_owners, _refuse)
 
 
 def authorize(owner: KeyOwner, scope: str, sku: str | None = None) -> None:

@@ -1,42 +1,38 @@
-"""Rate limit per key (the `limits` library: in memory, or Redis when configured) and the monthly spend cap."""
+"""Phone enforcement: the rate limit per key (the shared multi-window limits) and the monthly spend cap."""
 
 from __future__ import annotations
 
 import math
-import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import cast
 
-from limits import parse
-from limits.aio.storage import Storage
-from limits.aio.strategies import MovingWindowRateLimiter
-from limits.storage import storage_from_string
+from limits import RateLimitItem
 from sqlalchemy.exc import SQLAlchemyError
 
+from gateway.common.limits import RateLimits
 from gateway.phone.errors import PhoneError
-from storage import phone as requests
-from storage import tenants
-from storage.db import Database
-from storage.tenants import KeyOwner
+from storage.common.db import Database
+from storage.phone import requests, tenants
+from storage.phone.tenants import KeyOwner
 from topics.phone import SKU
 
 
+def _limited(window: RateLimitItem, retry_after: int) -> PhoneError:
+    return PhoneError("rate_limited", f"rate limit of {window} per key reached", retry_after=retry_after)
+
+
+def _unavailable() -> PhoneError:
+    return PhoneError("enforcement_unavailable", "rate limits cannot be checked right now; retry")
+
+
 class Enforcement:
-    def __init__(self, db: Database, rate_limit: str, storage_url: str | None) -> None:
+    def __init__(self, db: Database, rate_limit: Sequence[RateLimitItem], redis_url: str | None) -> None:
         self.db = db
-        self.item = parse(rate_limit)
-        self.storage = cast(Storage, storage_from_string(storage_url or "async+memory://"))
-        self.limiter = MovingWindowRateLimiter(self.storage)
+        self.windows = rate_limit
+        self.limits = RateLimits(redis_url, limited=_limited, unavailable=_unavailable)
 
     async def rate_limit(self, owner: KeyOwner) -> None:
-        try:
-            if await self.limiter.hit(self.item, owner.key_id):
-                return
-            reset_at, _ = await self.limiter.get_window_stats(self.item, owner.key_id)
-        except Exception as error:  # the store is down: refuse rather than serve unmetered (fail closed)
-            raise PhoneError("enforcement_unavailable", "rate limits cannot be checked right now; retry") from error
-        retry_after = max(1, math.ceil(reset_at - time.time()))
-        raise PhoneError("rate_limited", f"rate limit of {self.item} per key reached", retry_after=retry_after)
+        await self.limits.hit(owner.key_id, self.windows)
 
     async def spend_cap(self, owner: KeyOwner) -> None:
         if owner.spend_cap_microdollars is None:
@@ -56,8 +52,7 @@ class Enforcement:
             )
 
     async def ping(self) -> None:
-        if not await self.storage.check():
-            raise ConnectionError("rate limit store unreachable")
+        await self.limits.ping()
 
 
 def seconds_to_next_month(now: datetime) -> int:

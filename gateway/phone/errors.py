@@ -1,14 +1,14 @@
-"""The phone contract's error envelope: one exception type, its status table, and the handlers that render it."""
+"""The phone contract's error envelope: its exception type, the status of every code, and its answers."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-import structlog
-from litestar import Request, Response
-from litestar.exceptions import HTTPException, ValidationException
+from litestar import Response
+
+from gateway.common.errors import ServiceError, exception_handlers, field_of, readable
 
 STATUS = {
     "invalid_request": 400,
@@ -31,8 +31,6 @@ STATUS = {
 }
 """HTTP status of every error code (DESIGN.md's decisions for what the contract leaves open)."""
 
-log = structlog.get_logger("signalyard.gateway.phone")
-
 
 class ErrorBody(msgspec.Struct, omit_defaults=True):
     code: str
@@ -47,7 +45,7 @@ class ErrorEnvelope(msgspec.Struct):
     error: ErrorBody
 
 
-class PhoneError(Exception):
+class PhoneError(ServiceError):
     """A contract error; raising it anywhere in a phone route answers with the envelope and the code's status."""
 
     def __init__(
@@ -58,64 +56,42 @@ class PhoneError(Exception):
         request_id: str | None = None,
         details: Any = None,
         retry_after: int | None = None,
+        status: int | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(
+            status or STATUS[code],
+            ErrorEnvelope(ErrorBody(code, message, request_id, details)),
+            message,
+            {"Retry-After": str(retry_after)} if retry_after is not None else None,
+        )
         self.code = code
-        self.status = STATUS[code]
-        self.body = ErrorEnvelope(ErrorBody(code, message, request_id, details))
-        self.headers = {"Retry-After": str(retry_after)} if retry_after is not None else {}
 
 
 def error_response(error: PhoneError) -> Response[ErrorEnvelope]:
-    return Response(error.body, status_code=error.status, headers=error.headers)
-
-
-_FIELD = re.compile(r"`\$\.?([^`]*)`")
-_UNKNOWN = re.compile(r"unknown field `([^`]*)`")
-_MISSING = re.compile(r"missing required field `([^`]*)`")
-
-
-def field_of(message: str) -> str | None:
-    """The body field a msgspec validation message is about (`$.name`, unknown/missing field names)."""
-    for pattern in (_UNKNOWN, _MISSING):
-        if found := pattern.search(message):
-            path = _FIELD.search(message)
-            prefix = path.group(1) + "." if path and path.group(1) else ""
-            return prefix + found.group(1)
-    path = _FIELD.search(message)
-    return path.group(1) or None if path else None
+    return error.response()
 
 
 def invalid_body(message: str) -> PhoneError:
     field = field_of(message)
-    text = message.replace("`$.", "`").replace(" - at `$`", "")
-    return PhoneError("invalid_request", text, details={"field": field} if field else None)
+    return PhoneError("invalid_request", readable(message), details={"field": field} if field else None)
 
 
-def _on_phone_error(_: Request[Any, Any, Any], error: PhoneError) -> Response[ErrorEnvelope]:
-    return error_response(error)
+class PhoneErrors:
+    """The phone contract's answers where no route decided (`ErrorStyle`)."""
+
+    def not_found(self) -> PhoneError:
+        return PhoneError("not_found", "no such resource")
+
+    def method_not_allowed(self, method: str, allowed: Mapping[str, str]) -> PhoneError:
+        error = PhoneError("invalid_request", f"method {method} is not allowed here", status=405)
+        error.headers.update(allowed)
+        return error
+
+    def bad_request(self, status: int, message: str, details: Any = None) -> PhoneError:
+        return PhoneError("invalid_request", message, details=details, status=status)
+
+    def internal(self) -> PhoneError:
+        return PhoneError("internal_error", "an internal error occurred; it has been logged")
 
 
-def _on_http_exception(request: Request[Any, Any, Any], error: HTTPException) -> Response[ErrorEnvelope]:
-    """Litestar's own errors (unknown route, wrong method, bad path) in the contract's envelope."""
-    if isinstance(error, ValidationException):
-        return error_response(PhoneError("invalid_request", str(error.detail), details=error.extra))
-    if error.status_code == 404:
-        return error_response(PhoneError("not_found", "no such resource"))
-    if error.status_code == 405:
-        return Response(
-            ErrorEnvelope(ErrorBody("invalid_request", f"method {request.method} is not allowed here")),
-            status_code=405,
-            headers=error.headers or {},
-        )
-    if error.status_code < 500:
-        return Response(ErrorEnvelope(ErrorBody("invalid_request", str(error.detail))), status_code=error.status_code)
-    return _on_unexpected(request, error)
-
-
-def _on_unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[ErrorEnvelope]:
-    log.exception("unhandled_error", path=request.url.path, error_type=type(error).__name__)
-    return error_response(PhoneError("internal_error", "an internal error occurred; it has been logged"))
-
-
-EXCEPTION_HANDLERS = {PhoneError: _on_phone_error, HTTPException: _on_http_exception, Exception: _on_unexpected}
+EXCEPTION_HANDLERS = exception_handlers(PhoneErrors())

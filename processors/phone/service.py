@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
@@ -14,29 +13,28 @@ import structlog
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from processors.common.metrics import PROCESSED
+from processors.common.outbox import Outbox, Publish
 from processors.phone.lookup import (
     Provider,
     ProviderUnavailable,
     ProviderUnconfigured,
     ProviderUninterpretable,
 )
-from processors.phone.metrics import HANDLED, OUTBOX_PENDING
 from processors.phone.result import Request, StoredLookup, build_result
-from storage import phone as requests
-from storage import tenants
-from storage.db import Database
+from storage.common.db import Database
+from storage.phone import requests, tenants
 from topics.phone import (
     SKU,
     VerificationCompleted,
     VerificationRequested,
     VerifyResult,
+    partition_key,
 )
 
 log = structlog.get_logger("signalyard.processors.phone")
 
 FREE_RECHECK_WINDOW = timedelta(hours=24)
-Publish = Callable[[msgspec.Struct, str, bytes], Awaitable[None]]
-"""publish(message, topic, partition key)."""
 
 _lookup_encoder = msgspec.json.Encoder()
 _lookup_decoder = msgspec.json.Decoder(StoredLookup)
@@ -47,9 +45,6 @@ _result_encoder = msgspec.json.Encoder()
 class PhoneProcessorConfig:
     requested_topic: str
     completed_topic: str
-    sweep_after: timedelta = timedelta(seconds=30)
-    """How long a request may stay `pending` before the sweeper publishes it again."""
-    sweep_batch: int = 500
     concurrency: int = 64
     """How many numbers of one fetched batch are looked up at once."""
 
@@ -63,10 +58,8 @@ class PhoneProcessor:
         providers: dict[str, Provider],
         publish: Publish,
         config: PhoneProcessorConfig,
-        ensure_topics: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self.db = db
-        self.ensure_topics = ensure_topics
         self.providers = providers
         self.publish = publish
         self.config = config
@@ -101,14 +94,14 @@ class PhoneProcessor:
         rows, pending, context = await self.db.run(load, write=False)
         for request_id in set(request_ids) - rows.keys():
             log.warning("request_not_found", request_id=request_id)
-            HANDLED.labels(outcome="unknown_request").inc()
+            PROCESSED.labels("phone", "unknown_request").inc()
         finished = [row for row in rows.values() if row.state != "pending"]  # redelivered: announce again
         if context is not None:
             decided = await asyncio.gather(*(self._decide(row, context) for row in pending))
             finished += await self._store_round(list(zip(pending, decided, strict=True)), context)
         await asyncio.gather(*(self.announce(row) for row in finished))
         for row in finished:
-            HANDLED.labels(outcome=row.state).inc()
+            PROCESSED.labels("phone", row.state).inc()
 
     async def _store_round(self, decided: list[tuple[Any, requests.Outcome]], context: _Context) -> list[Any]:
         """Store a round's outcomes in one transaction; returns the finished requests, as stored, to announce."""
@@ -226,33 +219,20 @@ class PhoneProcessor:
             result=cast(VerifyResult | None, result),  # already the stored JSON: sent as it is, not re-encoded
             failure=requests.failure_of(request) if request.state in requests.FAILURE_STATES else None,
         )
-        await self.publish(completed, self.config.completed_topic, request.phone_e164.encode())
+        await self.publish(completed, self.config.completed_topic, partition_key(request.phone_e164))
 
-    async def sweep(self) -> int:
-        """Publish again every request left `pending` past the deadline; returns how many were sent."""
-        now = datetime.now(UTC)
-        async with self.db.read() as session:
-            stale = await requests.stale_pending(session, now - self.config.sweep_after, self.config.sweep_batch)
-            OUTBOX_PENDING.set(await requests.count_pending(session))
-        if stale and self.ensure_topics is not None:
-            # Stale rows may mean the broker lost its state (a memory-only broker restarted): recreate the topics.
-            await self.ensure_topics()
-        sent = 0
-        for request in stale:
-            async with self.db.write() as session:
-                claimed = await requests.claim_republish(session, request, now)
-            if claimed:
-                message = VerificationRequested(
-                    request_id=request.id,
-                    tenant_id=request.tenant_id,
-                    environment=request.environment,  # type: ignore[arg-type]
-                    phone_e164=request.phone_e164,
-                )
-                await self.publish(message, self.config.requested_topic, request.phone_e164.encode())
-                sent += 1
-        if sent:
-            log.info("sweeper_republished", count=sent)
-        return sent
+
+def phone_outbox(config: PhoneProcessorConfig) -> Outbox:
+    """Phone's outbox: a pending request is published again as the VerificationRequested it was."""
+    columns = [requests.REQUESTS.c[name] for name in ("id", "tenant_id", "environment", "phone_e164")]
+
+    def message(row: Any) -> tuple[msgspec.Struct, str, bytes]:
+        requested = VerificationRequested(
+            request_id=row.id, tenant_id=row.tenant_id, environment=row.environment, phone_e164=row.phone_e164
+        )
+        return requested, config.requested_topic, partition_key(row.phone_e164)
+
+    return Outbox("phone", requests.REQUESTS, columns, message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,15 +3,22 @@
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from storage.db import create_engine
-from storage.models import Base
+from storage.common.db import create_engine
+from storage.tables import METADATA
+
+MIGRATION_LOCK_ID = 0x5179_0001
+"""The PostgreSQL advisory lock held while migrating (any constant of ours)."""
 
 
 def run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=Base.metadata, render_as_batch=True)
+    context.configure(connection=connection, target_metadata=METADATA, render_as_batch=True)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Processes migrating at once take turns; the later one finds the schema current and does nothing.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:id)"), {"id": MIGRATION_LOCK_ID})
         context.run_migrations()
 
 

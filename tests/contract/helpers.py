@@ -15,7 +15,7 @@ import phonenumbers
 from sqlalchemy import select
 
 from processors.phone.name_match import REASONS
-from storage.models import LedgerEntry
+from storage.phone.models import LedgerEntry
 from tests.conftest import Stack
 
 GatewayOnly = Callable[..., AbstractAsyncContextManager[Stack]]

@@ -8,7 +8,7 @@ import uuid
 import httpx
 import pytest
 
-from storage import tenants
+from storage.phone import tenants
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, live_number, person
 from tests.peers.twilio import TwilioLookupServer

@@ -7,9 +7,9 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from storage import tenants
-from storage.models import PhoneRequest
-from tests.conftest import Stack
+from storage.phone import tenants
+from storage.phone.models import PhoneRequest
+from tests.conftest import Stack, TenantKeys
 from tests.contract.helpers import (
     FREE_RECHECK,
     PRICE,
@@ -18,7 +18,6 @@ from tests.contract.helpers import (
     assert_result,
     billable_total,
     ledger,
-    live_number,
     person,
     sandbox,
 )
@@ -41,8 +40,7 @@ def assert_not_billable(result: dict) -> None:
     assert result["billing"]["sku"] == "core_phone"
 
 
-async def test_completed_check_is_billable_at_the_default_price(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_completed_check_is_billable_at_the_default_price(stack: Stack, tenant: TenantKeys) -> None:
     result = assert_result(await stack.verify(tenant.test_key, person(phone=sandbox("0100"))))
     assert result["result_state"] == "completed"
     assert_billable(result)
@@ -52,8 +50,7 @@ async def test_completed_check_is_billable_at_the_default_price(stack: Stack) ->
     ]
 
 
-async def test_completed_check_without_caller_id_name_is_billable(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_completed_check_without_caller_id_name_is_billable(stack: Stack, tenant: TenantKeys) -> None:
     result = assert_result(await stack.verify(tenant.test_key, person(phone=sandbox("0104"))))
     assert result["result_state"] == "completed"
     assert result["caller_id"]["state"] == "unavailable"
@@ -62,24 +59,21 @@ async def test_completed_check_without_caller_id_name_is_billable(stack: Stack) 
     assert await billable_total(stack, tenant.id) == PRICE
 
 
-async def test_unavailable_number_is_not_billable(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_unavailable_number_is_not_billable(stack: Stack, tenant: TenantKeys) -> None:
     result = assert_result(await stack.verify(tenant.test_key, person(phone=sandbox("0190"))))
     assert result["result_state"] == "unavailable"
     assert_not_billable(result)
     assert await billable_total(stack, tenant.id) == 0
 
 
-async def test_error_result_is_not_billable(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_error_result_is_not_billable(stack: Stack, tenant: TenantKeys) -> None:
     result = assert_result(await stack.verify(tenant.test_key, person(phone=sandbox("0191"))))
     assert result["result_state"] == "error"
     assert_not_billable(result)
     assert await billable_total(stack, tenant.id) == 0
 
 
-async def test_provider_failure_is_not_billable(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_provider_failure_is_not_billable(stack: Stack, tenant: TenantKeys) -> None:
     error = assert_error(
         await stack.verify(tenant.test_key, person(phone=sandbox("0192"))), 502, "provider_unavailable"
     )
@@ -91,8 +85,7 @@ async def test_provider_failure_is_not_billable(stack: Stack) -> None:
     assert [row for row in await ledger(stack, tenant.id) if row.disposition == "billable"] == []
 
 
-async def test_recheck_of_the_same_number_within_24_hours_is_free(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_recheck_of_the_same_number_within_24_hours_is_free(stack: Stack, tenant: TenantKeys) -> None:
     first = assert_result(await stack.verify(tenant.test_key, person(phone="+14155550100")))
     again = assert_result(await stack.verify(tenant.test_key, person(phone="(415) 555-0100", name="Jane Smith")))
     assert_billable(first)
@@ -123,8 +116,7 @@ async def age_billable_check(stack: Stack, request_id: str, hours: float) -> Non
         )
 
 
-async def test_recheck_after_24_hours_is_billable_again(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_recheck_after_24_hours_is_billable_again(stack: Stack, tenant: TenantKeys) -> None:
     first = assert_result(await stack.verify(tenant.test_key, person()))
     await age_billable_check(stack, first["request_id"], hours=25)
     again = assert_result(await stack.verify(tenant.test_key, person()))
@@ -133,8 +125,7 @@ async def test_recheck_after_24_hours_is_billable_again(stack: Stack) -> None:
     assert await billable_total(stack, tenant.id) == 2 * PRICE
 
 
-async def test_recheck_23_hours_later_is_still_free(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_recheck_23_hours_later_is_still_free(stack: Stack, tenant: TenantKeys) -> None:
     first = assert_result(await stack.verify(tenant.test_key, person()))
     await age_billable_check(stack, first["request_id"], hours=23)
     again = assert_result(await stack.verify(tenant.test_key, person()))
@@ -144,10 +135,8 @@ async def test_recheck_23_hours_later_is_still_free(stack: Stack) -> None:
 
 
 async def test_check_of_the_same_number_in_the_other_environment_is_not_a_free_recheck(
-    stack: Stack, twilio: TwilioLookupServer
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.answer(number)
     sandboxed = assert_result(await stack.verify(tenant.test_key, person(phone=number)))
     live = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
@@ -162,16 +151,14 @@ async def test_check_of_the_same_number_by_another_tenant_is_not_a_free_recheck(
     assert_billable(assert_result(await stack.verify(other.test_key, person())))
 
 
-async def test_recheck_after_a_non_billable_result_is_not_a_free_recheck(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_recheck_after_a_non_billable_result_is_not_a_free_recheck(stack: Stack, tenant: TenantKeys) -> None:
     assert_not_billable(assert_result(await stack.verify(tenant.test_key, person(phone=sandbox("0191")))))
     again = assert_result(await stack.verify(tenant.test_key, person(phone=sandbox("0191"))))
     assert FREE_RECHECK not in again["warnings"]
     assert again["billing"]["cache_hit"] is False
 
 
-async def test_tenant_price_is_the_unit_price(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_tenant_price_is_the_unit_price(stack: Stack, tenant: TenantKeys) -> None:
     async with stack.db.write() as session:
         await tenants.set_price(session, tenant.id, "core_phone", 12345)
     result = assert_result(await stack.verify(tenant.test_key, person()))
@@ -180,8 +167,7 @@ async def test_tenant_price_is_the_unit_price(stack: Stack) -> None:
     assert [(row.disposition, row.unit_price_microdollars) for row in rows] == [("billable", 12345)]
 
 
-async def test_every_finished_request_has_exactly_one_ledger_row(stack: Stack) -> None:
-    tenant = await stack.new_tenant()
+async def test_every_finished_request_has_exactly_one_ledger_row(stack: Stack, tenant: TenantKeys) -> None:
     request_ids = []
     for phone in (sandbox("0100"), sandbox("0100"), sandbox("0104"), sandbox("0190"), sandbox("0191")):
         result = assert_result(await stack.verify(tenant.test_key, person(phone=phone)))

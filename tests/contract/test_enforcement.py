@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 
-from storage import tenants
-from tests.conftest import Stack
+from storage.phone import tenants
+from tests.conftest import Stack, TenantKeys
 from tests.contract.helpers import (
     PRICE,
     GatewayOnly,
@@ -21,8 +21,9 @@ from tests.contract.helpers import (
 )
 
 
-async def test_rate_limit_per_key_is_429_rate_limited_with_retry_after(stack: Stack, gateway_only: GatewayOnly) -> None:
-    tenant = await stack.new_tenant()
+async def test_rate_limit_per_key_is_429_rate_limited_with_retry_after(
+    stack: Stack, gateway_only: GatewayOnly, tenant: TenantKeys
+) -> None:
     async with gateway_only(phone_rate_limit="3/minute") as strict:
         for last4 in ("0100", "0101", "0102"):
             assert_pending(await strict.verify(tenant.test_key, person(phone=sandbox(last4))))
@@ -32,9 +33,8 @@ async def test_rate_limit_per_key_is_429_rate_limited_with_retry_after(stack: St
 
 
 async def test_rate_limit_of_one_key_does_not_limit_another_key_of_the_same_tenant(
-    stack: Stack, gateway_only: GatewayOnly
+    stack: Stack, gateway_only: GatewayOnly, tenant: TenantKeys
 ) -> None:
-    tenant = await stack.new_tenant()
     async with stack.db.write() as session:
         _, second_key = await tenants.create_key(session, tenant.id, "test")
     async with gateway_only(phone_rate_limit="3/minute") as strict:
@@ -45,9 +45,8 @@ async def test_rate_limit_of_one_key_does_not_limit_another_key_of_the_same_tena
 
 
 async def test_unreachable_enforcement_store_is_503_enforcement_unavailable(
-    stack: Stack, gateway_only: GatewayOnly
+    stack: Stack, gateway_only: GatewayOnly, tenant: TenantKeys
 ) -> None:
-    tenant = await stack.new_tenant()
     async with gateway_only(redis_url="redis://127.0.0.1:1") as unenforced:
         response = await unenforced.verify(tenant.test_key, person())
         assert_error(response, 503, "enforcement_unavailable")

@@ -9,7 +9,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select, update
 
-from storage.models import PhoneRequest
+from storage.phone.models import PhoneRequest
 from tests.conftest import Stack
 from tests.contract.helpers import (
     PRICE,

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Stack
+from tests.conftest import Stack, TenantKeys
 from tests.contract.helpers import (
     PRICE,
     assert_error,
     assert_failure,
     assert_result,
     billable_total,
-    live_number,
     person,
     sandbox,
 )
 from tests.peers.twilio import TwilioLookupServer
 
 
-async def test_live_answer_is_mapped_into_the_result(stack: Stack, twilio: TwilioLookupServer) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
+async def test_live_answer_is_mapped_into_the_result(
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
+) -> None:
     twilio.answer(number, line_type="landline", carrier="Acme Telco", caller_name="DOE JANE", caller_type="CONSUMER")
     result = assert_result(await stack.verify(tenant.live_key, person(phone=number, name="Jane Doe")))
     assert result["environment"] == "live"
@@ -66,9 +65,9 @@ async def test_live_line_type_is_mapped_to_the_contract_vocabulary(
     carrier_type: str,
     voip_or_virtual: bool,
     toll_free: bool,
+    tenant: TenantKeys,
+    number: str,
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.answer(number, line_type=raw)
     result = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
     assert result["phone"]["line_type"] == line_type
@@ -82,10 +81,14 @@ async def test_live_line_type_is_mapped_to_the_contract_vocabulary(
     [("WIRELESS CALLER", None, "placeholder"), (None, None, "unavailable"), (None, 60601, "error")],
 )
 async def test_live_caller_id_without_a_name_is_never_a_mismatch(
-    stack: Stack, twilio: TwilioLookupServer, caller_name: str | None, error_code: int | None, state: str
+    stack: Stack,
+    twilio: TwilioLookupServer,
+    caller_name: str | None,
+    error_code: int | None,
+    state: str,
+    tenant: TenantKeys,
+    number: str,
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.answer(number, caller_name=caller_name, caller_type=None, caller_name_error_code=error_code)
     result = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
     assert result["result_state"] == "completed"
@@ -94,9 +97,9 @@ async def test_live_caller_id_without_a_name_is_never_a_mismatch(
     assert result["billing"]["disposition"] == "billable"
 
 
-async def test_live_invalid_number_is_unavailable_and_not_billed(stack: Stack, twilio: TwilioLookupServer) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
+async def test_live_invalid_number_is_unavailable_and_not_billed(
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
+) -> None:
     twilio.answer(number, valid=False)
     result = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
     assert result["result_state"] == "unavailable"
@@ -106,10 +109,8 @@ async def test_live_invalid_number_is_unavailable_and_not_billed(stack: Stack, t
 
 
 async def test_live_number_the_provider_does_not_know_is_unavailable_and_not_billed(
-    stack: Stack, twilio: TwilioLookupServer
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.not_found(number)
     result = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
     assert result["result_state"] == "unavailable"
@@ -117,9 +118,9 @@ async def test_live_number_the_provider_does_not_know_is_unavailable_and_not_bil
     assert await billable_total(stack, tenant.id) == 0
 
 
-async def test_live_provider_timing_out_is_502_and_not_billed(stack: Stack, twilio: TwilioLookupServer) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
+async def test_live_provider_timing_out_is_502_and_not_billed(
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
+) -> None:
     twilio.answer(number)
     twilio.hang(number, 1.5)
     error = assert_error(await stack.verify(tenant.live_key, person(phone=number)), 502, "provider_unavailable")
@@ -130,10 +131,8 @@ async def test_live_provider_timing_out_is_502_and_not_billed(stack: Stack, twil
 
 
 async def test_live_provider_failing_every_time_is_502_and_a_failed_request(
-    stack: Stack, twilio: TwilioLookupServer
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.fail(number, status=503, times=None)
     error = assert_error(await stack.verify(tenant.live_key, person(phone=number)), 502, "provider_unavailable")
     assert "request_id" in error, error
@@ -145,10 +144,8 @@ async def test_live_provider_failing_every_time_is_502_and_a_failed_request(
 
 
 async def test_live_provider_failing_once_is_retried_to_a_completed_result(
-    stack: Stack, twilio: TwilioLookupServer
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.answer(number)
     twilio.fail(number, status=503, times=1)
     result = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
@@ -158,10 +155,8 @@ async def test_live_provider_failing_once_is_retried_to_a_completed_result(
 
 
 async def test_live_unreadable_answer_is_result_state_error_and_not_billed(
-    stack: Stack, twilio: TwilioLookupServer
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.garbage(number)
     result = assert_result(await stack.verify(tenant.live_key, person(phone=number)))
     assert result["result_state"] == "error"
@@ -170,10 +165,8 @@ async def test_live_unreadable_answer_is_result_state_error_and_not_billed(
 
 
 async def test_live_replay_and_free_recheck_do_not_call_the_provider_again(
-    stack: Stack, twilio: TwilioLookupServer
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
 ) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
     twilio.answer(number)
     body = person(phone=number)
     first = assert_result(await stack.verify(tenant.live_key, body, idempotency_key="live-replay"))
@@ -185,9 +178,9 @@ async def test_live_replay_and_free_recheck_do_not_call_the_provider_again(
     assert await billable_total(stack, tenant.id) == PRICE
 
 
-async def test_sandbox_requests_never_call_the_provider(stack: Stack, twilio: TwilioLookupServer) -> None:
-    tenant = await stack.new_tenant()
-    number = live_number()
+async def test_sandbox_requests_never_call_the_provider(
+    stack: Stack, twilio: TwilioLookupServer, tenant: TenantKeys, number: str
+) -> None:
     twilio.answer(number)
     for phone in (number, sandbox("0100", "646"), sandbox("0192", "646")):
         await stack.verify(tenant.test_key, person(phone=phone))

@@ -7,7 +7,7 @@ from datetime import UTC, date, datetime
 import pytest
 from sqlalchemy import update
 
-from storage.models import LedgerEntry
+from storage.phone.models import LedgerEntry
 from tests.conftest import Stack
 from tests.contract.helpers import (
     PRICE,

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Stack
-from tests.contract.helpers import assert_error, assert_names_field, assert_result, person, post_raw
+from tests.contract.helpers import assert_error, assert_names_field, assert_result, ledger, person, post_raw
 
 
 async def test_unknown_property_is_invalid_request(stack: Stack) -> None:
@@ -127,6 +127,25 @@ async def test_other_add_ons_are_invalid_request(stack: Stack, add_ons: list[str
 async def test_body_that_is_not_json_is_invalid_request(stack: Stack, content: bytes) -> None:
     tenant = await stack.new_tenant()
     assert_error(await post_raw(stack, tenant.test_key, content), 400, "invalid_request")
+
+
+async def test_body_over_16_kib_is_413_invalid_request_and_nothing_is_stored(stack: Stack) -> None:
+    tenant = await stack.new_tenant()
+    padding = "x" * (16 * 1024)
+    content = b'{"phone": "+14155550100", "name": "John Smith", "subject_type": "person", "reference_id": "'
+    response = await post_raw(stack, tenant.test_key, content + padding.encode() + b'"}')
+    assert_error(response, 413, "invalid_request")
+    assert await ledger(stack, tenant.id) == []
+
+
+async def test_body_of_16_kib_is_read(stack: Stack) -> None:
+    """Up to the limit the body is read and validated (here: a reference_id over 128 characters is refused)."""
+    tenant = await stack.new_tenant()
+    head = b'{"phone": "+14155550100", "name": "John Smith", "subject_type": "person", "reference_id": "'
+    content = head + b"x" * (16 * 1024 - len(head) - 2) + b'"}'
+    assert len(content) == 16 * 1024
+    error = assert_error(await post_raw(stack, tenant.test_key, content), 400, "invalid_request")
+    assert error["details"] == {"field": "reference_id"}
 
 
 @pytest.mark.parametrize("content", [b"[]", b'"+14155550100"', b"null"], ids=["array", "string", "null"])

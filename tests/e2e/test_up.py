@@ -19,17 +19,20 @@ from signalyard.embedded_broker import free_port
 
 
 class Up:
-    def __init__(self, data_dir: Path, port: int) -> None:
+    """`signalyard up` as a user starts it, with only the given SIGNALYARD_* settings."""
+
+    def __init__(self, data_dir: Path, port: int, settings: dict[str, str] | None = None) -> None:
         self.port = port
         self.log = data_dir / "stderr.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNALYARD_")}
-        env |= {"SIGNALYARD_DATA_DIR": str(data_dir), "SIGNALYARD_PHONE_PORT": str(port)}
+        env |= {"SIGNALYARD_DATA_DIR": str(data_dir), "SIGNALYARD_PHONE_PORT": str(port), **(settings or {})}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "signalyard.cli", "up"],
             env=env,
             stdout=subprocess.PIPE,
             stderr=self.log.open("wb"),
             text=True,
+            start_new_session=True,  # a process group of its own, as a shell gives a foreground job
         )
         self.banner = self._read_banner()
 
@@ -61,6 +64,14 @@ class Up:
     def stop(self, signum: int = signal.SIGTERM) -> int:
         self.process.send_signal(signum)
         return self.process.wait(30)
+
+    def ctrl_c(self) -> int:
+        """What a terminal does on Ctrl-C: SIGINT to every process of the foreground process group."""
+        os.killpg(self.process.pid, signal.SIGINT)
+        return self.process.wait(30)
+
+    def error_lines(self) -> list[str]:
+        return [line for line in self.log.read_text().splitlines() if '"level": "error"' in line]
 
 
 @pytest.fixture
@@ -103,10 +114,11 @@ def test_up_prints_urls_and_a_sandbox_key_and_the_readme_curl_returns_a_complete
     assert "signalyard_http_requests_total" in httpx.get(f"{base}/metrics").text
     processors_metrics = re.search(r"\(gateway\), (http://\S+/metrics) \(processors\)", up.banner)
     assert processors_metrics, up.banner
-    assert 'signalyard_phone_processed_total{outcome="completed"}' in httpx.get(processors_metrics[1]).text
+    assert 'signalyard_processed_total{outcome="completed",service="phone"}' in httpx.get(processors_metrics[1]).text
 
     broker_port = up.broker_port
-    assert up.stop(signal.SIGINT) == 0
+    assert up.ctrl_c() == 0
+    assert up.error_lines() == []
     with pytest.raises(ConnectionRefusedError):  # the embedded broker went down with the launcher: no orphan process
         socket.create_connection(("127.0.0.1", broker_port), timeout=1).close()
     log = up.log.read_text()

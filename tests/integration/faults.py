@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from sqlalchemy import text
@@ -12,36 +15,39 @@ from sqlalchemy import text
 from tests.conftest import Stack
 
 
-async def refuse_ledger_rows(stack: Stack, tenant_id: str) -> None:
-    """A real database failure for this tenant's ledger writes only (a trigger), as when the ledger is down."""
+@asynccontextmanager
+async def ledger_refused(stack: Stack, tenant_id: str) -> AsyncIterator[None]:
+    """A real database failure for this tenant's ledger writes only (a trigger), as when the ledger is down, for the
+    duration of the block. Each block installs a trigger of its own name and removes it whatever happens, so one
+    test's fault never meets another's."""
+    name = f"refuse_ledger_{uuid.uuid4().hex[:12]}"
     async with stack.db.write() as session:
         if session.get_bind().dialect.name == "postgresql":
             await session.execute(
                 text(
-                    "CREATE OR REPLACE FUNCTION refuse_ledger() RETURNS trigger AS $$ BEGIN "
+                    f"CREATE FUNCTION {name}() RETURNS trigger AS $$ BEGIN "
                     f"IF NEW.tenant_id = '{tenant_id}' THEN RAISE EXCEPTION 'ledger offline'; END IF; "
                     "RETURN NEW; END $$ LANGUAGE plpgsql"
                 )
             )
             await session.execute(
-                text(
-                    "CREATE TRIGGER refuse_ledger BEFORE INSERT ON ledger_entries "
-                    "FOR EACH ROW EXECUTE FUNCTION refuse_ledger()"
-                )
+                text(f"CREATE TRIGGER {name} BEFORE INSERT ON phone_ledger FOR EACH ROW EXECUTE FUNCTION {name}()")
             )
+            drops = [f"DROP TRIGGER {name} ON phone_ledger", f"DROP FUNCTION {name}()"]
         else:
             await session.execute(
                 text(
-                    "CREATE TRIGGER refuse_ledger BEFORE INSERT ON ledger_entries "
+                    f"CREATE TRIGGER {name} BEFORE INSERT ON phone_ledger "
                     f"WHEN NEW.tenant_id = '{tenant_id}' BEGIN SELECT RAISE(ABORT, 'ledger offline'); END"
                 )
             )
-
-
-async def allow_ledger_rows(stack: Stack) -> None:
-    async with stack.db.write() as session:
-        postgres = session.get_bind().dialect.name == "postgresql"
-        await session.execute(text("DROP TRIGGER IF EXISTS refuse_ledger" + (" ON ledger_entries" if postgres else "")))
+            drops = [f"DROP TRIGGER {name}"]
+    try:
+        yield
+    finally:
+        async with stack.db.write() as session:
+            for drop in drops:
+                await session.execute(text(drop))
 
 
 def run_cli(database_url: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

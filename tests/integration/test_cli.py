@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from sqlalchemy import inspect
 
-from storage import tenants
-from storage.db import Database, create_engine
-from storage.models import Tenant
+from storage.common.db import Database, create_engine
+from storage.phone import tenants
+from storage.phone.models import Tenant
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, assert_retry_after, person
 from tests.integration.faults import run_cli
@@ -42,7 +42,7 @@ def stack_cli(stack: Stack, tmp_path: Path) -> Cli:
     """The CLI on the running stack's database, so the stack sees what it does."""
 
     async def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return await asyncio.to_thread(run_cli, stack.settings.database_url or "", tmp_path, *args, **env)
+        return await asyncio.to_thread(run_cli, stack.settings.platform.database_url or "", tmp_path, *args, **env)
 
     return run
 

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from signalyard import logs
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, assert_uuid, person
-from tests.integration.faults import allow_ledger_rows, refuse_ledger_rows
+from tests.integration.faults import ledger_refused
 
 Samples = list[tuple[str, dict[str, str], float]]
 
@@ -100,11 +100,12 @@ async def test_metrics_expose_the_processor_gauges_and_counters(stack: Stack) ->
     found = await samples(stack.client)
     names = {name for name, _, _ in found}
 
-    assert value(found, "signalyard_phone_processed_total", outcome="completed") >= 1
-    assert "signalyard_phone_outbox_pending" in names
-    lag = [labels for name, labels, _ in found if name == "signalyard_phone_consumer_lag"]
+    assert value(found, "signalyard_processed_total", service="phone", outcome="completed") >= 1
+    assert "signalyard_outbox_pending" in names
+    lag = [labels for name, labels, _ in found if name == "signalyard_consumer_lag" and labels["service"] == "phone"]
     assert lag, sorted(n for n in names if n.startswith("signalyard"))
     assert all(labels["partition"].isdigit() for labels in lag)
+    assert stack.topics.requested in {labels["topic"] for labels in lag}
 
 
 # ------------------------------------------------------------------------------------------------- request ids
@@ -161,7 +162,8 @@ async def test_the_openapi_document_lists_the_three_operations_and_bearer_auth(s
         ("/v1/requests/{request_id}", "get"): "getRequest",
         ("/v1/usage", "get"): "getUsage",
     }
-    assert document["components"]["securitySchemes"]["bearer"] == {"type": "http", "scheme": "bearer"}
+    scheme = document["components"]["securitySchemes"]["bearer"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
     assert document["security"] == [{"bearer": []}]
     verify = document["paths"]["/v1/verify"]["post"]
     assert {"200", "202", "401", "422", "429"} <= set(verify["responses"])
@@ -214,11 +216,8 @@ async def test_no_api_key_appears_in_any_log_line(
     keys = [tenant.test_key, tenant.live_key]
 
     # The processor logs an exception when the ledger cannot be written.
-    await refuse_ledger_rows(stack, tenant.id)
-    try:
+    async with ledger_refused(stack, tenant.id):
         held = await stack.verify(tenant.test_key, person("+14155550100"))
-    finally:
-        await allow_ledger_rows(stack)
     assert_error(held, 503, "ledger_unavailable")
 
     # The gateway logs an exception, inside the request that carries the key, when the broker does not acknowledge.

@@ -10,22 +10,21 @@ from datetime import UTC, datetime
 
 from sqlalchemy import select
 
-from storage import tenants
-from storage.models import LedgerEntry, PhoneRequest
+from storage.phone import tenants
+from storage.phone.models import LedgerEntry, PhoneRequest
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, person
-from tests.integration.faults import allow_ledger_rows, refuse_ledger_rows, run_cli
+from tests.integration.faults import ledger_refused, run_cli
 from topics.phone import VerificationRequested
 
 
 def signalyard(stack: Stack, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_cli(stack.settings.database_url or "", stack.settings.data_dir, *args)
+    return run_cli(stack.settings.platform.database_url or "", stack.settings.platform.data_dir, *args)
 
 
 async def test_a_check_whose_ledger_write_fails_waits_for_the_operator_and_is_never_bypassed(stack: Stack) -> None:
     tenant = await stack.new_tenant()
-    await refuse_ledger_rows(stack, tenant.id)
-    try:
+    async with ledger_refused(stack, tenant.id):
         first = await stack.verify(tenant.test_key, person("+12125550100"), idempotency_key="ledger-down")
         error = assert_error(first, 503, "ledger_unavailable")
         request_id = error["request_id"]
@@ -43,8 +42,6 @@ async def test_a_check_whose_ledger_write_fails_waits_for_the_operator_and_is_ne
         assert replay.json() == first.json()
         bypass = await stack.verify(tenant.test_key, person("+12125550100"), idempotency_key="fresh-key")
         assert_error(bypass, 409, "idempotency_conflict")
-    finally:
-        await allow_ledger_rows(stack)
 
     resolved = await asyncio.to_thread(signalyard, stack, "requests", "reconcile", request_id, "--outcome", "billable")
     assert resolved.returncode == 0, resolved.stderr
@@ -70,12 +67,9 @@ async def test_a_check_whose_ledger_write_fails_waits_for_the_operator_and_is_ne
 
 async def test_reconciling_as_failed_voids_the_check_and_frees_the_number(stack: Stack) -> None:
     tenant = await stack.new_tenant()
-    await refuse_ledger_rows(stack, tenant.id)
-    try:
+    async with ledger_refused(stack, tenant.id):
         first = await stack.verify(tenant.test_key, person("+12125550101"))
         request_id = assert_error(first, 503, "ledger_unavailable")["request_id"]
-    finally:
-        await allow_ledger_rows(stack)
     resolved = await asyncio.to_thread(signalyard, stack, "requests", "reconcile", request_id, "--outcome", "failed")
     assert resolved.returncode == 0, resolved.stderr
 
@@ -113,7 +107,7 @@ async def test_a_request_accepted_before_its_tenant_was_suspended_is_rejected_an
         VerificationRequested(
             request_id=request_id, tenant_id=tenant.id, environment="test", phone_e164="+12125550102"
         ),
-        stack.platform.topics.requested,
+        stack.topics.requested,
         b"+12125550102",
     )
     for _ in range(100):

@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 
 from processors.phone.router import GROUP_ID
 from signalyard.embedded_broker import EmbeddedBroker
-from storage.db import Database
-from storage.models import LedgerEntry, PhoneRequest
+from storage.common.db import Database
+from storage.phone.models import LedgerEntry, PhoneRequest
 from tests.conftest import Stack, running_stack, stack_settings
 from tests.contract.helpers import person
 
@@ -80,7 +80,7 @@ async def test_the_processors_commit_what_they_processed_so_a_restart_does_not_r
     tenant = await stack.new_tenant()
     answers = await asyncio.gather(*(stack.verify(tenant.test_key, person(number)) for number in distinct_numbers(20)))
     assert [answer.status_code for answer in answers] == [200] * 20
-    topic = stack.platform.topics.requested
+    topic = stack.topics.requested
     admin = AIOKafkaAdminClient(bootstrap_servers=stack.platform.bootstrap)
     reader = AIOKafkaConsumer(bootstrap_servers=stack.platform.bootstrap)
     await admin.start()
@@ -106,7 +106,7 @@ async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_bi
     env = {
         "SIGNALYARD_KAFKA_BOOTSTRAP": broker_bootstrap,
         "SIGNALYARD_DATABASE_URL": database_url,
-        "SIGNALYARD_TOPIC_PREFIX": settings.topic_prefix,
+        "SIGNALYARD_TOPIC_PREFIX": settings.platform.topic_prefix,
         "SIGNALYARD_SWEEP_AFTER_S": "3",
         "SIGNALYARD_SWEEP_EVERY_S": "1",
         "SIGNALYARD_DATA_DIR": str(tmp_path),

@@ -24,13 +24,15 @@ from alembic.migration import MigrationContext
 from sqlalchemy import inspect, select, text
 from sqlalchemy.exc import IntegrityError
 
-from storage import phone as requests
-from storage import tenants
-from storage.db import Database, create_engine, migrate, sqlite_url
-from storage.models import ApiKey, Base, LedgerEntry, MonthlySpend, PhoneRequest, Tenant
+from storage.common import outbox
+from storage.common.db import Database, create_engine, migrate, sqlite_url
+from storage.common.keys import ApiKey, hash_key
+from storage.phone import requests, tenants
+from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest, Tenant
+from storage.tables import METADATA
 from tests.conftest import PG_URL, fresh_postgres_database
 
-TABLES = {"tenants", "api_keys", "prices", "phone_requests", "ledger_entries", "monthly_spend"}
+TABLES = {"phone_tenants", "api_keys", "phone_prices", "phone_requests", "phone_ledger", "phone_monthly_spend"}
 FUTURE = timedelta(days=1)
 """Pending rows are published this far ahead of the clock: no sweeper of a stack on this database takes them."""
 _numbers = itertools.count()
@@ -158,16 +160,16 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
                     lambda sync: {index["name"]: index for index in inspect(sync).get_indexes("phone_requests")}
                 )
                 drift = await connection.run_sync(
-                    lambda sync: compare_metadata(MigrationContext.configure(sync), Base.metadata)
+                    lambda sync: compare_metadata(MigrationContext.configure(sync), METADATA)
                 )
         finally:
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"}
-    assert versions == ["0002"]
+    assert versions == ["0003"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
-    assert drift == [], "the migrated schema differs from storage.models"
+    assert drift == [], "the migrated schema differs from the models (storage.tables)"
 
 
 async def test_migrating_the_shared_database_again_is_harmless(database_url: str, db: Database) -> None:
@@ -525,7 +527,16 @@ async def test_last_billable_checks_respect_the_24_hour_window(db: Database) -> 
 # ------------------------------------------------------------------------------------------------- the sweeper
 
 
-async def test_stale_pending_lists_old_pending_rows_and_only_one_of_two_claims_wins(db: Database) -> None:
+def claim_stale(cutoff: datetime, clock: datetime) -> Any:
+    return lambda connection: {
+        row.id
+        for row in outbox.claim_stale(
+            connection, requests.REQUESTS, [requests.REQUESTS.c.id], published_before=cutoff, now=clock, limit=100_000
+        )
+    }
+
+
+async def test_claim_stale_takes_old_pending_rows_and_only_one_of_two_claims_wins(db: Database) -> None:
     tenant_id = new_tenant_id()
     clock = datetime.now(UTC) + timedelta(days=30)  # a clock of our own, ahead of any real sweeper's
     stale = await add(db, pending_row(tenant_id, published_at=clock - timedelta(minutes=5)))
@@ -533,24 +544,15 @@ async def test_stale_pending_lists_old_pending_rows_and_only_one_of_two_claims_w
     done = await finished(db, tenant_id, completed(clock))
     cutoff = clock - timedelta(seconds=30)
 
+    first, second = await asyncio.gather(
+        db.run(claim_stale(cutoff, clock), write=True), db.run(claim_stale(cutoff, clock), write=True)
+    )
+    assert [stale.id in first, stale.id in second].count(True) == 1
+    assert fresh.id not in first | second
+    assert done.id not in first | second
+    # claimed: stamped with the new publish time, so no sweeper takes it again before it is stale again
+    assert stale.id not in await db.run(claim_stale(cutoff, clock + timedelta(seconds=1)), write=True)
     async with db.read() as session:
-        listed = {row.id for row in await requests.stale_pending(session, cutoff, 100_000)}
-    assert stale.id in listed
-    assert fresh.id not in listed
-    assert done.id not in listed
-    async with db.read() as session:
-        (candidate,) = [row for row in await requests.stale_pending(session, cutoff, 100_000) if row.id == stale.id]
-
-    async def claim() -> bool:
-        async with db.write() as session:
-            return await requests.claim_republish(session, candidate, clock)
-
-    assert sorted(await asyncio.gather(claim(), claim())) == [False, True]
-    async with db.write() as session:  # a claim made with the same, now outdated, row loses as well
-        assert await requests.claim_republish(session, candidate, clock + timedelta(seconds=1)) is False
-
-    async with db.read() as session:
-        assert stale.id not in {row.id for row in await requests.stale_pending(session, cutoff, 100_000)}
         reclaimed = await requests.get_request(session, stale.id)
     assert reclaimed is not None
     assert reclaimed.published_at == clock
@@ -559,11 +561,10 @@ async def test_stale_pending_lists_old_pending_rows_and_only_one_of_two_claims_w
 
 async def test_a_finished_row_cannot_be_claimed(db: Database) -> None:
     tenant_id = new_tenant_id()
-    row = await add(db, pending_row(tenant_id))
+    row = await add(db, pending_row(tenant_id, published_at=datetime.now(UTC) - timedelta(hours=1)))
     async with db.write() as session:
         assert await requests.finish(session, row, completed(datetime.now(UTC)))
-    async with db.write() as session:
-        assert await requests.claim_republish(session, row, datetime.now(UTC) + FUTURE * 2) is False
+    assert row.id not in await db.run(claim_stale(datetime.now(UTC), datetime.now(UTC) + FUTURE * 2), write=True)
 
 
 # --------------------------------------------------------------------------------------------------- datetimes
@@ -639,7 +640,7 @@ async def test_find_key_owner_and_revoke_key(db: Database) -> None:
     assert live_owner.environment == "live"
     assert live_owner.scopes == frozenset(tenants.ALL_SCOPES)
     assert stored is not None
-    assert stored.key_hash == tenants.hash_key(key)
+    assert stored.key_hash == hash_key(key)
     assert key not in (stored.key_hash, stored.id)  # only the hash is kept
 
     async with db.write() as session:

@@ -7,7 +7,7 @@ Revises:
 from alembic import op
 import sqlalchemy as sa
 
-import storage.models
+import storage.common.models
 
 
 revision = "0001"
@@ -38,10 +38,10 @@ def upgrade() -> None:
         sa.Column("supplied_name", sa.Text(), nullable=False),
         sa.Column("reference_id", sa.String(length=128), nullable=True),
         sa.Column("state", sa.String(length=32), nullable=False),
-        sa.Column("created_at", storage.models.UtcDateTime(), nullable=False),
-        sa.Column("published_at", storage.models.UtcDateTime(), nullable=False),
-        sa.Column("completed_at", storage.models.UtcDateTime(), nullable=True),
-        sa.Column("billable_at", storage.models.UtcDateTime(), nullable=True),
+        sa.Column("created_at", storage.common.models.UtcDateTime(), nullable=False),
+        sa.Column("published_at", storage.common.models.UtcDateTime(), nullable=False),
+        sa.Column("completed_at", storage.common.models.UtcDateTime(), nullable=True),
+        sa.Column("billable_at", storage.common.models.UtcDateTime(), nullable=True),
         sa.Column("result", sa.LargeBinary(), nullable=True),
         sa.Column("lookup", sa.LargeBinary(), nullable=True),
         sa.Column("error_code", sa.String(length=64), nullable=True),
@@ -72,7 +72,7 @@ def upgrade() -> None:
         sa.Column("status", sa.String(length=16), nullable=False),
         sa.Column("allowed_skus", sa.JSON(), nullable=False),
         sa.Column("spend_cap_microdollars", sa.BigInteger(), nullable=True),
-        sa.Column("created_at", storage.models.UtcDateTime(), nullable=False),
+        sa.Column("created_at", storage.common.models.UtcDateTime(), nullable=False),
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_table(
@@ -83,8 +83,8 @@ def upgrade() -> None:
         sa.Column("key_hash", sa.String(length=64), nullable=False),
         sa.Column("display_prefix", sa.String(length=24), nullable=False),
         sa.Column("scopes", sa.JSON(), nullable=False),
-        sa.Column("created_at", storage.models.UtcDateTime(), nullable=False),
-        sa.Column("revoked_at", storage.models.UtcDateTime(), nullable=True),
+        sa.Column("created_at", storage.common.models.UtcDateTime(), nullable=False),
+        sa.Column("revoked_at", storage.common.models.UtcDateTime(), nullable=True),
         sa.ForeignKeyConstraint(
             ["tenant_id"],
             ["tenants.id"],
@@ -104,7 +104,7 @@ def upgrade() -> None:
         sa.Column("disposition", sa.String(length=32), nullable=False),
         sa.Column("unit_price_microdollars", sa.BigInteger(), nullable=False),
         sa.Column("cache_hit", sa.Boolean(), nullable=False),
-        sa.Column("created_at", storage.models.UtcDateTime(), nullable=False),
+        sa.Column("created_at", storage.common.models.UtcDateTime(), nullable=False),
         sa.ForeignKeyConstraint(
             ["request_id"],
             ["phone_requests.id"],

@@ -1,34 +1,17 @@
-"""The tables. Unique constraints and conditional updates carry the no-loss, no-double-charge rules."""
+"""The phone service's tables. Unique constraints and conditional updates carry the no-loss, no-double-charge rules."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
-from sqlalchemy import JSON, BigInteger, Boolean, DateTime, ForeignKey, Index, LargeBinary, String, Text, text
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Index, LargeBinary, String, Text, text
+from sqlalchemy.orm import Mapped, mapped_column
 
-
-class UtcDateTime(TypeDecorator[datetime]):
-    """Aware UTC datetimes on every backend (SQLite keeps no zone, so it is stored naive and read back as UTC)."""
-
-    impl = DateTime
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Any) -> datetime | None:
-        return value.astimezone(UTC).replace(tzinfo=None) if value is not None else None
-
-    def process_result_value(self, value: datetime | None, dialect: Any) -> datetime | None:
-        return value.replace(tzinfo=UTC) if value is not None else None
-
-
-class Base(DeclarativeBase):
-    type_annotation_map = {datetime: UtcDateTime()}
+from storage.common.models import Base
 
 
 class Tenant(Base):
-    __tablename__ = "tenants"
+    __tablename__ = "phone_tenants"
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -38,23 +21,10 @@ class Tenant(Base):
     created_at: Mapped[datetime]
 
 
-class ApiKey(Base):
-    __tablename__ = "api_keys"
-
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
-    environment: Mapped[str] = mapped_column(String(8))
-    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    display_prefix: Mapped[str] = mapped_column(String(24))
-    scopes: Mapped[list[str]] = mapped_column(JSON)
-    created_at: Mapped[datetime]
-    revoked_at: Mapped[datetime | None]
-
-
 class Price(Base):
-    __tablename__ = "prices"
+    __tablename__ = "phone_prices"
 
-    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), primary_key=True)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("phone_tenants.id"), primary_key=True)
     sku: Mapped[str] = mapped_column(String(32), primary_key=True)
     unit_price_microdollars: Mapped[int] = mapped_column(BigInteger)
 
@@ -107,7 +77,7 @@ class PhoneRequest(Base):
 class LedgerEntry(Base):
     """Exactly one row per finished request; its primary key is the request id."""
 
-    __tablename__ = "ledger_entries"
+    __tablename__ = "phone_ledger"
     __table_args__ = (Index("ix_ledger_usage", "tenant_id", "environment", "created_at"),)
 
     request_id: Mapped[str] = mapped_column(ForeignKey("phone_requests.id"), primary_key=True)
@@ -123,7 +93,7 @@ class LedgerEntry(Base):
 class MonthlySpend(Base):
     """Billable amount per tenant, environment and UTC month, kept beside the ledger for the spend cap."""
 
-    __tablename__ = "monthly_spend"
+    __tablename__ = "phone_monthly_spend"
 
     tenant_id: Mapped[str] = mapped_column(String(36), primary_key=True)
     environment: Mapped[str] = mapped_column(String(8), primary_key=True)

@@ -26,7 +26,14 @@ log = structlog.get_logger("signalyard.http")
 ReadinessCheck = Callable[[], Awaitable[None]]
 
 
-def observe(service: str) -> Callable[[ASGIApp], ASGIApp]:
+def request_ids(prefix: str = "") -> Callable[[], str]:
+    """A service's request-id factory: `<prefix><32 hex>` (photo: `req_`), or a plain UUID without a prefix."""
+    if not prefix:
+        return lambda: str(uuid.uuid4())
+    return lambda: prefix + uuid.uuid4().hex
+
+
+def observe(service: str, new_request_id: Callable[[], str] = request_ids()) -> Callable[[ASGIApp], ASGIApp]:
     """Middleware: a request id for every request (header and log context), and the route/status metrics."""
 
     def middleware(app: ASGIApp) -> ASGIApp:
@@ -34,7 +41,7 @@ def observe(service: str) -> Callable[[ASGIApp], ASGIApp]:
             if scope["type"] != "http":
                 await app(scope, receive, send)
                 return
-            request_id = str(uuid.uuid4())
+            request_id = new_request_id()
             scope.setdefault("state", {})["request_id"] = request_id
             started = time.perf_counter()
             status = 500

@@ -13,7 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import LedgerEntry, MonthlySpend, PhoneRequest
+from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest
 from topics.phone import ErrorDetail, StoredRequestFailure
 
 OPEN_STATES = ("pending", "pending_reconciliation")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
 import sqlite3
 from collections.abc import AsyncIterator, Callable
@@ -14,7 +15,9 @@ from typing import Any, TypeVar
 import sqlalchemy
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import event, text
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import event, make_url, text
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -24,7 +27,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
-MIGRATIONS = Path(__file__).with_name("migrations")
+MIGRATIONS = Path(__file__).parent.parent / "migrations"
 T = TypeVar("T")
 
 
@@ -135,9 +138,45 @@ def _transaction(engine: Engine, work: Callable[[Connection], T]) -> T:
         return work(connection)
 
 
-def migrate(url: str) -> None:
-    """Bring the schema at `url` to the newest migration (blocking; run it before serving)."""
+def _alembic(url: str) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", url)
-    command.upgrade(config, "head")
+    return config
+
+
+def migrate(url: str) -> None:
+    """Bring the schema at `url` to the newest migration (blocking). Processes migrating at once take turns, so the
+    later finds the schema current: PostgreSQL holds an advisory lock (storage/migrations/env.py), SQLite a lock on a
+    file beside the database."""
+    database = make_url(url).database
+    if not url.startswith("sqlite") or not database:
+        command.upgrade(_alembic(url), "head")
+        return
+    with open(f"{database}.migrate-lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        command.upgrade(_alembic(url), "head")
+
+
+class SchemaOutOfDate(RuntimeError):
+    """The database is not at the schema this code needs; only `signalyard migrate` (or `up`) upgrades it."""
+
+
+def check_schema(url: str) -> None:
+    """Raise SchemaOutOfDate unless the schema at `url` is the newest migration (blocking)."""
+    head = ScriptDirectory.from_config(_alembic(url)).get_current_head()
+
+    async def current() -> str | None:
+        engine = create_engine(url)
+        try:
+            async with engine.connect() as connection:
+                return await connection.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+        finally:
+            await engine.dispose()
+
+    found = asyncio.run(current())
+    if found != head:
+        where = f"revision {found}" if found else "no schema"
+        raise SchemaOutOfDate(
+            f"the database has {where}, this version needs revision {head}: run `signalyard migrate` first"
+        )

@@ -20,14 +20,14 @@ class GroupCommit(Generic[Item, Result]):
     def __init__(self, flush: Callable[[list[Item]], Awaitable[Sequence[Result]]]) -> None:
         self._flush = flush
         self._queue: list[tuple[Item, asyncio.Future[Result]]] = []
-        self._draining = False
+        self._drain_task: asyncio.Task[None] | None = None
+        """Held so the running drain is not garbage-collected (the event loop keeps only a weak reference)."""
 
     async def submit(self, item: Item) -> Result:
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._queue.append((item, future))
-        if not self._draining:
-            self._draining = True
-            asyncio.get_running_loop().create_task(self._drain())
+        if self._drain_task is None:
+            self._drain_task = asyncio.get_running_loop().create_task(self._drain())
         return await future
 
     async def _drain(self) -> None:
@@ -45,4 +45,4 @@ class GroupCommit(Generic[Item, Result]):
                     if not future.done():
                         future.set_result(result)
         finally:
-            self._draining = False
+            self._drain_task = None

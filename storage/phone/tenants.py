@@ -1,9 +1,7 @@
-"""Tenants, their API keys and prices: the operator's side of the data."""
+"""Phone tenants, their API keys (in the shared key store) and prices: the operator's side of the data."""
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -13,20 +11,14 @@ from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from storage.models import ApiKey, Price, Tenant
+from storage.common import keys
+from storage.phone.models import Price, Tenant
 
+SERVICE = "phone"
 KEY_PREFIX = "sy"
 DEFAULT_PRICES = {"core_phone": 15000}
 """Microdollars per SKU for tenants without a price of their own."""
 ALL_SCOPES = ("verify", "requests:read", "usage:read")
-
-
-def hash_key(key: str) -> str:
-    return hashlib.sha256(key.encode()).hexdigest()
-
-
-def new_key(environment: str) -> str:
-    return f"{KEY_PREFIX}_{environment}_{secrets.token_hex(20)}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,55 +61,52 @@ async def create_key(
     session: AsyncSession, tenant_id: str, environment: str, scopes: list[str] | None = None
 ) -> tuple[str, str]:
     """Returns (key id, the key itself). Only the key's SHA-256 is stored: it is shown this once."""
-    if environment not in ("live", "test"):
+    if environment not in keys.ENVIRONMENTS:
         raise ValueError("environment must be live or test")
     if await session.get(Tenant, tenant_id) is None:
         raise LookupError(f"no tenant {tenant_id}")
-    key = new_key(environment)
-    key_id = str(uuid.uuid4())
-    session.add(
-        ApiKey(
-            id=key_id,
-            tenant_id=tenant_id,
-            environment=environment,
-            key_hash=hash_key(key),
-            display_prefix=key[:16],
-            scopes=list(scopes if scopes is not None else ALL_SCOPES),
-            created_at=datetime.now(UTC),
-        )
+    row, key = await keys.create_key(
+        session,
+        service=SERVICE,
+        owner_id=tenant_id,
+        environment=environment,
+        prefix=KEY_PREFIX,
+        scopes=scopes if scopes is not None else ALL_SCOPES,
     )
-    return key_id, key
+    return row.id, key
 
 
 async def revoke_key(session: AsyncSession, key_or_id: str) -> bool:
     """Revoke by key id or by the key itself."""
-    matches = (ApiKey.id == key_or_id) | (ApiKey.key_hash == hash_key(key_or_id))
-    result = await session.execute(
-        update(ApiKey).where(matches, ApiKey.revoked_at.is_(None)).values(revoked_at=datetime.now(UTC))
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return await keys.revoke_key(session, SERVICE, key_or_id) is not None
+
+
+_TENANTS, _PRICES = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
+_KEY_OWNERS = keys.usable_keys(
+    SERVICE, _TENANTS.c.status, _TENANTS.c.allowed_skus, _TENANTS.c.spend_cap_microdollars
+).join_from(keys.KEYS, _TENANTS, _TENANTS.c.id == keys.KEYS.c.owner_id)
+
+
+def key_owners(connection: Connection, key_hashes: list[str], now: datetime) -> dict[str, KeyOwner]:
+    """The owners of those presented keys (by SHA-256) that authenticate at `now`, in one query."""
+    return {
+        row.key_hash: KeyOwner(
+            key_id=row.id,
+            tenant_id=row.owner_id,
+            environment=row.environment,
+            scopes=frozenset(row.scopes),
+            tenant_status=row.status,
+            allowed_skus=frozenset(row.allowed_skus),
+            spend_cap_microdollars=row.spend_cap_microdollars,
+        )
+        for row in connection.execute(_KEY_OWNERS, {"hashes": key_hashes, "now": now})
+    }
 
 
 async def find_key_owner(session: AsyncSession, key: str) -> KeyOwner | None:
-    row = (
-        await session.execute(
-            select(ApiKey, Tenant)
-            .join(Tenant, Tenant.id == ApiKey.tenant_id)
-            .where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
-        )
-    ).first()
-    if row is None:
-        return None
-    api_key, tenant = row
-    return KeyOwner(
-        key_id=api_key.id,
-        tenant_id=tenant.id,
-        environment=api_key.environment,
-        scopes=frozenset(api_key.scopes),
-        tenant_status=tenant.status,
-        allowed_skus=frozenset(tenant.allowed_skus),
-        spend_cap_microdollars=tenant.spend_cap_microdollars,
-    )
+    key_hash = keys.hash_key(key)
+    owners = await session.run_sync(lambda sync: key_owners(sync.connection(), [key_hash], datetime.now(UTC)))
+    return owners.get(key_hash)
 
 
 async def set_price(session: AsyncSession, tenant_id: str, sku: str, unit_price_microdollars: int) -> None:
@@ -140,7 +129,6 @@ class TenantTerms:
     unit_price_microdollars: int
 
 
-_TENANTS, _PRICES = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
 _TERMS = (
     select(_TENANTS.c.id, _TENANTS.c.status, _TENANTS.c.spend_cap_microdollars, _PRICES.c.unit_price_microdollars)
     .select_from(

@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import msgspec
 from faststream.kafka import KafkaRouter
+from sqlalchemy.engine import Connection
 
-from storage import phone as requests
-from storage.db import Database
-from topics.client import batch_subscription
+from storage.common.db import Database
+from topics.common.client import batch_subscription
+
+LoadRows = Callable[[Connection, list[str]], Mapping[str, Any]]
+"""load(connection, request ids) -> the stored row of each id found (a row has a `state`)."""
 
 
 class CompletedRef(msgspec.Struct):
-    """The part of a VerificationCompleted message the gateway needs (the rest is read from storage)."""
+    """The part of a completion message the gateway needs (the rest is read from storage)."""
 
     request_id: str
 
@@ -24,8 +27,11 @@ class CompletedRef(msgspec.Struct):
 class ResultWaiter:
     """Maps request ids to the callers waiting for them; one storage read confirms a whole batch of completions."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, load: LoadRows, open_states: Collection[str] = ("pending",)) -> None:
         self.db = db
+        self.load = load
+        self.open_states = open_states
+        """States of a row that is not finished yet (an announcement that finds one is stale)."""
         self._waiting: dict[str, set[asyncio.Future[Any]]] = {}
 
     @contextmanager
@@ -45,15 +51,15 @@ class ResultWaiter:
         wanted = [request_id for request_id in request_ids if request_id in self._waiting]
         if not wanted:
             return
-        rows = await self.db.run(lambda connection: requests.load_requests(connection, wanted), write=False)
+        rows = await self.db.run(lambda connection: self.load(connection, wanted), write=False)
         for request_id, row in rows.items():
-            if row.state == "pending":
+            if row.state in self.open_states:
                 continue  # a stale announcement; the real one is still to come
             for future in self._waiting.pop(request_id, ()):
                 if not future.done():
                     future.set_result(row)
 
-    def router(self, completed_topic: str) -> KafkaRouter:
+    def router(self, completed_topic: str, title: str) -> KafkaRouter:
         """A subscriber without a consumer group: every gateway instance sees every completion."""
         router = KafkaRouter()
 
@@ -61,9 +67,9 @@ class ResultWaiter:
             completed_topic,
             **batch_subscription(CompletedRef),
             auto_offset_reset="latest",
-            title="phone-gateway-results",
+            title=title,
         )
-        async def on_verification_completed(batch: list[CompletedRef]) -> None:
+        async def on_completed(batch: list[CompletedRef]) -> None:
             await self.confirm([ref.request_id for ref in batch])
 
         return router

@@ -1,0 +1,84 @@
+"""The error-envelope mechanism: a service's contract errors are one exception type, rendered by one set of handlers.
+
+A service subclasses `ServiceError` for its envelope and says, in an `ErrorStyle`, what its contract answers for
+the situations every HTTP API meets (no such route, a method not allowed, a malformed request, a bug)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import structlog
+from litestar import Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+
+log = structlog.get_logger("signalyard.gateway")
+
+
+class ServiceError(Exception):
+    """A contract error: raising it anywhere in a route answers with `body` and `status` (plus `headers`)."""
+
+    def __init__(self, status: int, body: Any, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.headers = dict(headers or {})
+
+    def response(self) -> Response[Any]:
+        return Response(self.body, status_code=self.status, headers=self.headers)
+
+
+class ErrorStyle(Protocol):
+    """What a service's contract answers where no route of its own decided."""
+
+    def not_found(self) -> ServiceError: ...
+    def method_not_allowed(self, method: str, allowed: Mapping[str, str]) -> ServiceError: ...
+    def bad_request(self, status: int, message: str, details: Any = None) -> ServiceError: ...
+    def internal(self) -> ServiceError: ...
+
+
+def exception_handlers(style: ErrorStyle) -> dict[Any, Any]:
+    """Litestar exception handlers that answer every error in the service's envelope; a 500 never shows internals."""
+
+    def on_service_error(_: Request[Any, Any, Any], error: ServiceError) -> Response[Any]:
+        return error.response()
+
+    def on_unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[Any]:
+        log.exception("unhandled_error", path=request.url.path, error_type=type(error).__name__)
+        return style.internal().response()
+
+    def on_http_exception(request: Request[Any, Any, Any], error: HTTPException) -> Response[Any]:
+        """Litestar's own errors (unknown route, wrong method, bad parameter) in the service's envelope."""
+        if isinstance(error, ValidationException):
+            return style.bad_request(400, str(error.detail), error.extra).response()
+        if error.status_code == 404:
+            return style.not_found().response()
+        if error.status_code == 405:
+            return style.method_not_allowed(request.method, error.headers or {}).response()
+        if error.status_code < 500:
+            return style.bad_request(error.status_code, str(error.detail)).response()
+        return on_unexpected(request, error)
+
+    return {ServiceError: on_service_error, HTTPException: on_http_exception, Exception: on_unexpected}
+
+
+_FIELD = re.compile(r"`\$\.?([^`]*)`")
+_UNKNOWN = re.compile(r"unknown field `([^`]*)`")
+_MISSING = re.compile(r"missing required field `([^`]*)`")
+
+
+def field_of(message: str) -> str | None:
+    """The body field a msgspec validation message is about (`$.name`, unknown/missing field names)."""
+    for pattern in (_UNKNOWN, _MISSING):
+        if found := pattern.search(message):
+            path = _FIELD.search(message)
+            prefix = path.group(1) + "." if path and path.group(1) else ""
+            return prefix + found.group(1)
+    path = _FIELD.search(message)
+    return path.group(1) or None if path else None
+
+
+def readable(message: str) -> str:
+    """A msgspec validation message with its JSON-path noise removed (`$.name` -> `name`)."""
+    return message.replace("`$.", "`").replace(" - at `$`", "")

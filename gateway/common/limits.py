@@ -1,0 +1,58 @@
+"""Per-key rate limits through `limits`, with any number of windows per key (per second, per minute, per hour...).
+
+In memory by default; in Redis when configured, so that several gateways share one budget. Only a failure of that
+store gives the service's "enforcement unavailable" answer (fail closed); anything else is a bug and a 500."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import cast
+
+from limits import RateLimitItem, parse_many
+from limits.aio.storage import Storage
+from limits.aio.strategies import MovingWindowRateLimiter
+from limits.errors import StorageError
+from limits.storage import storage_from_string
+
+
+def windows(text: str) -> list[RateLimitItem]:
+    """`limits` notation, one or more windows: "100/minute;6000/hour". Raises ValueError on anything else."""
+    return parse_many(text)
+
+
+def storage_url(redis_url: str | None) -> str:
+    if not redis_url:
+        return "async+memory://"
+    return redis_url if redis_url.startswith("async+") else "async+" + redis_url
+
+
+class RateLimits:
+    def __init__(
+        self,
+        redis_url: str | None,
+        *,
+        limited: Callable[[RateLimitItem, int], Exception],
+        unavailable: Callable[[], Exception],
+    ) -> None:
+        """`limited(window, retry_after_s)` and `unavailable()` build the service's own errors."""
+        self.storage = cast(Storage, storage_from_string(storage_url(redis_url), wrap_exceptions=True))
+        self.limiter = MovingWindowRateLimiter(self.storage)
+        self.limited = limited
+        self.unavailable = unavailable
+
+    async def hit(self, key: str, limits: Sequence[RateLimitItem]) -> None:
+        """Count one request of `key` in every window; raise the service's error when one of them is full. The
+        windows are counted in order and the first full one refuses, so a refusal never costs the later ones."""
+        try:
+            for window in limits:
+                if not await self.limiter.hit(window, key):
+                    reset_at, _ = await self.limiter.get_window_stats(window, key)
+                    raise self.limited(window, max(1, math.ceil(reset_at - time.time())))
+        except StorageError as error:
+            raise self.unavailable() from error
+
+    async def ping(self) -> None:
+        if not await self.storage.check():
+            raise ConnectionError("rate limit store unreachable")

@@ -1,0 +1,209 @@
+"""The OpenAPI document of every gateway: what Litestar generates, completed where Litestar cannot see.
+
+Routes read the raw request themselves, because a contract fixes the order of its checks (the key first, then the
+headers, then the body): Litestar, which documents what a handler's signature declares, sees neither their body nor
+their headers. `documented_body` and `documented_operation` declare them for the document only; nothing here changes
+what a route accepts or answers. `MsgspecSchemaPlugin` carries what msgspec Structs say of themselves (formats,
+no unknown properties) into the schemas, and `error_responses` documents a service's error envelope with real
+examples instead of generated strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+import msgspec
+
+# Litestar's own msgspec schema plugin, which MsgspecSchemaPlugin extends: private modules (litestar>=2.25,<3).
+from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
+from litestar._openapi.schema_generation.schema import SchemaCreator
+from litestar.di import Provide
+from litestar.openapi import ResponseSpec
+from litestar.openapi.spec import (
+    Example,
+    Link,
+    OpenAPIFormat,
+    OpenAPIHeader,
+    OpenAPIResponse,
+    OpenAPIType,
+    Operation,
+    Parameter,
+    RequestBody,
+    Schema,
+)
+from litestar.typing import FieldDefinition
+
+JSON = "application/json"
+
+
+class MsgspecSchemaPlugin(StructSchemaPlugin):
+    """msgspec Structs as Litestar documents them, plus what Litestar leaves out: a field's `format` from
+    `msgspec.Meta(extra_json_schema={"format": ...})` (msgspec's own JSON Schema, and so the AsyncAPI document, has
+    it), and `additionalProperties: false` for a Struct with `forbid_unknown_fields` (any other property is refused).
+    Give it to the app (`plugins=[MsgspecSchemaPlugin()]`): an app's plugins come before Litestar's own."""
+
+    def to_openapi_schema(self, field_definition: FieldDefinition, schema_creator: SchemaCreator) -> Schema:
+        schema = super().to_openapi_schema(field_definition, schema_creator)
+        info = cast(msgspec.inspect.StructType, msgspec.inspect.type_info(field_definition.type_))
+        if info.forbid_unknown_fields:
+            schema.additional_properties = False
+        for field in info.fields:
+            format_ = _extra_json_schema(field.type).get("format")
+            target = _string_schema((schema.properties or {}).get(field.encode_name))
+            if format_ and target is not None:
+                target.format = _format(format_)
+        return schema
+
+
+def _extra_json_schema(field_type: msgspec.inspect.Type) -> dict[str, Any]:
+    """The `extra_json_schema` of a field's `msgspec.Meta`, through an optional (`X | None`)."""
+    if isinstance(field_type, msgspec.inspect.UnionType):
+        for member in field_type.types:
+            if extra := _extra_json_schema(member):
+                return extra
+    if isinstance(field_type, msgspec.inspect.Metadata):
+        return dict(field_type.extra_json_schema or {})
+    return {}
+
+
+def _string_schema(schema: Any) -> Schema | None:
+    """The string schema of a property: itself, or the string member of a `oneOf` (an optional string)."""
+    if not isinstance(schema, Schema):
+        return None
+    if schema.type == OpenAPIType.STRING:
+        return schema
+    for member in schema.one_of or []:
+        if isinstance(member, Schema) and member.type == OpenAPIType.STRING:
+            return member
+    return None
+
+
+def _format(name: str) -> OpenAPIFormat:
+    """A format's name as Litestar's enum, or as itself when the enum lacks it (formats are an open set)."""
+    try:
+        return OpenAPIFormat(name)
+    except ValueError:
+        return cast(OpenAPIFormat, name)
+
+
+def documented_body(struct: type[msgspec.Struct]) -> dict[str, Provide]:
+    """Route dependencies that document `struct` as the route's required JSON body, for the document only.
+
+    Litestar documents the `data` of the dependencies in a route's scope, but resolves only those the handler asks
+    for: the handler never asks for this one, so Litestar never reads the body for it, and the route decodes the
+    body itself, where its contract says (after the key and the headers). Use it as the route's `dependencies`."""
+
+    def body(data: Any) -> None:  # pragma: no cover - never resolved
+        return None
+
+    body.__annotations__ = {"data": struct, "return": None}
+    return {"documented_body": Provide(body, sync_to_thread=False)}
+
+
+def documented_operation(
+    *,
+    parameters: Sequence[Parameter] = (),
+    body_examples: Sequence[Example] = (),
+    response_headers: Mapping[int, Mapping[str, OpenAPIHeader]] | None = None,
+    links: Mapping[int, Mapping[str, Link]] | None = None,
+    never_answered: Sequence[int] = (),
+) -> type[Operation]:
+    """An `operation_class` for a route: Litestar's operation plus, for the document only, the header and query
+    `parameters` the route reads itself, named examples of its JSON body, headers of its responses (`Retry-After`
+    on a 429) and links from a response to the operations that take its values; minus the statuses Litestar
+    documents by default that the route `never_answered` (a 400 for a path parameter any string satisfies)."""
+    headers = response_headers or {}
+    response_links = links or {}
+
+    @dataclasses.dataclass
+    class DocumentedOperation(Operation):
+        def __post_init__(self) -> None:
+            self.parameters = [*(self.parameters or []), *parameters] or None
+            for status in never_answered:
+                (self.responses or {}).pop(str(status), None)
+            if body_examples:
+                if not isinstance(self.request_body, RequestBody):
+                    raise ValueError(f"operation {self.operation_id} documents no request body to give examples")
+                for media_type in self.request_body.content.values():
+                    media_type.examples = {_example_id(example): example for example in body_examples}
+            for status, status_headers in headers.items():
+                response = self._response(status)
+                response.headers = {**(response.headers or {}), **status_headers}
+            for status, status_links in response_links.items():
+                response = self._response(status)
+                response.links = {**(response.links or {}), **status_links}
+
+        def _response(self, status: int) -> OpenAPIResponse:
+            response = (self.responses or {}).get(str(status))
+            if response is None:
+                raise LookupError(f"operation {self.operation_id} documents no {status} response to complete")
+            return cast(OpenAPIResponse, response)  # Litestar writes responses inline, never as references
+
+    return DocumentedOperation
+
+
+def _example_id(example: Example) -> str:
+    if example.id is None:
+        raise ValueError(f"a named example needs an id: {example.summary}")
+    return example.id
+
+
+def header(name: str, schema: Schema, description: str, *, required: bool, example: str) -> Parameter:
+    """A request header a route reads itself (see `documented_operation`)."""
+    return Parameter(
+        name=name, param_in="header", schema=schema, description=description, required=required, example=example
+    )
+
+
+def query(name: str, schema: Schema, description: str, *, example: str) -> Parameter:
+    """An optional query parameter a route reads itself (see `documented_operation`)."""
+    return Parameter(name=name, param_in="query", schema=schema, description=description, example=example)
+
+
+@dataclasses.dataclass
+class NamedExample(Example):
+    """An example whose `value` is written as it is (Litestar drops every null in it, and then the example no longer
+    matches its schema), and whose `id` is its key in the `examples` of a body, not a property of it (an OpenAPI
+    Example Object has none)."""
+
+    def to_schema(self) -> dict[str, Any]:
+        schema = super().to_schema()
+        schema.pop("id", None)
+        if self.value is not None:
+            schema["value"] = self.value
+        return schema
+
+
+def example(id_: str, summary: str, value: msgspec.Struct | Any) -> Example:
+    """A named example; a Struct is given as the JSON the API sends (so an example cannot drift from its type)."""
+    return NamedExample(id=id_, summary=summary, value=msgspec.to_builtins(value))
+
+
+def error_responses(
+    envelope: type[msgspec.Struct], statuses: Mapping[int, tuple[str, Sequence[Example]]]
+) -> dict[int, ResponseSpec]:
+    """`responses` of a route: for each status, its description and examples of the service's error envelope."""
+    return {
+        status: ResponseSpec(
+            envelope, description=description, generate_examples=False, examples=list(examples) or None
+        )
+        for status, (description, examples) in statuses.items()
+    }
+
+
+def response(body: Any, description: str, examples: Sequence[Example] = (), *, media_type: str = JSON) -> ResponseSpec:
+    """A documented success response with real examples (Litestar would otherwise generate random strings)."""
+    return ResponseSpec(
+        body, description=description, generate_examples=False, examples=list(examples) or None, media_type=media_type
+    )
+
+
+def retry_after(description: str) -> dict[str, OpenAPIHeader]:
+    """The `Retry-After` header of a 429: whole seconds to wait."""
+    return {
+        "Retry-After": OpenAPIHeader(
+            schema=Schema(type=OpenAPIType.INTEGER, minimum=1), description=description, required=True
+        )
+    }

@@ -1,0 +1,125 @@
+"""API keys of every service: only a key's SHA-256 is stored, beside its owner, scopes, environment, expiry and
+revocation. Each service says what owns its keys (a phone tenant, a photo customer); the store does not care."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import uuid
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    Index,
+    Select,
+    String,
+    Table,
+    UniqueConstraint,
+    bindparam,
+    or_,
+    select,
+    update,
+)
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storage.common.models import Base
+
+ENVIRONMENTS = ("live", "test")
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    __table_args__ = (
+        UniqueConstraint("key_hash", name="uq_api_keys_key_hash"),
+        Index("ix_api_keys_owner", "service", "owner_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    service: Mapped[str] = mapped_column(String(16))
+    owner_id: Mapped[str] = mapped_column(String(40))
+    environment: Mapped[str] = mapped_column(String(8))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    display_prefix: Mapped[str] = mapped_column(String(24))
+    """The first characters of the key, for telling keys apart in lists; never enough to use it."""
+    name: Mapped[str | None] = mapped_column(String(200))
+    scopes: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_key(prefix: str, environment: str) -> str:
+    """`<prefix>_<environment>_<40 hex>`: 160 random bits."""
+    return f"{prefix}_{environment}_{secrets.token_hex(20)}"
+
+
+async def create_key(
+    session: AsyncSession,
+    *,
+    service: str,
+    owner_id: str,
+    environment: str,
+    prefix: str,
+    scopes: Sequence[str],
+    key_id: str | None = None,
+    name: str | None = None,
+    expires_at: datetime | None = None,
+    now: datetime | None = None,
+) -> tuple[ApiKey, str]:
+    """A new key for `owner_id`; returns the stored row and the key itself, which is shown this once."""
+    if environment not in ENVIRONMENTS:
+        raise ValueError(f"environment must be one of {', '.join(ENVIRONMENTS)}")
+    key = new_key(prefix, environment)
+    row = ApiKey(
+        id=key_id or str(uuid.uuid4()),
+        service=service,
+        owner_id=owner_id,
+        environment=environment,
+        key_hash=hash_key(key),
+        display_prefix=key[: len(prefix) + len(environment) + 6],
+        name=name,
+        scopes=list(scopes),
+        created_at=now or datetime.now(UTC),
+        expires_at=expires_at,
+    )
+    session.add(row)
+    return row, key
+
+
+async def revoke_key(
+    session: AsyncSession, service: str, key_or_id: str, *, owner_id: str | None = None
+) -> datetime | None:
+    """Revoke a service's key, named by its id or by the key itself (and only the owner's, when given); returns when,
+    or None when there is no such active key. Every gateway sees it on the next request: nothing caches keys."""
+    now = datetime.now(UTC)
+    statement = update(ApiKey).where(
+        ApiKey.service == service,
+        or_(ApiKey.id == key_or_id, ApiKey.key_hash == hash_key(key_or_id)),
+        ApiKey.revoked_at.is_(None),
+    )
+    if owner_id is not None:
+        statement = statement.where(ApiKey.owner_id == owner_id)
+    result = await session.execute(statement.values(revoked_at=now))
+    return now if result.rowcount else None  # type: ignore[attr-defined]
+
+
+KEYS = cast(Table, ApiKey.__table__)
+
+
+def usable_keys(service: str, *owner_columns: ColumnElement[Any]) -> Select[Any]:
+    """Of the presented key hashes (bound as `hashes`), those of `service`'s keys that authenticate at `now` (bound):
+    not revoked, not expired. The service selects its owner's columns beside the key's and joins the owner."""
+    return select(KEYS.c.key_hash, KEYS.c.id, KEYS.c.owner_id, KEYS.c.environment, KEYS.c.scopes, *owner_columns).where(
+        KEYS.c.service == service,
+        KEYS.c.key_hash.in_(bindparam("hashes", expanding=True)),
+        KEYS.c.revoked_at.is_(None),
+        or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("now")),
+    )

@@ -1,0 +1,42 @@
+"""The outbox rows every service keeps: a request row stored `pending` before its message is published, published
+again by a sweeper when it stays pending too long. A service's table has `id`, `state` and `published_at`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Column, Table, func, select, update
+from sqlalchemy.engine import Connection
+
+
+def claim_stale(
+    connection: Connection,
+    table: Table,
+    columns: Sequence[Column[Any]],
+    *,
+    published_before: datetime,
+    now: datetime,
+    limit: int,
+) -> list[Any]:
+    """Stamp a new publish time on up to `limit` rows pending since before `published_before`, oldest first, and
+    return their `columns`. The stamp is conditional, so of several sweepers only one claims a row."""
+    stale = (
+        select(table.c.id)
+        .where(table.c.state == "pending", table.c.published_at < published_before)
+        .order_by(table.c.published_at)
+        .limit(limit)
+    )
+    claim = (
+        update(table)
+        .where(table.c.id.in_(stale), table.c.state == "pending")
+        .where(table.c.published_at < published_before)
+        .values(published_at=now)
+        .returning(*columns)
+    )
+    return list(connection.execute(claim))
+
+
+def count_pending(connection: Connection, table: Table) -> int:
+    return int(connection.execute(select(func.count()).where(table.c.state == "pending")).scalar_one())

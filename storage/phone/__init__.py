@@ -1,0 +1,1 @@
+"""Phone verification storage: tenants, prices, requests (the outbox), the ledger."""

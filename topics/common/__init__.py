@@ -1,0 +1,1 @@
+"""Kafka client settings, topic creation and the AsyncAPI document, for every service's topics."""
