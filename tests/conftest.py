@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 import asyncpg
 import httpx
 import pytest
+import structlog
 from sqlalchemy.engine import make_url
 
 from signalyard import bootstrap, logs
@@ -29,6 +31,25 @@ from tests.peers.twilio import TwilioLookupServer
 from topics.phone import PhoneTopics
 
 logs.configure("warning")
+
+
+@contextmanager
+def logging_restored() -> Iterator[None]:
+    """Whatever a test does to the logging configuration (`logs.configure`, handlers, levels) is undone after it."""
+    root = logging.getLogger()
+    saved_handlers, saved_level = list(root.handlers), root.level
+    saved_levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
+    saved_structlog = structlog.get_config()
+    try:
+        yield
+    finally:
+        root.handlers[:] = saved_handlers
+        root.setLevel(saved_level)
+        for name, level in saved_levels.items():
+            logging.getLogger(name).setLevel(level)
+        structlog.configure(**saved_structlog)
+
+
 PG_URL = os.environ.get("SIGNALYARD_TEST_DATABASE_URL")
 DATABASES = ["sqlite"] + (["postgresql"] if PG_URL else [])
 TWILIO_SID = "AC" + "0" * 32

@@ -16,7 +16,7 @@ import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
 from signalyard import logs
-from tests.conftest import Stack
+from tests.conftest import Stack, logging_restored
 from tests.contract.helpers import assert_error, assert_result, assert_uuid, person
 from tests.integration.faults import ledger_refused
 
@@ -176,23 +176,13 @@ async def test_the_openapi_document_lists_the_three_operations_and_bearer_auth(s
 def captured_logs() -> Iterator[io.StringIO]:
     """Every log line written while the test runs, at level info, exactly as `signalyard.logs.configure` renders
     them (our structlog events and the libraries' standard-library records alike)."""
-    root = logging.getLogger()
-    saved_handlers, saved_level = list(root.handlers), root.level
-    saved_levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
-    saved_structlog = structlog.get_config()
-    logs.configure("info")
-    stream = io.StringIO()
-    capture = logging.StreamHandler(stream)
-    capture.setFormatter(root.handlers[0].formatter)
-    root.addHandler(capture)
-    try:
+    with logging_restored():
+        logs.configure("info")
+        stream = io.StringIO()
+        capture = logging.StreamHandler(stream)
+        capture.setFormatter(logging.getLogger().handlers[0].formatter)
+        logging.getLogger().addHandler(capture)
         yield stream
-    finally:
-        root.handlers[:] = saved_handlers
-        root.setLevel(saved_level)
-        for name, level in saved_levels.items():
-            logging.getLogger(name).setLevel(level)
-        structlog.configure(**saved_structlog)
 
 
 def events(stream: io.StringIO) -> list[dict[str, object]]:

@@ -10,6 +10,7 @@ import pytest
 import structlog
 
 from signalyard import logs
+from tests.conftest import logging_restored
 
 TEST_KEY = "sy_test_" + "a1" * 20
 LIVE_KEY = "sy_live_" + "b2" * 20
@@ -30,10 +31,6 @@ def lines(capsys: pytest.CaptureFixture[str]) -> Iterator[Lines]:
     """The JSON lines written to stderr so far, once checked that no secret appears anywhere in them. Each test
     calls `logs.configure` itself: capsys gives every test phase a stderr of its own, and configure's handler keeps the
     one it finds."""
-    root = logging.getLogger()
-    saved_handlers, saved_level = list(root.handlers), root.level
-    saved_levels = {name: logging.getLogger(name).level for name in logging.root.manager.loggerDict}
-    saved_structlog = structlog.get_config()
 
     def read() -> list[dict[str, object]]:
         err = capsys.readouterr().err
@@ -42,14 +39,8 @@ def lines(capsys: pytest.CaptureFixture[str]) -> Iterator[Lines]:
         assert err.strip()
         return [json.loads(line) for line in err.splitlines()]
 
-    try:
+    with logging_restored():
         yield read
-    finally:
-        root.handlers[:] = saved_handlers
-        root.setLevel(saved_level)
-        for name, level in saved_levels.items():
-            logging.getLogger(name).setLevel(level)
-        structlog.configure(**saved_structlog)
 
 
 def test_fields_named_like_secrets_are_redacted_at_any_depth(lines: Lines) -> None:
