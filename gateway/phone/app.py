@@ -38,7 +38,7 @@ from gateway.common.openapi import (
 from gateway.common.waiter import ResultWaiter, within
 from gateway.phone.auth import authorize
 from gateway.phone.enforcement import Enforcement, seconds_to_next_month
-from gateway.phone.errors import EXCEPTION_HANDLERS, STATUS, ErrorEnvelope, PhoneError, error_response, invalid_body
+from gateway.phone.errors import EXCEPTION_HANDLERS, STATUS, ErrorEnvelope, PhoneError, invalid_body
 from gateway.phone.schemas import (
     ERROR_EXAMPLES,
     FAILURE_EXAMPLE,
@@ -142,9 +142,7 @@ def answer_for(row: requests.StoredRequest, *, replay_failure_as_error: bool) ->
     if not replay_failure_as_error:
         return Response(msgspec.json.encode(failure), media_type=JSON)
     retry_after = seconds_to_next_month(datetime.now(UTC)) if row.error_code == "spend_cap_reached" else None
-    return error_response(
-        PhoneError(failure.error.code, failure.error.message, request_id=row.id, retry_after=retry_after)
-    )
+    return PhoneError(failure.error.code, failure.error.message, request_id=row.id, retry_after=retry_after).response()
 
 
 # The OpenAPI document (`/docs/openapi.json`). The routes read their headers, query and body themselves, in the order

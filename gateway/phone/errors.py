@@ -6,7 +6,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from litestar import Response
 
 from gateway.common.errors import ServiceError, exception_handlers, field_of, readable
 
@@ -65,10 +64,6 @@ class PhoneError(ServiceError):
             {"Retry-After": str(retry_after)} if retry_after is not None else None,
         )
         self.code = code
-
-
-def error_response(error: PhoneError) -> Response[ErrorEnvelope]:
-    return error.response()
 
 
 def invalid_body(message: str) -> PhoneError:

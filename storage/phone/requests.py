@@ -120,36 +120,6 @@ async def month_spend(session: AsyncSession, tenant_id: str, environment: str, a
     return spent.amount_microdollars if spent is not None else 0
 
 
-async def stale_pending(session: AsyncSession, published_before: datetime, limit: int) -> list[PhoneRequest]:
-    return list(
-        await session.scalars(
-            select(PhoneRequest)
-            .where(PhoneRequest.state == "pending", PhoneRequest.published_at < published_before)
-            .order_by(PhoneRequest.published_at)
-            .limit(limit)
-        )
-    )
-
-
-async def claim_republish(session: AsyncSession, request: PhoneRequest, now: datetime) -> bool:
-    """Conditionally stamp a new publish time, so that of several sweepers only one re-publishes a row."""
-    moved = await session.execute(
-        update(PhoneRequest)
-        .where(
-            PhoneRequest.id == request.id,
-            PhoneRequest.state == "pending",
-            PhoneRequest.published_at == request.published_at,
-        )
-        .values(published_at=now)
-        .execution_options(synchronize_session=False)
-    )
-    return bool(moved.rowcount)  # type: ignore[attr-defined]
-
-
-async def count_pending(session: AsyncSession) -> int:
-    return int(await session.scalar(select(func.count()).where(PhoneRequest.state == "pending")) or 0)
-
-
 @dataclass(frozen=True, slots=True)
 class SkuUsage:
     sku: str

@@ -141,18 +141,9 @@ async def test_a_replica_on_an_old_schema_stops_with_a_message_instead_of_upgrad
     command: list[str], tmp_path: Path, broker_bootstrap: str
 ) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'old.db'}"
-    env = environment(database_url=url, data_dir=str(tmp_path), kafka_bootstrap=broker_bootstrap)
-    done = await asyncio.to_thread(
-        subprocess.run,
-        [sys.executable, "-m", "signalyard.cli", *command],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = await asyncio.to_thread(run_cli, url, tmp_path, *command, SIGNALYARD_KAFKA_BOOTSTRAP=broker_bootstrap)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines() == [done.stderr.strip()]  # one line, no traceback
+    assert len(done.stderr.splitlines()) == 1, done.stderr  # one line, no traceback
     assert "run `signalyard migrate` first" in done.stderr
     with pytest.raises(SchemaOutOfDate):  # and it did not upgrade anything
         await asyncio.to_thread(check_schema, url)
@@ -181,10 +172,7 @@ async def test_a_replica_on_an_old_schema_stops_with_a_message_instead_of_upgrad
 def test_a_bad_setting_stops_the_process_with_one_line_naming_it(
     variable: str, value: str, expected: str, tmp_path: Path
 ) -> None:
-    env = environment(data_dir=str(tmp_path)) | {variable: value}
-    done = subprocess.run(
-        [sys.executable, "-m", "signalyard.cli", "up"], check=False, env=env, capture_output=True, text=True, timeout=60
-    )
+    done = run_cli("", tmp_path, "up", **{variable: value})  # an empty database URL is the default
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr == f"signalyard: {variable}={value!r} is not valid: expected {expected}\n"
