@@ -10,6 +10,7 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import msgspec
 import structlog
@@ -19,6 +20,8 @@ from faststream.kafka import KafkaBroker
 from litestar.types import ASGIApp
 
 from processors.common.outbox import Sweeper, sweep_forever
+from processors.common.webhooks import WebhookDeliverer, WebhookProfile, events_outbox, fanout_router
+from signalyard.secrets import webhook_cipher
 from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
 from signalyard.settings import PlatformSettings
 from storage.common.db import Database, check_schema, migrate, sqlite_url
@@ -233,5 +236,40 @@ async def first_exit(processes: Sequence[ProcessorsProcess]) -> tuple[str, int]:
             task.cancel()
 
 
-def run_sweepers(sweepers: Sequence[Sweeper], every_s: float) -> list[asyncio.Task[None]]:
-    return [asyncio.create_task(sweep_forever(sweeper, every_s)) for sweeper in sweepers]
+Background = Callable[[], Awaitable[None]]
+"""A task a processors process runs beside its subscribers until it stops: a sweeper, a delivery loop."""
+
+
+def sweeping(sweeper: Sweeper, every_s: float) -> Background:
+    return lambda: sweep_forever(sweeper, every_s)
+
+
+def webhook_engine(p: Platform, profile: WebhookProfile) -> list[Background]:
+    """A service's webhooks in a processors process: the fan-out subscriber, one deliverer (woken by the fan-out),
+    and the sweeper that re-announces events whose announcement was lost."""
+    settings = p.settings
+    deliverer = WebhookDeliverer(
+        p.db,
+        profile,
+        webhook_cipher(settings),
+        allow_private_targets=settings.webhook_allow_private_targets,
+        ca_bundle=settings.webhook_ca_bundle,
+        timeout_s=settings.webhook_timeout_s,
+    )
+    p.broker.include_router(
+        fanout_router(p.db, profile.service, prefix=settings.topic_prefix, on_fanned_out=deliverer.wake)
+    )
+    p.closers.append(deliverer.aclose)
+    sweeper = Sweeper(
+        p.db,
+        events_outbox(profile.service, settings.topic_prefix),
+        p.publish,
+        after=timedelta(seconds=settings.sweep_after_s),
+        ensure_topics=p.ensure_topics,
+        timeout_s=settings.publish_timeout_s,
+    )
+    return [deliverer.run, sweeping(sweeper, settings.sweep_every_s)]
+
+
+def run_background(tasks: Sequence[Background]) -> list[asyncio.Task[None]]:
+    return [asyncio.create_task(task()) for task in tasks]

@@ -100,7 +100,7 @@ async def run_gateway(settings: Settings, args: argparse.Namespace) -> None:
 async def run_processors(settings: Settings, args: argparse.Namespace) -> None:
     service, group = SERVICES[args.service], settings.services[args.service]
     async with bootstrap.platform(settings.platform, topics_of([service], settings.platform.topic_prefix)) as p:
-        sweepers = service.processors(p, group)
+        background = service.processors(p, group)
         await p.broker.start()
         bootstrap.freeze_startup_heap()
         if settings.platform.processor_metrics_port:
@@ -110,7 +110,7 @@ async def run_processors(settings: Settings, args: argparse.Namespace) -> None:
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        running = bootstrap.run_sweepers(sweepers, settings.platform.sweep_every_s)
+        running = bootstrap.run_background(background)
         await stop.wait()
         for task in running:
             task.cancel()

@@ -9,8 +9,7 @@ from typing import Any
 
 from litestar.types import ASGIApp
 
-from processors.common.outbox import Sweeper
-from signalyard.bootstrap import Platform
+from signalyard.bootstrap import Background, Platform
 from storage.common.db import Database
 from topics.common.asyncapi import Channel
 
@@ -30,8 +29,8 @@ class Service:
     """settings group -> the port its gateway listens on."""
     gateway: Callable[[Platform, Any], ASGIApp]
     """The gateway app; its result subscriptions are added to the platform's broker (started afterwards)."""
-    processors: Callable[[Platform, Any], list[Sweeper]]
-    """Subscribes its processors on the platform's broker; returns the sweepers to run beside them."""
+    processors: Callable[[Platform, Any], list[Background]]
+    """Subscribes its processors on the platform's broker; returns the tasks to run beside them (sweepers...)."""
     commands: Callable[[Any, Callable[..., Any], Callable[..., Any]], None]
     """Adds its operator commands to the CLI: commands(subparsers, command, with_db); see `signalyard.cli`."""
     demo: Callable[[Database, Path, Any], Awaitable[list[tuple[str, str]]]]

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from cryptography.fernet import Fernet
 from limits import parse_many
 
 G = TypeVar("G")
@@ -108,6 +109,24 @@ def url(*schemes: str) -> Callable[[str], str]:
     return parse
 
 
+def boolean(raw: str) -> bool:
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("true or false")
+
+
+def fernet_keys(raw: str) -> list[str]:
+    keys = [key.strip() for key in raw.split(",") if key.strip()]
+    try:
+        for key in keys:
+            Fernet(key)
+    except ValueError:
+        raise ValueError("comma-separated Fernet keys (32 url-safe base64-encoded bytes each)") from None
+    return keys
+
+
 def _number(kind: type[int] | type[float], raw: str, what: str) -> Any:
     try:
         return kind(raw)
@@ -142,6 +161,15 @@ class PlatformSettings:
     """How often the sweeper looks."""
     processor_metrics_port: int | None = setting("SIGNALYARD_PROCESSOR_METRICS_PORT", None, port)
     """Port of the /metrics endpoint of a processors-only process (unset: none)."""
+    webhook_secret_keys: list[str] | None = setting("SIGNALYARD_WEBHOOK_SECRET_KEYS", None, fernet_keys)
+    """Fernet keys (comma-separated; the first encrypts, all decrypt) that encrypt webhook signing secrets at rest.
+    Unset: one random key kept in the data directory."""
+    webhook_allow_private_targets: bool = setting("SIGNALYARD_WEBHOOK_ALLOW_PRIVATE_TARGETS", False, boolean)
+    """Let webhooks reach private, loopback and link-local addresses (development and tests only)."""
+    webhook_ca_bundle: str | None = setting("SIGNALYARD_WEBHOOK_CA_BUNDLE", None, text)
+    """CA certificates (PEM file) webhook receivers' TLS certificates are checked against (default: the system's)."""
+    webhook_timeout_s: float = setting("SIGNALYARD_WEBHOOK_TIMEOUT_S", 10.0, positive(float))
+    """How long one webhook delivery attempt may take."""
     log_level: str = setting("SIGNALYARD_LOG_LEVEL", "info", one_of("debug", "info", "warning", "error"))
     """Log level."""
 

@@ -1,9 +1,10 @@
 """Every service's tables on the one metadata that migrations and schema checks compare against."""
 
-from storage.common import keys
+from storage.common import keys, webhooks
 from storage.common.models import Base
 from storage.phone import models as phone
+from storage.photo import models as photo
 
 METADATA = Base.metadata
-MODULES = (keys, phone)
+MODULES = (keys, webhooks, phone, photo)
 """One entry per module that declares tables: a new service's models are added here."""

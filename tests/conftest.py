@@ -21,13 +21,15 @@ from sqlalchemy.engine import make_url
 
 from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker, free_port
-from signalyard.service import topics_of
-from signalyard.services import phone
+from signalyard.service import Service, topics_of
+from signalyard.services import phone, photo
 from signalyard.services.phone import PhoneSettings
+from signalyard.services.photo import PhotoSettings
 from signalyard.settings import PlatformSettings, Settings
 from storage.common.db import Database
 from storage.phone import tenants
 from tests.peers.twilio import TwilioLookupServer
+from tests.photo_stack import PhotoStack, wait_for_photo_processor
 from topics.phone import PhoneTopics
 
 logs.configure("warning")
@@ -103,7 +105,8 @@ _PLATFORM_FIELDS = {spec.name for spec in dataclasses.fields(PlatformSettings)}
 
 
 def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer | None, **overrides: Any) -> Settings:
-    """Settings of a test stack; `overrides` name platform fields, or phone fields with or without `phone_`."""
+    """Settings of a test stack; `overrides` name platform fields, photo fields with `photo_`, or phone fields with
+    or without `phone_`."""
     platform: dict[str, Any] = {
         "data_dir": data_dir,
         "database_url": database_url,
@@ -123,12 +126,17 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
         "carrier_lookup_timeout_s": 0.5,
         "carrier_lookup_retries": 1,
     }
+    photo: dict[str, Any] = {"port": free_port(), "wait_ms": 5000, "check_workers": 1}
     for name, value in overrides.items():
         if name in _PLATFORM_FIELDS:
             platform[name] = value
+        elif name.startswith("photo_"):
+            photo[name.removeprefix("photo_")] = value
         else:
             phone[name.removeprefix("phone_")] = value
-    return Settings(PlatformSettings(**platform), {"phone": PhoneSettings(**phone)})
+    return Settings(
+        PlatformSettings(**platform), {"phone": PhoneSettings(**phone), "photo": PhotoSettings(**photo)}
+    )
 
 
 @dataclass
@@ -193,6 +201,15 @@ async def stack(
         yield running
 
 
+@pytest.fixture(scope="session")
+async def photo_stack(
+    broker_bootstrap: str, database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[PhotoStack]:
+    settings = stack_settings(tmp_path_factory.mktemp("photo"), database_url, None, webhook_allow_private_targets=True)
+    async with running_stack(settings, broker_bootstrap, service=photo.SERVICE) as running:
+        yield running
+
+
 @pytest.fixture
 async def gateway_only(
     broker_bootstrap: str, database_url: str, tmp_path: Path
@@ -208,31 +225,45 @@ async def gateway_only(
 
 
 class running_stack:
-    """Gateway (served by uvicorn on a free port) and processor, exactly as `signalyard up` wires them."""
+    """A service's gateway (served by uvicorn on a free port) and processors, exactly as `signalyard up` wires them;
+    phone by default, `service=photo.SERVICE` for photo (entered as a `PhotoStack`)."""
 
-    def __init__(self, settings: Settings, broker_bootstrap: str, *, with_processor: bool = True) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        broker_bootstrap: str,
+        *,
+        with_processor: bool = True,
+        service: Service = phone.SERVICE,
+    ) -> None:
         self.settings = settings
         self.bootstrap = broker_bootstrap
         self.with_processor = with_processor
+        self.service = service
 
-    async def __aenter__(self) -> Stack:
+    async def __aenter__(self) -> Any:
         import uvicorn
 
-        group: PhoneSettings = self.settings.services["phone"]
-        topics = topics_of([phone.SERVICE], self.settings.platform.topic_prefix)
+        group = self.settings.services[self.service.name]
+        topics = topics_of([self.service], self.settings.platform.topic_prefix)
         self._platform = bootstrap.platform(self.settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
         p = await self._platform.__aenter__()
-        app = phone.gateway(p, group)
-        self.sweepers = phone.processors(p, group) if self.with_processor else []
+        app = self.service.gateway(p, group)
+        self.background = self.service.processors(p, group) if self.with_processor else []
         await p.broker.start()
-        config = uvicorn.Config(app, host="127.0.0.1", port=group.port, log_config=None, access_log=False)
+        port = self.service.port(group)
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
         self._server = bootstrap.Server(config)
         self._serving = asyncio.create_task(self._server.serve())
-        self._sweeping = bootstrap.run_sweepers(self.sweepers, self.settings.platform.sweep_every_s)
+        self._sweeping = bootstrap.run_background(self.background)
         while not self._server.started:
             await asyncio.sleep(0.02)
-        base_url = f"http://127.0.0.1:{group.port}"
+        base_url = f"http://127.0.0.1:{port}"
         self._client = httpx.AsyncClient(base_url=base_url, timeout=30)
+        if self.service.name == "photo":
+            if self.with_processor:
+                await wait_for_photo_processor(self._client, p)
+            return PhotoStack(self.settings, p.db, base_url, self._client, p)
         if self.with_processor:
             await _wait_for_processor(self._client, p)
         return Stack(self.settings, p.db, base_url, self._client, p)
@@ -240,6 +271,7 @@ class running_stack:
     async def __aexit__(self, *exc: object) -> None:
         for task in self._sweeping:
             task.cancel()
+        await asyncio.gather(*self._sweeping, return_exceptions=True)
         await self._client.aclose()
         self._server.should_exit = True
         await self._serving

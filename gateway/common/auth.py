@@ -6,16 +6,20 @@ reads), so the cost under load is one query per round, not one per request."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, Literal, TypeVar
 
+import structlog
 from sqlalchemy.engine import Connection
 
 from storage.common.batching import GroupCommit
 from storage.common.db import Database
-from storage.common.keys import hash_key
+from storage.common.keys import hash_key, touch_keys
+
+log = structlog.get_logger("signalyard.gateway")
 
 Owner = TypeVar("Owner")
 Refusal = Literal["missing", "invalid"]
@@ -74,3 +78,34 @@ class KeyAuthenticator(Generic[Owner]):
         now = datetime.now(UTC)
         owners = await self.db.run(lambda connection: self._lookup(connection, unique, now), write=False)
         return [owners.get(key_hash) for key_hash in hashes]
+
+
+class LastUsed:
+    """When each key was last used, written in batches: the first use after a flush schedules the next flush
+    `every_s` later, and one statement then records every key used meanwhile (a write per request would be the
+    gateway's busiest query)."""
+
+    def __init__(self, db: Database, every_s: float = 1.0) -> None:
+        self.db = db
+        self.every_s = every_s
+        self._used: dict[str, datetime] = {}
+        self._flushing: asyncio.Task[None] | None = None
+
+    def note(self, key_id: str) -> None:
+        self._used[key_id] = datetime.now(UTC)
+        if self._flushing is None:
+            self._flushing = asyncio.get_running_loop().create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        try:
+            await asyncio.sleep(self.every_s)
+            await self.flush()
+        except Exception:  # a missed last-used time is not worth failing anything for; it is logged
+            log.exception("last_used_flush_failed")
+        finally:
+            self._flushing = None
+
+    async def flush(self) -> None:
+        used, self._used = self._used, {}
+        if used:
+            await self.db.run(lambda connection: touch_keys(connection, used), write=True)

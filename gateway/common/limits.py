@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import cast
 
 from limits import RateLimitItem, parse_many
@@ -56,3 +57,9 @@ class RateLimits:
     async def ping(self) -> None:
         if not await self.storage.check():
             raise ConnectionError("rate limit store unreachable")
+
+
+def seconds_to_next_month(now: datetime) -> int:
+    """Retry-After for a monthly cap: until the next calendar month (UTC) begins."""
+    following = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
+    return max(1, math.ceil((following - now).total_seconds()))

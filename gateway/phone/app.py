@@ -24,6 +24,7 @@ from litestar.types import ASGIApp
 from gateway.common.auth import KeyAuthenticator
 from gateway.common.http import ReadinessCheck, health_routes, observe
 from gateway.common.idempotency import IdempotencyRules, body_hash
+from gateway.common.limits import seconds_to_next_month
 from gateway.common.openapi import (
     MsgspecSchemaPlugin,
     documented_body,
@@ -37,7 +38,7 @@ from gateway.common.openapi import (
 )
 from gateway.common.waiter import ResultWaiter, within
 from gateway.phone.auth import authorize
-from gateway.phone.enforcement import Enforcement, seconds_to_next_month
+from gateway.phone.enforcement import Enforcement
 from gateway.phone.errors import EXCEPTION_HANDLERS, STATUS, ErrorEnvelope, PhoneError, invalid_body
 from gateway.phone.schemas import (
     ERROR_EXAMPLES,

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from limits import RateLimitItem
 from sqlalchemy.exc import SQLAlchemyError
 
-from gateway.common.limits import RateLimits
+from gateway.common.limits import RateLimits, seconds_to_next_month
 from gateway.phone.errors import PhoneError
 from storage.common.db import Database
 from storage.phone import requests, tenants
@@ -53,8 +52,3 @@ class Enforcement:
 
     async def ping(self) -> None:
         await self.limits.ping()
-
-
-def seconds_to_next_month(now: datetime) -> int:
-    following = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
-    return max(1, math.ceil((following - now).total_seconds()))

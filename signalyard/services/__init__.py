@@ -2,6 +2,6 @@
 adding its module here."""
 
 from signalyard.service import Service
-from signalyard.services import phone
+from signalyard.services import phone, photo
 
-SERVICES: dict[str, Service] = {service.name: service for service in (phone.SERVICE,)}
+SERVICES: dict[str, Service] = {service.name: service for service in (phone.SERVICE, photo.SERVICE)}

@@ -23,7 +23,8 @@ from processors.phone.lookup import Provider
 from processors.phone.providers import CarrierLookup, Sandbox
 from processors.phone.router import phone_router
 from processors.phone.service import RECONCILE_OUTCOMES, PhoneProcessor, PhoneProcessorConfig, phone_outbox, reconcile
-from signalyard.bootstrap import Platform
+from signalyard import secrets
+from signalyard.bootstrap import Background, Platform, sweeping
 from signalyard.service import Service
 from signalyard.settings import at_least, port, positive, rate_limits, setting, text, url
 from storage.common.db import Database
@@ -80,7 +81,7 @@ def gateway(p: Platform, s: PhoneSettings) -> ASGIApp:
     return create_phone_app(phone, readiness)
 
 
-def processors(p: Platform, s: PhoneSettings) -> list[Sweeper]:
+def processors(p: Platform, s: PhoneSettings) -> list[Background]:
     """The phone processor, subscribed on the platform's broker as a member of the processors' consumer group."""
     live = CarrierLookup(
         s.carrier_lookup_url,
@@ -102,28 +103,18 @@ def processors(p: Platform, s: PhoneSettings) -> list[Sweeper]:
         ensure_topics=p.ensure_topics,
         timeout_s=p.settings.publish_timeout_s,
     )
-    return [sweeper]
+    return [sweeping(sweeper, p.settings.sweep_every_s)]
 
 
 async def demo(db: Database, data_dir: Path, _settings: PhoneSettings) -> list[tuple[str, str]]:
     """First run: a demo tenant and its sandbox key, kept in the data directory so later runs can print it again."""
     path = data_dir / "demo-sandbox-key"
-    if (key := _read(path)) is None:
+    if (key := secrets.read(path)) is None:
         async with db.write() as session:
             tenant_id = await tenants.create_tenant(session, "demo")
             _key_id, key = await tenants.create_key(session, tenant_id, "test")
-        _keep(path, key)
+        secrets.keep(path, key)
     return [("sandbox key", key)]
-
-
-def _read(path: Path) -> str | None:
-    return path.read_text().strip() if path.exists() else None
-
-
-def _keep(path: Path, secret: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(secret + "\n")
-    path.chmod(0o600)
 
 
 def example(base: str, demo_lines: list[tuple[str, str]]) -> str:

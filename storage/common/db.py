@@ -18,6 +18,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import event, make_url, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import (
@@ -29,6 +30,11 @@ from sqlalchemy.ext.asyncio import (
 
 MIGRATIONS = Path(__file__).parent.parent / "migrations"
 T = TypeVar("T")
+
+
+def per_dialect(build: Callable[[Any], Any]) -> dict[str, Any]:
+    """A statement built once per backend from its dialect's INSERT (for ON CONFLICT): pick by dialect name."""
+    return {"sqlite": build(sqlite.insert), "postgresql": build(postgresql.insert)}
 
 
 def sqlite_url(path: Path) -> str:

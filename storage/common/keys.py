@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -23,6 +23,7 @@ from sqlalchemy import (
     select,
     update,
 )
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -50,6 +51,10 @@ class ApiKey(Base):
     created_at: Mapped[datetime]
     expires_at: Mapped[datetime | None]
     revoked_at: Mapped[datetime | None]
+    last_used_at: Mapped[datetime | None]
+    """Written in batches by the gateways (see `touch_keys`), at most about once a second per key."""
+    rate_limits: Mapped[dict[str, int] | None] = mapped_column(JSON)
+    """This key's own request budget per window ({"minute": 100, "hour": 6000}); None: the service's setting."""
 
 
 def hash_key(key: str) -> str:
@@ -72,6 +77,7 @@ async def create_key(
     key_id: str | None = None,
     name: str | None = None,
     expires_at: datetime | None = None,
+    rate_limits: dict[str, int] | None = None,
     now: datetime | None = None,
 ) -> tuple[ApiKey, str]:
     """A new key for `owner_id`; returns the stored row and the key itself, which is shown this once."""
@@ -89,6 +95,7 @@ async def create_key(
         scopes=list(scopes),
         created_at=now or datetime.now(UTC),
         expires_at=expires_at,
+        rate_limits=rate_limits,
     )
     session.add(row)
     return row, key
@@ -117,9 +124,41 @@ KEYS = cast(Table, ApiKey.__table__)
 def usable_keys(service: str, *owner_columns: ColumnElement[Any]) -> Select[Any]:
     """Of the presented key hashes (bound as `hashes`), those of `service`'s keys that authenticate at `now` (bound):
     not revoked, not expired. The service selects its owner's columns beside the key's and joins the owner."""
-    return select(KEYS.c.key_hash, KEYS.c.id, KEYS.c.owner_id, KEYS.c.environment, KEYS.c.scopes, *owner_columns).where(
+    return select(
+        KEYS.c.key_hash,
+        KEYS.c.id,
+        KEYS.c.owner_id,
+        KEYS.c.environment,
+        KEYS.c.scopes,
+        KEYS.c.rate_limits,
+        *owner_columns,
+    ).where(
         KEYS.c.service == service,
         KEYS.c.key_hash.in_(bindparam("hashes", expanding=True)),
         KEYS.c.revoked_at.is_(None),
         or_(KEYS.c.expires_at.is_(None), KEYS.c.expires_at > bindparam("now")),
     )
+
+
+async def owner_keys(session: AsyncSession, service: str, owner_id: str) -> Sequence[ApiKey]:
+    """Every key of one owner, revoked and expired ones included, newest first."""
+    statement = (
+        select(ApiKey)
+        .where(ApiKey.service == service, ApiKey.owner_id == owner_id)
+        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+    )
+    return (await session.scalars(statement)).all()
+
+
+_TOUCH = (
+    update(KEYS)
+    .where(KEYS.c.id == bindparam("key_id"))
+    .where(or_(KEYS.c.last_used_at.is_(None), KEYS.c.last_used_at < bindparam("used_at")))
+    .values(last_used_at=bindparam("used_at"))
+)
+
+
+def touch_keys(connection: Connection, used: Mapping[str, datetime]) -> None:
+    """Record when keys were last used, in one statement for all of them; never moves a time backwards."""
+    if used:
+        connection.execute(_TOUCH, [{"key_id": key_id, "used_at": at} for key_id, at in used.items()])

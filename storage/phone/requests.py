@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, cast
 
 from sqlalchemy import Table, bindparam, case, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from storage.common.db import per_dialect
 from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest
 from topics.phone import ErrorDetail, StoredRequestFailure
 
@@ -163,11 +162,7 @@ SPEND = cast(Table, MonthlySpend.__table__)
 # INSERT ... ON CONFLICT is the dialect's own construct on both of our backends, so those are built per dialect.
 
 
-def _per_dialect(build: Callable[[Any], Any]) -> dict[str, Any]:
-    return {"sqlite": build(sqlite.insert), "postgresql": build(postgresql.insert)}
-
-
-_INSERT_PENDING = _per_dialect(lambda insert_: insert_(REQUESTS).on_conflict_do_nothing().returning(REQUESTS.c.id))
+_INSERT_PENDING = per_dialect(lambda insert_: insert_(REQUESTS).on_conflict_do_nothing().returning(REQUESTS.c.id))
 _LOAD = select(REQUESTS).where(REQUESTS.c.id.in_(bindparam("ids", expanding=True)))
 
 
@@ -307,7 +302,7 @@ def _spend_upsert(insert_: Any) -> Any:
     ).returning(SPEND.c.amount_microdollars)
 
 
-_ADD_SPEND = _per_dialect(_spend_upsert)
+_ADD_SPEND = per_dialect(_spend_upsert)
 
 
 def _add_spend(connection: Connection, tenant_id: str, environment: str, month: str, amount: int) -> int:

@@ -1,0 +1,279 @@
+"""Webhook deliveries benchmark: the engine (claim from SQLite, sign, POST over HTTPS, record) against a bare loop of
+the same httpx client posting the same bodies at the same concurrency, to the same local receiver.
+
+    python bench/deliveries.py [--deliveries 20000] [--endpoints 20] [--concurrency 64] [--per-endpoint 8]
+                               [--rounds 2] [--database-url URL]
+
+The receiver is a raw ASGI app on uvicorn (httptools, uvloop) in a subprocess, with a certificate from a trustme CA;
+it answers 200 `ok` and counts. This process runs on uvloop, as `signalyard processors` does. Each round, one after
+the other: the bare loop (`--deliveries` POSTs by `--concurrency` workers, precomputed headers), then the engine
+(`--deliveries` deliveries fanned out beforehand, timed from the first claim until every result is stored). Prints
+deliveries/s of each, the ratio, and the receiver's count as a check. Targets: >= 1,000/s and ratio >= 0.5.
+Not a test: it exits 0 when it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import uvloop
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from cryptography.fernet import Fernet  # noqa: E402
+
+from processors.common.webhooks import BACKOFF_OVER_3_DAYS, WebhookDeliverer, WebhookProfile  # noqa: E402
+from processors.common.webhooks.guard import guarded_client, tls_context  # noqa: E402
+from storage.common import webhooks  # noqa: E402
+from storage.common.db import Database, migrate, sqlite_url  # noqa: E402
+
+PROFILE = WebhookProfile(
+    service="bench",
+    signature_header="X-Verify-Signature",
+    timestamp_header="X-Verify-Timestamp",
+    schedule=BACKOFF_OVER_3_DAYS,
+)
+DATA = {
+    "verification_id": "ver_0123456789abcdef01234567",
+    "status": "completed",
+    "category": "passport",
+    "compliant": False,
+    "violation_reasons": ["background_not_uniform", "face_too_small"],
+    "confidence": 0.93,
+}
+
+
+# ------------------------------------------------------------------------------------------------------ receiver
+
+
+def serve(port: int, certfile: str) -> None:
+    """The receiver subprocess: count POSTs, answer 200 `ok`; GET /count answers the count."""
+    import uvicorn
+
+    count = 0
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        nonlocal count
+        if scope["type"] != "http":
+            return
+        while (await receive()).get("more_body"):
+            pass
+        if scope["method"] == "POST":
+            count += 1
+            body = b"ok"
+        else:
+            body = str(count).encode()
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+
+    uvicorn.run(
+        app,
+        host="127.0.0.1",
+        port=port,
+        ssl_certfile=certfile,
+        http="httptools",
+        loop="uvloop",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+        interface="asgi3",
+        backlog=4096,
+        timeout_keep_alive=60,
+    )
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU of a process (this one by default)."""
+    if pid is None:
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        return used.ru_utime + used.ru_stime
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_receiver(workdir: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
+    import trustme
+
+    ca = trustme.CA()
+    ca_bundle, certfile = workdir / "ca.pem", workdir / "server.pem"
+    ca.cert_pem.write_to_path(str(ca_bundle))
+    ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(str(certfile))
+    port = free_port()
+    process = subprocess.Popen([sys.executable, __file__, "--serve", str(port), str(certfile)])
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return process, port, ca_bundle
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise RuntimeError("the receiver did not start") from None
+            time.sleep(0.05)
+
+
+# ----------------------------------------------------------------------------------------------------- the runs
+
+
+async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliveries: int) -> None:
+    """`endpoints` endpoints of one owner and enough events fanned out for `deliveries` deliveries."""
+    owner = f"cus_bench_{time.time_ns()}"
+
+    def create(connection: Any) -> None:
+        for index in range(endpoints):
+            webhooks.create_endpoint(
+                connection,
+                cipher,
+                service=PROFILE.service,
+                owner_id=owner,
+                url=f"https://localhost:{port}/hooks/{index}",
+                events=["verification.completed"],
+            )
+
+    await db.run(create, write=True)
+    events = -(-deliveries // endpoints)
+    for start in range(0, events, 500):
+
+        def record(connection: Any, count: int = min(500, events - start)) -> None:
+            ids = {
+                webhooks.record_event(connection, PROFILE.service, owner, "verification.completed", DATA)
+                for _ in range(count)
+            }
+            webhooks.fan_out(connection, ids, now=webhooks.datetime.now(webhooks.UTC))
+
+        await db.run(record, write=True)
+
+
+async def engine_round(
+    db: Database, cipher: Fernet, ca_bundle: Path, args: argparse.Namespace, port: int
+) -> tuple[float, float]:
+    """(deliveries/s, CPU seconds the setup took)."""
+    setup_started = cpu_seconds()
+    await prepare(db, cipher, port, args.endpoints, args.deliveries)
+    setup_s = cpu_seconds() - setup_started
+    engine = WebhookDeliverer(
+        db,
+        PROFILE,
+        cipher,
+        allow_private_targets=True,
+        ca_bundle=ca_bundle,
+        concurrency=args.concurrency,
+        per_endpoint=args.per_endpoint,
+        claim_batch=args.claim_batch,
+    )
+    try:
+        started = time.perf_counter()
+        sent = await engine.deliver_due()
+        elapsed = time.perf_counter() - started
+    finally:
+        await engine.aclose()
+    return sent / elapsed, setup_s
+
+
+async def bare_round(ca_bundle: Path, args: argparse.Namespace, port: int) -> float:
+    """The engine's own clients (one per endpoint, as the engine keeps them), `--concurrency` workers spread over the
+    endpoints, posting one signed body again and again: HTTP and TLS alone."""
+    tls = tls_context(ca_bundle)
+    clients = [
+        guarded_client(allow_private_targets=True, tls=tls, max_connections=args.per_endpoint)
+        for _ in range(args.endpoints)
+    ]
+    body = webhooks._encode(webhooks._Envelope("evt_0123456789abcdef01234567", "verification.completed", "x", DATA))
+    headers = PROFILE.sign("whsec_" + "x" * 43, body, int(time.time()))
+    urls = [f"https://localhost:{port}/hooks/{index}" for index in range(args.endpoints)]
+    remaining = args.deliveries
+
+    async def worker(index: int) -> None:
+        nonlocal remaining
+        client, url = clients[index % args.endpoints], urls[index % args.endpoints]
+        while remaining > 0:
+            remaining -= 1
+            async with client.stream("POST", url, content=body, headers=headers) as response:
+                async for _ in response.aiter_bytes():
+                    pass
+            assert response.status_code == 200
+
+    try:
+        started = time.perf_counter()
+        await asyncio.gather(*(worker(index) for index in range(args.concurrency)))
+        elapsed = time.perf_counter() - started
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+    return args.deliveries / elapsed
+
+
+async def received(ca_bundle: Path, port: int) -> int:
+    async with guarded_client(allow_private_targets=True, ca_bundle=ca_bundle) as client:
+        return int((await client.get(f"https://localhost:{port}/count")).text)
+
+
+async def main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="bench-deliveries-") as workdir:
+        receiver, port, ca_bundle = start_receiver(Path(workdir))
+        url = args.database_url or sqlite_url(Path(workdir) / "bench.db")
+        await asyncio.to_thread(migrate, url)
+        db = Database(url)
+        cipher = Fernet(Fernet.generate_key())
+        try:
+            print(
+                f"{args.deliveries} deliveries to {args.endpoints} endpoints, concurrency {args.concurrency} "
+                f"(per endpoint {args.per_endpoint}), {os.cpu_count()} cores, {url.split(':')[0]}"
+            )
+            for round_ in range(1, args.rounds + 1):
+                before = cpu_seconds(), cpu_seconds(receiver.pid)
+                bare = await bare_round(ca_bundle, args, port)
+                middle = cpu_seconds(), cpu_seconds(receiver.pid)
+                engine, setup_s = await engine_round(db, cipher, ca_bundle, args, port)
+                after = cpu_seconds(), cpu_seconds(receiver.pid)
+                bare_us = [(m - b) / args.deliveries * 1e6 for b, m in zip(before, middle, strict=True)]
+                engine_us = [(a - m) / args.deliveries * 1e6 for m, a in zip(middle, after, strict=True)]
+                engine_us[0] -= setup_s / args.deliveries * 1e6
+                print(
+                    f"round {round_}: bare httpx {bare:6.0f}/s   engine {engine:6.0f}/s   ratio {engine / bare:.2f}   "
+                    f"CPU per delivery (sender / receiver): bare {bare_us[0]:.0f} / {bare_us[1]:.0f} us, "
+                    f"engine {engine_us[0]:.0f} / {engine_us[1]:.0f} us"
+                )
+            expected = 2 * args.rounds * args.deliveries
+            print(f"receiver counted {await received(ca_bundle, port)} POSTs (expected {expected})")
+        finally:
+            await db.dispose()
+            receiver.terminate()
+            receiver.wait()
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--deliveries", type=int, default=20_000)
+    parser.add_argument("--endpoints", type=int, default=20)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--per-endpoint", type=int, default=8)
+    parser.add_argument("--claim-batch", type=int, default=256)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--database-url", help="default: a SQLite file in a temporary directory")
+    parser.add_argument("--serve", nargs=2, metavar=("PORT", "CERTFILE"), help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+if __name__ == "__main__":
+    parsed = arguments()
+    if parsed.serve:
+        serve(int(parsed.serve[0]), parsed.serve[1])
+    else:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            runner.run(main(parsed))

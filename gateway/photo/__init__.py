@@ -1,0 +1,1 @@
+"""The photo compliance gateway (contract: spec/photo-compliance.md)."""

@@ -1,0 +1,36 @@
+"""What every photo route is given: the gateway's parts, wired once by the launcher."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from cryptography.fernet import MultiFernet
+
+from gateway.common.waiter import ResultWaiter
+from gateway.photo.auth import PhotoAuth
+from storage.photo.image_urls import UrlSigner
+from storage.common.blobs import BlobStore
+from storage.common.db import Database
+from topics.photo import VerificationRequested
+
+Publish = Callable[[VerificationRequested], Awaitable[None]]
+PublishEvent = Callable[[str, str], Awaitable[None]]
+"""publish_event(customer id, event id): announce a recorded webhook event to the fan-out (its row is the outbox)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PhotoGateway:
+    db: Database
+    auth: PhotoAuth
+    blobs: BlobStore
+    waiter: ResultWaiter
+    publish: Publish
+    publish_event: PublishEvent
+    urls: UrlSigner
+    cipher: MultiFernet
+    """Encrypts webhook signing secrets: they are stored encrypted, beside their SHA-256."""
+    allow_private_targets: bool
+    """Webhook URLs may name private, loopback or link-local addresses (development and tests only)."""
+    wait_s: float
+    """How long `POST /v1/verify` waits for its verdict before answering 503 (SIGNALYARD_PHOTO_WAIT_MS)."""

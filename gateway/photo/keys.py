@@ -1,0 +1,113 @@
+"""Key management (section 4.1, `full` scope): list, create, revoke; a key manages only its own customer's keys."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from litestar import Controller, Request, Response, delete, get, post
+from litestar.di import NamedDependency
+
+from gateway.photo.deps import PhotoGateway
+from gateway.photo.errors import PhotoError, invalid_body
+from gateway.photo.schemas import CreateKeyRequest, KeyCreated, KeyList, KeyObject, KeyRevoked
+from storage.common import keys
+from storage.common.keys import ApiKey
+from storage.photo import customers
+from storage.photo.verifications import iso
+
+_decode_create = msgspec.json.Decoder(CreateKeyRequest).decode
+
+
+def key_object(key: ApiKey, now: datetime) -> KeyObject:
+    limits = key.rate_limits or customers.DEFAULT_RATE_LIMITS
+    return KeyObject(
+        id=key.id,
+        name=key.name or "",
+        key_prefix=key.display_prefix + "…",
+        scope=key.scopes[0],  # type: ignore[arg-type]
+        active=key.revoked_at is None and (key.expires_at is None or key.expires_at > now),
+        rate_limit_per_minute=limits["minute"],
+        rate_limit_per_hour=limits["hour"],
+        last_used_at=iso(key.last_used_at) if key.last_used_at else None,
+        created_at=iso(key.created_at),
+        expires_at=iso(key.expires_at) if key.expires_at else None,
+    )
+
+
+def expiry(text: str | None, now: datetime) -> datetime | None:
+    """`expires_at`: an ISO 8601 instant in the future (without a zone it is read as UTC)."""
+    if text is None:
+        return None
+    try:
+        at = datetime.fromisoformat(text)
+    except ValueError:
+        raise PhotoError(400, "expires_at must be an ISO 8601 time such as 2027-01-31T00:00:00Z") from None
+    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    if at <= now:
+        raise PhotoError(400, "expires_at must be in the future")
+    return at.astimezone(UTC)
+
+
+class KeysController(Controller):
+    path = "/api/v1/api-keys"
+    tags = ["keys"]
+
+    @get("/", operation_id="listKeys", summary="List this account's keys, newest first (never the secret)")
+    async def list_keys(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> KeyList:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        async with photo.db.read() as session:
+            rows = await keys.owner_keys(session, customers.SERVICE, owner.customer_id)
+        now = datetime.now(UTC)
+        return KeyList([key_object(row, now) for row in rows])
+
+    @post("/", operation_id="createKey", summary="Create a key; its secret is shown in this response only")
+    async def create_key(
+        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
+    ) -> Response[KeyCreated]:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        try:
+            body = _decode_create(await request.body())
+        except msgspec.ValidationError as error:
+            raise invalid_body(str(error)) from error
+        except msgspec.DecodeError as error:
+            raise PhotoError(400, f"The body is not valid JSON: {error}") from error
+        if not body.name.strip():
+            raise PhotoError(400, "name must not be blank")
+        now = datetime.now(UTC)
+        expires_at = expiry(body.expires_at, now)
+        async with photo.db.write() as session:
+            row, secret = await customers.create_key(
+                session,
+                owner.customer_id,
+                owner.environment,
+                name=body.name,
+                scope=body.scope,
+                expires_at=expires_at,
+                now=now,
+            )
+        listed = key_object(row, now)
+        created = KeyCreated(
+            key=secret, **{f: getattr(listed, f) for f in KeyCreated.__struct_fields__ if f != "key"}
+        )
+        return Response(created, status_code=201)
+
+    @delete(
+        "/{key_id:str}",
+        operation_id="revokeKey",
+        summary="Revoke a key: at once and for good",
+        status_code=200,
+    )
+    async def revoke_key(
+        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], key_id: str
+    ) -> KeyRevoked:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        async with photo.db.write() as session:
+            key = await session.get(ApiKey, key_id)
+            if key is None or key.service != customers.SERVICE or key.owner_id != owner.customer_id:
+                raise PhotoError(404, "No key with that id on this account")
+            if key.revoked_at is None:  # revoking twice answers the first revocation
+                key.revoked_at = datetime.now(UTC)
+            revoked_at = key.revoked_at
+        return KeyRevoked(id=key_id, active=False, revoked_at=iso(revoked_at))

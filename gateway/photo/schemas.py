@@ -1,0 +1,122 @@
+"""Request and response bodies of the photo API (sections 2 and 4), exactly as the contract names their fields."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from topics.photo import Timestamp, Verification
+
+Scope = Literal["full", "verify_only"]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, examples=["Checkout app"])]
+KeyId = Annotated[str, msgspec.Meta(examples=["key_0b6f8a3c9d2e4f1a8b7c6d5e4f3a2b1c"])]
+WebhookId = Annotated[str, msgspec.Meta(examples=["whk_5d2c1b0a9f8e4d7c6b5a4f3e2d1c0b9a"])]
+
+
+class CreateKeyRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    name: Name
+    scope: Scope = "full"
+    expires_at: Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})] | None = None
+    """ISO 8601 with a zone (or UTC when none), in the future; omitted: the key never expires until revoked."""
+
+
+class KeyObject(msgspec.Struct, kw_only=True):
+    """Section 2.1, as listed: no secret, no `customer_id`."""
+
+    id: KeyId
+    name: str
+    key_prefix: Annotated[str, msgspec.Meta(examples=["pc_test_3f9a…"])]
+    scope: Scope
+    active: bool
+    rate_limit_per_minute: int
+    rate_limit_per_hour: int
+    last_used_at: Timestamp | None
+    created_at: Timestamp
+    expires_at: Timestamp | None
+
+
+class KeyCreated(msgspec.Struct, kw_only=True):
+    """Section 2.1 on create: the key object without `last_used_at` and `customer_id`, plus `key`, shown this once."""
+
+    id: KeyId
+    name: str
+    key_prefix: str
+    scope: Scope
+    active: bool
+    rate_limit_per_minute: int
+    rate_limit_per_hour: int
+    created_at: Timestamp
+    expires_at: Timestamp | None
+    key: Annotated[str, msgspec.Meta(examples=["pc_test_3f9a0c1d2e3f4a5b6c7d8e9f0a1b2c3d4e5f6a7b"])]
+
+
+class KeyList(msgspec.Struct):
+    data: list[KeyObject]
+
+
+class KeyRevoked(msgspec.Struct, kw_only=True):
+    id: KeyId
+    active: Literal[False]
+    revoked_at: Timestamp
+
+
+EventType = Literal["verification.completed", "verification.reviewed", "inspection.submitted"]
+
+
+class CreateWebhookRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    url: Annotated[
+        str, msgspec.Meta(min_length=1, max_length=2048, examples=["https://hooks.example.com/photo-verifications"])
+    ]
+    events: Annotated[list[EventType], msgspec.Meta(min_length=1)]
+
+
+class WebhookEndpoint(msgspec.Struct, kw_only=True):
+    """Section 2.2, as listed: without `signing_secret`."""
+
+    id: WebhookId
+    url: str
+    events: list[EventType]
+    status: Literal["active", "disabled"]
+    created_at: Timestamp
+
+
+class WebhookCreated(msgspec.Struct, kw_only=True):
+    id: WebhookId
+    url: str
+    events: list[EventType]
+    status: Literal["active", "disabled"]
+    created_at: Timestamp
+    signing_secret: Annotated[str, msgspec.Meta(examples=["whsec_9b1f4c2a7d3e8f6a0b5c9d2e1f7a4b8c"])]
+
+
+class WebhookList(msgspec.Struct):
+    data: list[WebhookEndpoint]
+
+
+class WebhookDeleted(msgspec.Struct, kw_only=True):
+    id: WebhookId
+    deleted: Literal[True]
+
+
+Policy = Literal["us_passport", "icao", "profile_photo"]
+
+
+class VerifyJson(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The JSON form of section 4.3."""
+
+    image: Annotated[str, msgspec.Meta(min_length=1, description="Raw base64, or a data URL `data:image/...;base64,`")]
+    policy: str
+    metadata: dict[str, Any] | None = None
+
+
+class VerificationList(msgspec.Struct, kw_only=True):
+    data: list[Verification]
+    has_more: bool
+    next_cursor: str | None
+    """Pass as `starting_after` for the next (older) page; null on the last page."""
+
+
+class ReviewRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    is_compliant: bool
+    note: Annotated[str, msgspec.Meta(max_length=1000)] | None = None

@@ -1,0 +1,113 @@
+"""Verification history and review (`full` scope): a customer's verifications in the key's environment, newest
+first, and the human review that changes a verdict and fires `verification.reviewed`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Request, get, post
+from litestar.di import NamedDependency
+from litestar.params import Parameter
+
+from gateway.photo.deps import PhotoGateway
+from gateway.photo.errors import PhotoError, invalid_body
+from gateway.photo.schemas import ReviewRequest, VerificationList
+from storage.common import webhooks
+from storage.photo import verifications
+from storage.photo.customers import KeyOwner
+from storage.photo.models import Verification as VerificationRow
+from topics.photo import Review, Verification
+
+_decode_review_request = msgspec.json.Decoder(ReviewRequest).decode
+_encode = msgspec.json.Encoder().encode
+
+
+class VerificationsController(Controller):
+    path = "/api/v1/verifications"
+    tags = ["verifications"]
+
+    @get("/", operation_id="listVerifications", summary="This account's verifications, newest first")
+    async def list_verifications(
+        self,
+        request: Request[Any, Any, Any],
+        photo: NamedDependency[PhotoGateway],
+        limit: Annotated[int, Parameter(ge=1, le=100, description="Page size, 1 to 100")] = 20,
+        starting_after: Annotated[
+            str | None, Parameter(description="A verification id: the page starts after it (older ones)")
+        ] = None,
+    ) -> VerificationList:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        before = None
+        if starting_after is not None:
+            cursor = await _own(photo, owner, starting_after, missing="starting_after names no verification")
+            before = (cursor.created_at, cursor.id)
+        async with photo.db.read() as session:
+            rows = await verifications.history(
+                session, owner.customer_id, owner.environment, limit=limit + 1, before=before
+            )
+        page = [verifications.verification_of(row, photo.urls) for row in rows[:limit]]
+        has_more = len(rows) > limit
+        return VerificationList(data=page, has_more=has_more, next_cursor=page[-1].id if has_more else None)
+
+    @get("/{verification_id:str}", operation_id="getVerification", summary="One verification")
+    async def get_verification(
+        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
+    ) -> Verification:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
+
+    @post(
+        "/{verification_id:str}/review",
+        operation_id="reviewVerification",
+        summary="Record a human review; a changed verdict fires verification.reviewed",
+        status_code=200,
+    )
+    async def review(
+        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
+    ) -> Verification:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        try:
+            body = _decode_review_request(await request.body())
+        except msgspec.ValidationError as error:
+            raise invalid_body(str(error)) from error
+        except msgspec.DecodeError as error:
+            raise PhotoError(400, f"The body is not valid JSON: {error}") from error
+        row = await _own(photo, owner, verification_id)
+        if row.state != "completed" or row.verdict is None:
+            raise PhotoError(409, "Only a completed verification can be reviewed")
+        verdict = verifications.decode_verdict(row.verdict)
+        if verdict.is_compliant == body.is_compliant:
+            return verifications.verification_of(row, photo.urls)  # the verdict stands: nothing changes, nothing fires
+        original = verifications.decode_review(row.review).original_is_compliant if row.review else verdict.is_compliant
+        review = Review(
+            is_compliant=body.is_compliant,
+            note=body.note,
+            reviewed_at=verifications.iso(datetime.now(UTC)),
+            original_is_compliant=original,
+        )
+        changed = verifications.reviewed(verdict, body.is_compliant)
+
+        def store(connection: Any) -> str | None:
+            if not verifications.review(connection, row.id, _encode(changed), _encode(review)):
+                return None
+            updated = verifications.load(connection, [row.id])[row.id]
+            data = msgspec.to_builtins(verifications.verification_of(updated, photo.urls))
+            return webhooks.record_event(connection, "photo", owner.customer_id, "verification.reviewed", data)
+
+        event_id = await photo.db.run(store, write=True)
+        if event_id is not None:
+            await photo.publish_event(owner.customer_id, event_id)
+        return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
+
+
+async def _own(
+    photo: PhotoGateway, owner: KeyOwner, verification_id: str, missing: str = "No verification with that id"
+) -> VerificationRow:
+    """The customer's verification in the key's environment; anyone else's is as absent as a made-up id."""
+    async with photo.db.read() as session:
+        row = await session.get(VerificationRow, verification_id)
+    if row is None or row.customer_id != owner.customer_id or row.environment != owner.environment:
+        raise PhotoError(404 if missing.startswith("No") else 400, missing + " on this account")
+    return row

@@ -1,0 +1,129 @@
+"""Webhook endpoint management (section 4.2, `full` scope): create (the signing secret shown once), list, delete.
+Deliveries are the shared engine's work (processors/common/webhooks.py)."""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+from urllib.parse import urlsplit
+
+import msgspec
+from litestar import Controller, Request, Response, delete, get, post
+from litestar.di import NamedDependency
+
+from gateway.photo.deps import PhotoGateway
+from gateway.photo.errors import PhotoError, invalid_body
+from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookDeleted, WebhookEndpoint, WebhookList
+from storage.common import webhooks
+from storage.photo.verifications import iso
+from topics.photo import EVENTS
+
+SERVICE = "photo"
+MAX_ENDPOINTS = 16
+"""Endpoints per account: enough for every environment and team, few enough that one event's fan-out stays small."""
+
+_decode_create = msgspec.json.Decoder(CreateWebhookRequest).decode
+
+
+def endpoint_object(endpoint: webhooks.Endpoint) -> WebhookEndpoint:
+    return WebhookEndpoint(
+        id=endpoint.id,
+        url=endpoint.url,
+        events=endpoint.events,  # type: ignore[arg-type]
+        status=endpoint.status,  # type: ignore[arg-type]
+        created_at=iso(endpoint.created_at),
+    )
+
+
+def checked_url(url: str, *, allow_private: bool) -> str:
+    """An HTTPS URL with a host. A literal private address is refused here already; host names are resolved, and
+    the address dialled checked, at every delivery."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() != "https":
+        raise PhotoError(400, "url must be an HTTPS URL")
+    if not parts.hostname:
+        raise PhotoError(400, "url must name a host")
+    if parts.username is not None or parts.password is not None:
+        raise PhotoError(400, "url must not carry credentials")
+    try:
+        _ = parts.port
+        address = ipaddress.ip_address(parts.hostname)
+    except ValueError as error:
+        if "port" in str(error).lower():
+            raise PhotoError(400, "url has an invalid port") from None
+        return url  # a host name
+    if not allow_private and (not address.is_global or address.is_multicast):
+        raise PhotoError(400, "url must not point at a private, loopback or reserved address")
+    return url
+
+
+class WebhooksController(Controller):
+    path = "/api/v1/webhooks"
+    tags = ["webhooks"]
+
+    @post("/", operation_id="createWebhook", summary="Create a webhook endpoint; its signing secret is shown once")
+    async def create_webhook(
+        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
+    ) -> Response[WebhookCreated]:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        try:
+            body = _decode_create(await request.body())
+        except msgspec.ValidationError as error:
+            message = str(error)
+            if "events" in message and "Expected" not in message and "length" not in message:
+                raise PhotoError(400, "events must name known event types: " + ", ".join(EVENTS)) from None
+            raise invalid_body(message) from error
+        except msgspec.DecodeError as error:
+            raise PhotoError(400, f"The body is not valid JSON: {error}") from error
+        url = checked_url(body.url, allow_private=photo.allow_private_targets)
+
+        def create(connection: Any) -> tuple[webhooks.Endpoint, str] | None:
+            if len(webhooks.list_endpoints(connection, SERVICE, owner.customer_id)) >= MAX_ENDPOINTS:
+                return None
+            return webhooks.create_endpoint(
+                connection, photo.cipher, service=SERVICE, owner_id=owner.customer_id, url=url, events=body.events
+            )
+
+        created = await photo.db.run(create, write=True)
+        if created is None:
+            raise PhotoError(400, f"An account can have at most {MAX_ENDPOINTS} webhook endpoints")
+        endpoint, secret = created
+        shown = endpoint_object(endpoint)
+        return Response(
+            WebhookCreated(
+                id=shown.id,
+                url=shown.url,
+                events=shown.events,
+                status=shown.status,
+                created_at=shown.created_at,
+                signing_secret=secret,
+            ),
+            status_code=201,
+        )
+
+    @get("/", operation_id="listWebhooks", summary="List this account's webhook endpoints (without secrets)")
+    async def list_webhooks(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> WebhookList:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        endpoints = await photo.db.run(
+            lambda connection: webhooks.list_endpoints(connection, SERVICE, owner.customer_id), write=False
+        )
+        return WebhookList([endpoint_object(endpoint) for endpoint in endpoints])
+
+    @delete(
+        "/{webhook_id:str}",
+        operation_id="deleteWebhook",
+        summary="Delete an endpoint: its deliveries stop at once and pending retries are dropped",
+        status_code=200,
+    )
+    async def delete_webhook(
+        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], webhook_id: str
+    ) -> WebhookDeleted:
+        owner = await photo.auth.owner(request.headers, full_scope=True)
+        deleted = await photo.db.run(
+            lambda connection: webhooks.delete_endpoint(connection, SERVICE, owner.customer_id, webhook_id),
+            write=True,
+        )
+        if not deleted:
+            raise PhotoError(404, "No webhook endpoint with that id on this account")
+        return WebhookDeleted(id=webhook_id, deleted=True)
+

@@ -1,0 +1,338 @@
+"""The webhook deliverer: claims due deliveries under a lease, signs and POSTs each, records the attempt and
+schedules the next from the service's profile. Concurrency is bounded overall and per endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+import structlog
+from cryptography.fernet import InvalidToken
+from prometheus_client import Counter, Histogram
+
+from processors.common.webhooks.guard import Resolve, guarded_client, system_resolve, tls_context
+from processors.common.webhooks.profile import WebhookProfile
+from storage.common import webhooks
+from storage.common.batching import GroupCommit
+from storage.common.db import Database
+from storage.common.webhooks import RESPONSE_BODY_LIMIT, AttemptResult, Cipher, Claimed
+
+log = structlog.get_logger("signalyard.processors.webhooks")
+
+ATTEMPTS = Counter(
+    "signalyard_webhook_attempts_total",
+    "Delivery attempts, by whether the receiver answered 2xx",
+    ["service", "result"],
+)
+DELIVERIES = Counter(
+    "signalyard_webhook_deliveries_total",
+    "Deliveries that reached a final state (delivered, failed)",
+    ["service", "state"],
+)
+ENDPOINTS_DISABLED = Counter(
+    "signalyard_webhook_endpoints_disabled_total", "Endpoints disabled after a whole retry window failed", ["service"]
+)
+ATTEMPT_SECONDS = Histogram(
+    "signalyard_webhook_attempt_seconds",
+    "Time from dialling (or taking a pooled connection) to the end of the receiver's answer",
+    ["service"],
+    buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+)
+DRAIN_LIMIT = 64 * 1024
+"""Response bytes read after the kept ones, so the connection can be reused; a longer answer closes it."""
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class WebhookDeliverer:
+    """One member of a service's deliverers (run one per processors process; members share the work through the
+    leases). `run()` is the background loop; `deliver_due()` delivers what is due now and returns, for tests and
+    operator tasks. The clock decides what is due and the timestamps sent; tests drive retries with a fake one."""
+
+    def __init__(
+        self,
+        db: Database,
+        profile: WebhookProfile,
+        cipher: Cipher,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        allow_private_targets: bool = False,
+        ca_bundle: str | Path | None = None,
+        timeout_s: float = 10.0,
+        concurrency: int = 256,
+        per_endpoint: int = 8,
+        poll_s: float = 0.5,
+        claim_batch: int = 256,
+        lease: timedelta | None = None,
+        resolve: Resolve = system_resolve,
+        clients_kept: int = 1000,
+    ) -> None:
+        self.db = db
+        self.profile = profile
+        self.cipher = cipher
+        self.clock = clock
+        self.timeout_s = timeout_s
+        self.concurrency = concurrency
+        self.per_endpoint = per_endpoint
+        self.poll_s = poll_s
+        self.claim_batch = claim_batch
+        self.lease = lease or timedelta(seconds=2 * timeout_s + 30)
+        """Covers a wait for the endpoint's slot (at most one send) plus the send: a lease never runs out while its
+        member is still working on the delivery."""
+        self._new_client = functools.partial(
+            guarded_client,
+            allow_private_targets=allow_private_targets,
+            timeout_s=timeout_s,
+            max_connections=per_endpoint,
+            resolve=resolve,
+            tls=tls_context(ca_bundle),
+        )
+        self._clients: OrderedDict[str, httpx.AsyncClient] = OrderedDict()
+        """One small connection pool per endpoint, most recently used last: httpcore's pool costs grow with the
+        square of its connections and waiting requests (measured: 64 shared connections cost three times the CPU
+        per request of 8 pools of 8), and an endpoint never has more than `per_endpoint` requests at once."""
+        self._clients_kept = clients_kept
+        self._closing: set[asyncio.Task[None]] = set()
+        self._results: GroupCommit[AttemptResult, bool] = GroupCommit(self._record)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._busy: dict[str, int] = {}
+        """Per endpoint: deliveries this member holds (sending or waiting for a slot)."""
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._gone: set[str] = set()
+        """Endpoints this member disabled: what it still holds for them is not sent."""
+        self._secrets: dict[str, tuple[str, str]] = {}
+        self._wakeup = asyncio.Event()
+        self._hungry = False
+        """The last claim was cut short by this member's capacity: finished sends should trigger another."""
+        self._loop_task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------------------------------------ running
+
+    def wake(self) -> None:
+        """New deliveries may be due (the fan-out in this process created some): claim now, not at the next poll."""
+        self._wakeup.set()
+
+    def start(self) -> asyncio.Task[None]:
+        """Run the loop as a background task of the running event loop; `aclose()` stops it."""
+        self._loop_task = asyncio.get_running_loop().create_task(self.run(), name=f"{self.profile.service}-webhooks")
+        return self._loop_task
+
+    async def run(self) -> None:
+        while True:
+            self._wakeup.clear()
+            try:
+                claimed, wanted = await self._claim()
+            except Exception:  # the database may be briefly unavailable: try again at the next poll
+                log.exception("webhook_claim_failed", service=self.profile.service)
+                claimed, wanted = 0, 1
+            if claimed and claimed == wanted and self._free() > 0:
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.poll_s):
+                    await self._wakeup.wait()
+
+    async def deliver_due(self) -> int:
+        """Send everything due now (what fails is scheduled, not retried here) and wait for the results to be
+        stored; returns how many attempts were made."""
+        attempts = 0
+        while True:
+            claimed, _ = await self._claim()
+            attempts += claimed
+            if not claimed and not self._tasks:
+                return attempts
+            if not claimed or self._free() <= 0:
+                await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+
+    async def aclose(self, grace_s: float | None = None) -> None:
+        """Stop claiming, give sends in flight `grace_s` (default: the timeout) to finish, then close the client.
+        A send cut short is retried by whichever member claims it after its lease."""
+        if self._loop_task is not None:
+            self._loop_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._loop_task
+        if self._tasks:
+            _, unfinished = await asyncio.wait(set(self._tasks), timeout=self.timeout_s if grace_s is None else grace_s)
+            for task in unfinished:
+                task.cancel()
+            await asyncio.gather(*unfinished, return_exceptions=True)
+        clients, self._clients = list(self._clients.values()), OrderedDict()
+        await asyncio.gather(*(client.aclose() for client in clients), *self._closing, return_exceptions=True)
+
+    # ----------------------------------------------------------------------------------------------- claiming
+
+    def _free(self) -> int:
+        return self.concurrency - len(self._tasks)
+
+    async def _claim(self) -> tuple[int, int]:
+        """Claim what this member has room for and start sending it; returns (claimed, asked for)."""
+        wanted = min(self._free(), self.claim_batch)
+        if wanted <= 0:
+            self._hungry = True
+            return 0, 0
+        saturated = {endpoint for endpoint, held in self._busy.items() if held >= self.per_endpoint}
+        skip = saturated | self._gone
+        now = self.clock()
+        lease_until = now + self.lease
+        service, per_endpoint = self.profile.service, self.per_endpoint
+        rows = await self.db.run(
+            lambda connection: webhooks.claim_due(
+                connection,
+                service,
+                now=now,
+                lease_until=lease_until,
+                limit=wanted,
+                per_endpoint=per_endpoint,
+                skip_endpoints=skip,
+            ),
+            write=True,
+        )
+        self._hungry = len(rows) == wanted or bool(saturated)
+        for row in rows:
+            self._busy[row.endpoint_id] = self._busy.get(row.endpoint_id, 0) + 1
+            task = asyncio.get_running_loop().create_task(self._deliver(row))
+            self._tasks.add(task)
+            task.add_done_callback(self._finished)
+        return len(rows), wanted
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("webhook_delivery_crashed", service=self.profile.service, exc_info=task.exception())
+        # Claim again once a useful batch fits, not for every single send that ends.
+        if self._hungry and self._free() >= max(1, min(self.claim_batch, self.concurrency) // 4):
+            self._wakeup.set()
+
+    def _release(self, endpoint_id: str) -> None:
+        held = self._busy[endpoint_id] - 1
+        if held:
+            self._busy[endpoint_id] = held
+        else:
+            del self._busy[endpoint_id]
+            self._slots.pop(endpoint_id, None)
+        if self._hungry and held == self.per_endpoint // 2:
+            self._wakeup.set()
+
+    # ------------------------------------------------------------------------------------------------ sending
+
+    async def _deliver(self, claimed: Claimed) -> None:
+        try:
+            slots = self._slots.setdefault(claimed.endpoint_id, asyncio.Semaphore(self.per_endpoint))
+            waited = slots.locked()
+            async with slots:
+                if claimed.endpoint_id in self._gone:
+                    return
+                if waited and not await self._still_active(claimed.endpoint_id):
+                    return  # deleted or disabled while this waited for its slot: its deliveries are canceled
+                result = await self._attempt(claimed)
+        finally:
+            self._release(claimed.endpoint_id)
+        if await self._results.submit(result):
+            self._gone.add(claimed.endpoint_id)
+            ENDPOINTS_DISABLED.labels(self.profile.service).inc()
+            log.warning(
+                "webhook_endpoint_disabled",
+                service=self.profile.service,
+                endpoint_id=claimed.endpoint_id,
+                attempts=claimed.attempt,
+            )
+
+    async def _still_active(self, endpoint_id: str) -> bool:
+        return await self.db.run(lambda connection: webhooks.endpoint_is_active(connection, endpoint_id), write=False)
+
+    async def _attempt(self, claimed: Claimed) -> AttemptResult:
+        attempted_at = self.clock()
+        status: int | None = None
+        kept: str | None = None
+        started = time.perf_counter()
+        try:
+            secret = self._secret(claimed)
+            headers = self.profile.sign(secret, claimed.body, int(attempted_at.timestamp()))
+            async with asyncio.timeout(self.timeout_s):
+                status, kept = await self._post(self._client(claimed.endpoint_id), claimed.url, claimed.body, headers)
+            error = None if 200 <= status < 300 else f"HTTP {status}"
+        except TimeoutError:
+            error = f"timed out after {self.timeout_s:g} s"
+        except httpx.TimeoutException as failure:
+            error = f"timed out ({type(failure).__name__})"
+        except httpx.HTTPError as failure:
+            error = _describe(failure)
+        except InvalidToken:
+            error = "the signing secret cannot be decrypted with the configured keys"
+        except Exception as failure:  # a bad URL or anything unforeseen is this attempt's failure, not the loop's
+            log.exception("webhook_attempt_crashed", service=self.profile.service, delivery=claimed.delivery_id)
+            error = f"{type(failure).__name__}: {failure}"[:500]
+        elapsed = time.perf_counter() - started
+        service = self.profile.service
+        ATTEMPT_SECONDS.labels(service).observe(elapsed)
+        ATTEMPTS.labels(service, "success" if error is None else "failure").inc()
+        next_at = None if error is None else self.profile.next_attempt(claimed.attempt, attempted_at)
+        outcome: webhooks.Outcome = "delivered" if error is None else ("retry" if next_at is not None else "failed")
+        if outcome != "retry":
+            DELIVERIES.labels(service, outcome).inc()
+        return AttemptResult(
+            claimed, attempted_at, round(elapsed * 1000), status, error and error[:500], kept, outcome, next_at
+        )
+
+    def _client(self, endpoint_id: str) -> httpx.AsyncClient:
+        client = self._clients.get(endpoint_id)
+        if client is not None:
+            self._clients.move_to_end(endpoint_id)
+            return client
+        client = self._clients[endpoint_id] = self._new_client()
+        if len(self._clients) > self._clients_kept:
+            idle = next((endpoint for endpoint in self._clients if endpoint not in self._busy), None)
+            if idle is not None:
+                closing = asyncio.get_running_loop().create_task(self._clients.pop(idle).aclose())
+                self._closing.add(closing)
+                closing.add_done_callback(self._closing.discard)
+        return client
+
+    @staticmethod
+    async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+        async with client.stream("POST", url, content=body, headers=headers) as response:
+            kept = bytearray()
+            async for chunk in response.aiter_bytes():
+                if len(kept) < RESPONSE_BODY_LIMIT + DRAIN_LIMIT:
+                    kept += chunk
+                else:
+                    break  # leaving the block closes the connection instead of reading on
+        return response.status_code, kept[:RESPONSE_BODY_LIMIT].decode("utf-8", "replace")
+
+    def _secret(self, claimed: Claimed) -> str:
+        cached = self._secrets.get(claimed.endpoint_id)
+        if cached is not None and cached[0] == claimed.secret_encrypted:
+            return cached[1]
+        secret = self.cipher.decrypt(claimed.secret_encrypted.encode()).decode()
+        if len(self._secrets) >= 10_000:
+            self._secrets.clear()
+        self._secrets[claimed.endpoint_id] = (claimed.secret_encrypted, secret)
+        return secret
+
+    async def _record(self, results: list[AttemptResult]) -> list[bool]:
+        profile, now = self.profile, self.clock()
+        return await self.db.run(
+            lambda connection: webhooks.record_attempts(
+                connection,
+                results,
+                disabled_status=profile.disabled_status,
+                spare_recently_delivered=profile.spare_recently_delivered,
+                now=now,
+            ),
+            write=True,
+        )
+
+
+def _describe(failure: httpx.HTTPError) -> str:
+    """The error as the endpoint's owner would want it: the refusal or connection error itself."""
+    cause = failure.__cause__
+    message = str(cause) if cause is not None and str(cause) else str(failure)
+    return f"{type(failure).__name__}: {message}" if message else type(failure).__name__

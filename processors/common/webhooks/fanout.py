@@ -1,0 +1,59 @@
+"""The webhook fan-out: a consumer-group member that turns recorded events into one delivery per subscribed endpoint,
+and the events outbox that the sweeper publishes again when a publish was lost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import msgspec
+from faststream.kafka import KafkaRouter
+
+from processors.common.consumer import batch_consumer
+from processors.common.outbox import Outbox
+from processors.common.webhooks.deliverer import utc_now
+from storage.common import webhooks
+from storage.common.db import Database
+from storage.common.webhooks import WebhookEventRecorded
+
+
+def fanout_router(
+    db: Database,
+    service: str,
+    *,
+    prefix: str = "",
+    on_fanned_out: Callable[[], None] | None = None,
+    clock: Callable[[], datetime] = utc_now,
+    group_id: str | None = None,
+) -> KafkaRouter:
+    """Subscribes `<prefix><service>.webhook.events`; each batch becomes deliveries in one transaction. A redelivered
+    message creates nothing (deliveries are unique per event and endpoint; a fanned-out event is not fanned out
+    again). `on_fanned_out` (the deliverer's `wake`) runs when deliveries were created."""
+
+    async def handle(batch: list[WebhookEventRecorded]) -> None:
+        ids = {message.event_id for message in batch}
+        now = clock()
+        created = await db.run(lambda connection: webhooks.fan_out(connection, ids, now=now), write=True)
+        if created and on_fanned_out is not None:
+            on_fanned_out()
+
+    return batch_consumer(
+        service,
+        webhooks.events_topic(service, prefix),
+        WebhookEventRecorded,
+        handle,
+        group_id=group_id or f"signalyard-{service}-webhook-fanout",
+    )
+
+
+def events_outbox(service: str, prefix: str = "") -> Outbox:
+    """webhook_events as an outbox for the shared Sweeper: an event still pending past the deadline is published
+    again to its own service's topic. The table is shared, so any service's sweeper may re-publish another's event;
+    it goes to that service's topic all the same."""
+    columns = [webhooks.EVENTS.c.id, webhooks.EVENTS.c.service, webhooks.EVENTS.c.owner_id]
+
+    def message(row: Any) -> tuple[msgspec.Struct, str, bytes]:
+        return webhooks.event_message(row.service, row.owner_id, row.id, prefix)
+
+    return Outbox(f"{service}-webhooks", webhooks.EVENTS, columns, message)

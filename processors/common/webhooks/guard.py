@@ -1,0 +1,171 @@
+"""The SSRF guard of webhook deliveries: only public addresses are dialled, and the address dialled is the one that
+was checked (the check sits in the connection itself, so a second DNS answer cannot swap in a private one)."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import ssl
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import httpcore
+import httpx
+
+from processors.common.webhooks.stream import dial
+
+Resolve = Callable[[str, int], Awaitable[list[str]]]
+"""(host, port) -> its addresses, in the order to try them."""
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+ALLOW_PRIVATE_SETTING = "SIGNALYARD_WEBHOOK_ALLOW_PRIVATE_TARGETS"
+_SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def refusal(address: IPAddress) -> str | None:
+    """Why a delivery must not go to `address` (a word for the attempt log), or None for a public unicast address.
+    IPv6 forms that carry an IPv4 address (mapped, NAT64) are judged by that address."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or (
+            ipaddress.IPv4Address(int(address) & 0xFFFFFFFF) if address in _NAT64 else None
+        )
+        if embedded is not None:
+            reason = refusal(embedded)
+            return f"{reason}, IPv4 inside IPv6" if reason else None
+        if address.is_site_local:
+            return "site-local"
+    checks = (
+        ("unspecified", address.is_unspecified),
+        ("loopback", address.is_loopback),
+        ("link-local", address.is_link_local),
+        ("multicast", address.is_multicast),
+        ("shared address space", isinstance(address, ipaddress.IPv4Address) and address in _SHARED_ADDRESS_SPACE),
+        ("private", address.is_private),
+        ("reserved", address.is_reserved),
+    )
+    for reason, applies in checks:
+        if applies:
+            return reason
+    return None if address.is_global else "not globally routable"
+
+
+class TargetRefused(httpcore.ConnectError):
+    """The host resolves to no address a delivery may go to; nothing was dialled."""
+
+
+async def system_resolve(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend with the guard in `connect_tcp`: resolve, keep the allowed addresses, dial them.
+    TLS (SNI and the certificate check) and the Host header still use the URL's host name, because httpcore starts TLS
+    on the stream returned here with the origin's host name."""
+
+    def __init__(self, *, allow_private: bool, resolve: Resolve = system_resolve) -> None:
+        self.allow_private = allow_private
+        self.resolve = resolve
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await self._addresses(host, port, timeout)
+        last: Exception | None = None
+        for address in addresses:
+            try:
+                return await dial(address, port, timeout)
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                last = error
+        assert last is not None
+        raise last
+
+    async def _addresses(self, host: str, port: int, timeout_s: float | None) -> list[str]:
+        try:
+            found = [str(ipaddress.ip_address(host))]
+        except ValueError:
+            try:
+                async with asyncio.timeout(timeout_s):
+                    found = await self.resolve(host, port)
+            except TimeoutError as error:
+                raise httpcore.ConnectTimeout(f"resolving {host} timed out") from error
+            except OSError as error:
+                raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from error
+        if not found:
+            raise httpcore.ConnectError(f"cannot resolve {host}: no addresses")
+        if self.allow_private:
+            return found
+        refused = {address: refusal(ipaddress.ip_address(address)) for address in found}
+        allowed = [address for address, reason in refused.items() if reason is None]
+        if not allowed:
+            named = ", ".join(f"{address} ({reason})" for address, reason in refused.items())
+            raise TargetRefused(
+                f"refused: {host} resolves only to non-public addresses: {named}; deliveries go to public addresses "
+                f"unless {ALLOW_PRIVATE_SETTING} is set"
+            )
+        return allowed
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("webhook deliveries never use unix sockets")
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class GuardedTransport(httpx.AsyncHTTPTransport):
+    """httpx's transport over a connection pool whose connections are made by the GuardedBackend. No proxy (it would
+    be dialled instead of the vetted address), no environment configuration."""
+
+    def __init__(
+        self,
+        *,
+        backend: GuardedBackend,
+        verify: ssl.SSLContext,
+        limits: httpx.Limits,
+    ) -> None:
+        super().__init__(verify=verify, trust_env=False, limits=limits)
+        # httpx has no parameter for the network backend; the pool it built is replaced by the same pool with ours.
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=verify,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=backend,
+        )
+
+
+def tls_context(ca_bundle: str | Path | None = None) -> ssl.SSLContext:
+    """Certificate and host name verification against the system's CAs, or only those of `ca_bundle`."""
+    return ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle is not None else None)
+
+
+def guarded_client(
+    *,
+    allow_private_targets: bool,
+    ca_bundle: str | Path | None = None,
+    timeout_s: float = 10.0,
+    max_connections: int = 8,
+    resolve: Resolve = system_resolve,
+    tls: ssl.SSLContext | None = None,
+) -> httpx.AsyncClient:
+    """An HTTP client for webhook deliveries: guarded dialling, verified TLS (`tls`, or one made from `ca_bundle`),
+    no redirects followed (a redirect could point anywhere), no proxies or netrc from the environment."""
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+    backend = GuardedBackend(allow_private=allow_private_targets, resolve=resolve)
+    transport = GuardedTransport(backend=backend, verify=tls or tls_context(ca_bundle), limits=limits)
+    return httpx.AsyncClient(
+        transport=transport, timeout=httpx.Timeout(timeout_s), follow_redirects=False, trust_env=False
+    )

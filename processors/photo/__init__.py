@@ -1,0 +1,1 @@
+"""Photo compliance processing: image checks against a policy, verdicts, webhook events."""

@@ -1,0 +1,151 @@
+"""The image-check processor: load a pending verification and its image, judge it against its policy, store the
+verdict with its `verification.completed` webhook event, announce it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import structlog
+from sqlalchemy.engine import Connection
+
+from processors.common.metrics import PROCESSED
+from processors.common.outbox import Outbox, Publish
+from processors.photo.checks import CheckPool
+from storage.common import webhooks
+from storage.common.blobs import BlobNotFound, BlobStore
+from storage.common.db import Database
+from storage.photo import verifications
+from storage.photo.image_urls import UrlSigner
+from topics.photo import Verdict, VerificationCompleted, VerificationRequested, partition_key
+
+log = structlog.get_logger("signalyard.processors.photo")
+
+_encode = msgspec.json.Encoder().encode
+PublishEvent = Callable[[str, str], Awaitable[None]]
+"""publish_event(customer id, event id)"""
+
+
+@dataclass(frozen=True, slots=True)
+class PhotoProcessorConfig:
+    requested_topic: str
+    completed_topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    row: Any
+    verdict: Verdict | None
+    error: str | None
+
+
+class PhotoProcessor:
+    """Judges stored images. Every state change is conditional (`pending` -> terminal once): redelivery is harmless."""
+
+    def __init__(
+        self,
+        db: Database,
+        blobs: BlobStore,
+        checks: CheckPool,
+        urls: UrlSigner,
+        publish: Publish,
+        publish_event: PublishEvent,
+        config: PhotoProcessorConfig,
+    ) -> None:
+        self.db = db
+        self.blobs = blobs
+        self.checks = checks
+        self.urls = urls
+        self.publish = publish
+        self.publish_event = publish_event
+        self.config = config
+
+    async def handle_batch(self, batch: list[VerificationRequested]) -> None:
+        ids = list(dict.fromkeys(message.verification_id for message in batch))
+        rows = await self.db.run(lambda connection: verifications.load(connection, ids), write=False)
+        pending = [rows[i] for i in ids if i in rows and rows[i].state == "pending"]
+        if not pending:
+            return
+        judged = await asyncio.gather(*(self._judge(row) for row in pending))
+        now = datetime.now(UTC)
+        stored = await self.db.run(lambda connection: self._store(connection, judged, now), write=True)
+        await asyncio.gather(*(self._announce(message, event_id) for message, event_id in stored))
+
+    async def _judge(self, row: Any) -> Judged:
+        try:
+            image = await self.blobs.get(row.image_key)
+        except BlobNotFound:
+            return Judged(row, None, "the stored image is missing")
+        try:
+            verdict = await self.checks.evaluate(image, row.policy)
+        except Exception:  # a bug or a broken worker: the verification fails (5xx), and a retry runs it again
+            log.exception("check_failed", verification_id=row.id)
+            return Judged(row, None, "the image checks failed")
+        return Judged(row, msgspec.convert(msgspec.to_builtins(verdict), Verdict), None)
+
+    def _store(
+        self, connection: Connection, judged: list[Judged], now: datetime
+    ) -> list[tuple[VerificationCompleted, str | None]]:
+        """Each verdict (or failure) once, with its webhook event in the same transaction."""
+        stored: list[tuple[VerificationCompleted, str | None]] = []
+        for item in judged:
+            row = item.row
+            event_id = None
+            if item.verdict is not None:
+                if not verifications.complete(connection, row.id, _encode(item.verdict), now):
+                    continue
+                updated = verifications.load(connection, [row.id])[row.id]
+                data = msgspec.to_builtins(verifications.verification_of(updated, self.urls))
+                event_id = webhooks.record_event(
+                    connection, "photo", row.customer_id, "verification.completed", data
+                )
+            elif not verifications.fail(connection, row, item.error or "failed", now):
+                continue
+            message = VerificationCompleted(
+                verification_id=row.id,
+                customer_id=row.customer_id,
+                environment=row.environment,
+                policy=row.policy,
+                status="completed" if item.verdict is not None else "failed",
+                verdict=item.verdict,
+                error=item.error,
+            )
+            stored.append((message, event_id))
+        return stored
+
+    async def _announce(self, message: VerificationCompleted, event_id: str | None) -> None:
+        PROCESSED.labels("photo", message.status).inc()
+        try:
+            await self.publish(message, self.config.completed_topic, partition_key(message.verification_id))
+        except Exception:  # a waiting gateway confirms from storage once its wait ends
+            log.exception("publish_completed_failed", verification_id=message.verification_id)
+        if event_id is not None:
+            try:
+                await self.publish_event(message.customer_id, event_id)
+            except Exception:  # the event row is the outbox: its sweeper announces it again
+                log.exception("publish_event_failed", event_id=event_id)
+
+
+def photo_outbox(config: PhotoProcessorConfig) -> Outbox:
+    """Verifications left `pending` past the deadline are published again (a lost message delays, never loses)."""
+    table = verifications.VERIFICATIONS
+    return Outbox(
+        service="photo",
+        table=table,
+        columns=[table.c.id, table.c.customer_id, table.c.environment, table.c.policy, table.c.image_key],
+        message=lambda row: (
+            VerificationRequested(
+                verification_id=row.id,
+                customer_id=row.customer_id,
+                environment=row.environment,
+                policy=row.policy,
+                image_key=row.image_key,
+            ),
+            config.requested_topic,
+            partition_key(row.id),
+        ),
+    )

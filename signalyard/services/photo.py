@@ -1,0 +1,266 @@
+"""The photo compliance service (spec/photo-compliance.md): its settings, topics, gateway, processors, operator
+commands and first-run demo customer."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import structlog
+from litestar.types import ASGIApp
+
+from gateway.common.waiter import ResultWaiter
+from gateway.photo.app import create_photo_app
+from gateway.photo.auth import PhotoAuth
+from gateway.photo.deps import PhotoGateway
+from processors.common.outbox import Sweeper
+from processors.photo.checks import CheckPool
+from processors.photo.router import photo_router
+from processors.photo import webhooks as webhooks_profile
+from processors.photo.service import PhotoProcessor, PhotoProcessorConfig, photo_outbox
+from signalyard import secrets
+from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
+from signalyard.service import Service
+from signalyard.settings import at_least, port, positive, setting, text, url
+from storage.common import webhooks
+from storage.common.blobs import BlobStore, open_blobs
+from storage.common.db import Database
+from storage.photo import customers, verifications
+from storage.photo.image_urls import UrlSigner
+from topics import photo as photo_topics
+from topics.photo import PhotoTopics, VerificationRequested, partition_key
+
+log = structlog.get_logger("signalyard.photo")
+
+
+@dataclass(frozen=True)
+class PhotoSettings:
+    port: int = setting("SIGNALYARD_PHOTO_PORT", 8002, port)
+    """Port of the photo gateway; it serves the host root (`/v1/verify`, `/api/v1/...`)."""
+    wait_ms: int = setting("SIGNALYARD_PHOTO_WAIT_MS", 10000, at_least(int, 0))
+    """How long POST /v1/verify waits for its verdict; past it, 503 with Retry-After (the same Idempotency-Key later
+    returns the verdict)."""
+    public_url: str | None = setting("SIGNALYARD_PHOTO_PUBLIC_URL", None, url("http", "https"))
+    """Base URL clients reach the photo gateway at, for `image_url` (default: http://HOST:PORT)."""
+    url_signing_key: str | None = setting("SIGNALYARD_PHOTO_URL_SIGNING_KEY", None, text)
+    """Secret that signs `image_url`s; every gateway and processor must share it (default: a random key kept in the
+    data directory)."""
+    image_url_ttl_s: int = setting("SIGNALYARD_PHOTO_IMAGE_URL_TTL_S", 3600, positive(int))
+    """How long a signed `image_url` stays valid."""
+    blob_url: str = setting("SIGNALYARD_PHOTO_BLOB_URL", "", text)
+    """Where images are stored: empty for DATA_DIR/blobs, file:///path, or s3://bucket/prefix?endpoint_url=...&region=...
+    (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)."""
+    retention_days: int = setting("SIGNALYARD_PHOTO_RETENTION_DAYS", 30, positive(int))
+    """Images are deleted this many days after their verification (the verdict stays; `image_url` becomes null)."""
+    check_workers: int = setting("SIGNALYARD_PHOTO_CHECK_WORKERS", 0, at_least(int, 0))
+    """Processes judging images in each processors process (0: one per CPU core)."""
+
+
+def _public_url(p: Platform, s: PhotoSettings) -> str:
+    return s.public_url or f"http://{p.settings.host}:{s.port}"
+
+
+def _signer(p: Platform, s: PhotoSettings) -> UrlSigner:
+    key = s.url_signing_key or secrets.kept(p.settings.data_dir, "photo-url-signing-key")
+    return UrlSigner(_public_url(p, s), key.encode(), s.image_url_ttl_s)
+
+
+def _blobs(p: Platform, s: PhotoSettings) -> BlobStore:
+    blobs = open_blobs(s.blob_url, p.settings.data_dir)
+    p.closers.append(blobs.close)
+    return blobs
+
+
+def _publish_event(p: Platform) -> Callable[[str, str], Awaitable[None]]:
+    async def publish_event(customer_id: str, event_id: str) -> None:
+        await p.publish(*webhooks.event_message("photo", customer_id, event_id, p.settings.topic_prefix))
+
+    return publish_event
+
+
+def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
+    """The photo gateway app; its result subscription is added to the platform's broker (start it afterwards)."""
+    names = PhotoTopics(p.settings.topic_prefix)
+    waiter = ResultWaiter(p.db, verifications.load, verifications.OPEN_STATES)
+    p.broker.include_router(waiter.router(names.completed, "photo-gateway"))
+
+    async def publish(message: VerificationRequested) -> None:
+        await p.publish(message, names.requested, partition_key(message.verification_id))
+
+    auth = PhotoAuth(p.db, p.settings.redis_url)
+    photo = PhotoGateway(
+        db=p.db,
+        auth=auth,
+        blobs=_blobs(p, s),
+        waiter=waiter,
+        publish=publish,
+        publish_event=_publish_event(p),
+        urls=_signer(p, s),
+        cipher=secrets.webhook_cipher(p.settings),
+        allow_private_targets=p.settings.webhook_allow_private_targets,
+        wait_s=s.wait_ms / 1000,
+    )
+    readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": auth.ping}
+    return create_photo_app(photo, readiness)
+
+
+def processors(p: Platform, s: PhotoSettings) -> list[Background]:
+    """The image-check processor (a consumer-group member), the webhook fan-out and deliverer, and their sweepers."""
+    names = PhotoTopics(p.settings.topic_prefix)
+    config = PhotoProcessorConfig(requested_topic=names.requested, completed_topic=names.completed)
+    checks = CheckPool(s.check_workers or os.cpu_count() or 1)
+    p.closers.append(_closing(checks.close))
+    blobs = _blobs(p, s)
+    processor = PhotoProcessor(p.db, blobs, checks, _signer(p, s), p.publish, _publish_event(p), config)
+    p.broker.include_router(photo_router(processor))
+    sweeper = Sweeper(
+        p.db,
+        photo_outbox(config),
+        p.publish,
+        after=timedelta(seconds=p.settings.sweep_after_s),
+        ensure_topics=p.ensure_topics,
+        timeout_s=p.settings.publish_timeout_s,
+    )
+    retention = timedelta(days=s.retention_days)
+    return [
+        sweeping(sweeper, p.settings.sweep_every_s),
+        *webhook_engine(p, webhooks_profile.PROFILE),
+        lambda: _expire_images(p.db, blobs, retention),
+    ]
+
+
+def _closing(close: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        close()
+
+    return run
+
+
+async def _expire_images(db: Database, blobs: BlobStore, retention: timedelta, every_s: float = 3600) -> None:
+    """Retention: images older than `retention` are deleted; their verifications keep the verdict."""
+    while True:
+        try:
+            while True:
+                cutoff = datetime.now(UTC) - retention
+                expired = await db.run(lambda c: verifications.expired_images(c, cutoff, 500), write=False)
+                for _, image_key in expired:
+                    await blobs.delete(image_key)
+                await db.run(lambda c: verifications.forget_images(c, [i for i, _ in expired]), write=True)
+                if len(expired) < 500:
+                    break
+        except Exception:  # retried at the next pass; an image kept a little longer is no loss
+            log.exception("image_retention_failed")
+        await asyncio.sleep(every_s)
+
+
+async def demo(db: Database, data_dir: Path, _settings: PhotoSettings) -> list[tuple[str, str]]:
+    """First run: a demo customer and its sandbox key, kept in the data directory so later runs print it again."""
+    path = data_dir / "demo-photo-sandbox-key"
+    if (key := secrets.read(path)) is None:
+        async with db.write() as session:
+            customer_id = await customers.create_customer(session, "demo")
+            _row, key = await customers.create_key(session, customer_id, "test", name="demo sandbox key")
+        secrets.keep(path, key)
+    return [("sandbox key", key)]
+
+
+def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
+    key = dict(demo_lines)["sandbox key"]
+    return f"curl -s {base}/v1/verify -H 'X-API-Key: {key}' -F image=@photo.jpg -F policy=profile_photo"
+
+
+# Operator commands: `signalyard customers ...`
+
+WithDb = Callable[[Callable[[Database, argparse.Namespace], Awaitable[Any]]], Callable[..., Awaitable[Any]]]
+
+
+def commands(parent: Any, command: Callable[..., Any], with_db: WithDb) -> None:
+    @with_db
+    async def customers_create(db: Database, args: argparse.Namespace) -> None:
+        async with db.write() as session:
+            customer_id = await customers.create_customer(
+                session,
+                args.name,
+                plan=args.plan,
+                monthly_cap=args.monthly_cap,
+                subscription_active=not args.no_subscription,
+            )
+            _, sandbox = await customers.create_key(session, customer_id, "test", name="sandbox key")
+            _, live = await customers.create_key(session, customer_id, "live", name="live key")
+        print(f"customer {customer_id}")
+        print(f"sandbox key {sandbox}")
+        print(f"live key {live}")
+
+    @with_db
+    async def customers_list(db: Database, _: argparse.Namespace) -> None:
+        async with db.read() as session:
+            for customer in await customers.list_customers(session):
+                active = "active" if customer.subscription_active else "no-subscription"
+                print(f"{customer.id}\t{customer.plan}\t{customer.monthly_cap}\t{active}\t{customer.name}")
+
+    @with_db
+    async def customers_plan(db: Database, args: argparse.Namespace) -> None:
+        if args.plan not in customers.PLANS and args.monthly_cap is None:
+            raise ValueError(f"unknown plan {args.plan!r}: one of {', '.join(customers.PLANS)}, or give --monthly-cap")
+        cap = args.monthly_cap if args.monthly_cap is not None else customers.PLANS[args.plan]
+        async with db.write() as session:
+            if not await customers.update_customer(session, args.customer_id, plan=args.plan, monthly_cap=cap):
+                raise LookupError(f"no customer {args.customer_id}")
+        print(f"customer {args.customer_id}: plan {args.plan}, monthly cap {cap}")
+
+    def subscription(active: bool) -> Callable[..., Awaitable[Any]]:
+        @with_db
+        async def run(db: Database, args: argparse.Namespace) -> None:
+            async with db.write() as session:
+                if not await customers.update_customer(session, args.customer_id, subscription_active=active):
+                    raise LookupError(f"no customer {args.customer_id}")
+            print(f"customer {args.customer_id}: subscription {'active' if active else 'inactive'}")
+
+        return run
+
+    @with_db
+    async def key_limits(db: Database, args: argparse.Namespace) -> None:
+        async with db.write() as session:
+            if not await customers.set_key_limits(session, args.key_id, args.per_minute, args.per_hour):
+                raise LookupError(f"no photo key {args.key_id}")
+        print(f"key {args.key_id}: {args.per_minute}/minute, {args.per_hour}/hour")
+
+    group = parent.add_parser("customers", help="photo: customer accounts, plans, subscriptions and key limits")
+    group = group.add_subparsers(required=True, metavar="ACTION")
+    create = command("create", customers_create, "create a customer; print its id, sandbox key and live key", group)
+    create.add_argument("name")
+    create.add_argument("--plan", default=customers.DEFAULT_PLAN, help=f"one of {', '.join(customers.PLANS)}")
+    create.add_argument("--monthly-cap", type=int, help="live verifications per month (default: the plan's)")
+    create.add_argument("--no-subscription", action="store_true", help="live verification answers 403 until activated")
+    command("list", customers_list, "list customers", group)
+    plan = command("set-plan", customers_plan, "change a customer's plan or monthly cap", group)
+    plan.add_argument("customer_id")
+    plan.add_argument("plan")
+    plan.add_argument("--monthly-cap", type=int)
+    for action, active in (("activate", True), ("deactivate", False)):
+        command(action, subscription(active), f"{action} a customer's subscription", group).add_argument("customer_id")
+    limits = command("key-limits", key_limits, "set a key's requests per minute and per hour", group)
+    limits.add_argument("key_id")
+    limits.add_argument("--per-minute", type=int, required=True)
+    limits.add_argument("--per-hour", type=int, required=True)
+
+
+SERVICE = Service(
+    name="photo",
+    title="photo API",
+    api="/v1",
+    settings=PhotoSettings,
+    channels=lambda prefix: {**photo_topics.channels(prefix), **webhooks.events_channel("photo", prefix)},
+    port=lambda s: s.port,
+    gateway=gateway,
+    processors=processors,
+    commands=commands,
+    demo=demo,
+    example=example,
+)

@@ -1,0 +1,557 @@
+"""Webhook endpoints, events, deliveries and attempts of every service, and the queries of the delivery engine.
+
+A service records an event in its own transaction (`record_event`), publishes `event_message(...)` after its commit,
+and the engine fans the event out into one delivery per subscribed endpoint, claims due deliveries under a lease and
+records each attempt. Signing secrets are stored encrypted (Fernet) beside their SHA-256, never in plain."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, cast
+
+import msgspec
+from cryptography.fernet import Fernet, MultiFernet
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    ColumnElement,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    and_,
+    bindparam,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storage.common.models import Base, UtcDateTime
+from topics.common.asyncapi import Channel
+
+EVENTS_TOPIC = "webhook.events"
+"""Under `<prefix><service>.`: one message per recorded event, which the service's fan-out turns into deliveries."""
+ACTIVE = "active"
+DELIVERY_STATES = ("pending", "delivered", "failed", "canceled")
+"""pending: due at `next_attempt_at` (or leased until then); delivered: a 2xx came back; failed: every attempt of the
+schedule failed; canceled: its endpoint was deleted or disabled before it was delivered."""
+RESPONSE_BODY_LIMIT = 1024
+"""Bytes of a receiver's response body kept in the attempt log."""
+
+AutoId = BigInteger().with_variant(Integer(), "sqlite")
+"""An auto-incrementing key on both backends (SQLite only auto-increments an INTEGER PRIMARY KEY)."""
+Cipher = Fernet | MultiFernet
+
+
+class WebhookEndpoint(Base):
+    __tablename__ = "webhook_endpoints"
+    __table_args__ = (Index("ix_webhook_endpoints_owner", "service", "owner_id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    service: Mapped[str] = mapped_column(String(16))
+    owner_id: Mapped[str] = mapped_column(String(40))
+    url: Mapped[str] = mapped_column(String(2048))
+    events: Mapped[list[str]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(16))
+    """`active`, or the service's disabled status once its deliveries failed for a whole retry window."""
+    secret_encrypted: Mapped[str] = mapped_column(String(512))
+    """The signing secret as a Fernet token; only the engine decrypts it, to sign."""
+    secret_sha256: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    disabled_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None]
+    last_delivered_at: Mapped[datetime | None]
+    """When a delivery last got a 2xx: an endpoint that answered within a failed delivery's window stays active."""
+
+
+class WebhookEvent(Base):
+    """The outbox of webhook events: written `pending` by the service, `fanned_out` once its deliveries exist."""
+
+    __tablename__ = "webhook_events"
+    __table_args__ = (Index("ix_webhook_events_state", "state", "published_at"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    service: Mapped[str] = mapped_column(String(16))
+    owner_id: Mapped[str] = mapped_column(String(40))
+    type: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime]
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    """The exact bytes every endpoint receives (and that are signed)."""
+    state: Mapped[str] = mapped_column(String(16))
+    published_at: Mapped[datetime]
+
+
+class WebhookDelivery(Base):
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        UniqueConstraint("event_id", "endpoint_id", name="uq_webhook_deliveries_event_endpoint"),
+        Index("ix_webhook_deliveries_due", "service", "next_attempt_at"),
+        Index("ix_webhook_deliveries_endpoint", "endpoint_id", "state"),
+    )
+
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    service: Mapped[str] = mapped_column(String(16))
+    event_id: Mapped[str] = mapped_column(String(40), ForeignKey("webhook_events.id"))
+    endpoint_id: Mapped[str] = mapped_column(String(40), ForeignKey("webhook_endpoints.id"))
+    state: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer)
+    """Attempts claimed so far; a claim increments it, so a result carries the attempt it belongs to."""
+    next_attempt_at: Mapped[datetime | None]
+    """When it is due (or when the lease of the member sending it runs out); NULL once final."""
+    created_at: Mapped[datetime]
+    finished_at: Mapped[datetime | None]
+
+
+class WebhookAttempt(Base):
+    __tablename__ = "webhook_attempts"
+    __table_args__ = (Index("ix_webhook_attempts_delivery", "delivery_id"),)
+
+    id: Mapped[int] = mapped_column(AutoId, primary_key=True, autoincrement=True)
+    delivery_id: Mapped[int] = mapped_column(AutoId, ForeignKey("webhook_deliveries.id"))
+    attempt: Mapped[int] = mapped_column(Integer)
+    attempted_at: Mapped[datetime]
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(500))
+    duration_ms: Mapped[int] = mapped_column(Integer)
+    response_body: Mapped[str | None] = mapped_column(Text)
+    """The first RESPONSE_BODY_LIMIT bytes of the receiver's answer, decoded leniently."""
+
+
+ENDPOINTS = cast(Table, WebhookEndpoint.__table__)
+EVENTS = cast(Table, WebhookEvent.__table__)
+DELIVERIES = cast(Table, WebhookDelivery.__table__)
+ATTEMPTS = cast(Table, WebhookAttempt.__table__)
+
+
+# ------------------------------------------------------------------------------------------------ endpoints
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """An endpoint as its owner sees it (never with its secret)."""
+
+    id: str
+    service: str
+    owner_id: str
+    url: str
+    events: list[str]
+    status: str
+    created_at: datetime
+
+
+def _endpoint(row: Any) -> Endpoint:
+    return Endpoint(row.id, row.service, row.owner_id, row.url, list(row.events), row.status, row.created_at)
+
+
+def new_id(prefix: str) -> str:
+    """`<prefix>_<24 hex>`: 96 random bits."""
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+def create_endpoint(
+    connection: Connection,
+    cipher: Cipher,
+    *,
+    service: str,
+    owner_id: str,
+    url: str,
+    events: Sequence[str],
+    id_prefix: str = "whk",
+    secret_prefix: str = "whsec_",
+    now: datetime | None = None,
+) -> tuple[Endpoint, str]:
+    """A new active endpoint; returns it and its signing secret, which is shown this once."""
+    secret = secret_prefix + secrets.token_urlsafe(32)
+    endpoint = Endpoint(
+        new_id(id_prefix), service, owner_id, url, list(dict.fromkeys(events)), ACTIVE, now or datetime.now(UTC)
+    )
+    connection.execute(
+        insert(ENDPOINTS).values(
+            id=endpoint.id,
+            service=service,
+            owner_id=owner_id,
+            url=url,
+            events=endpoint.events,
+            status=ACTIVE,
+            secret_encrypted=cipher.encrypt(secret.encode()).decode(),
+            secret_sha256=hashlib.sha256(secret.encode()).hexdigest(),
+            created_at=endpoint.created_at,
+        )
+    )
+    return endpoint, secret
+
+
+def list_endpoints(connection: Connection, service: str, owner_id: str) -> list[Endpoint]:
+    """The owner's endpoints that are not deleted, newest first."""
+    rows = connection.execute(
+        select(ENDPOINTS)
+        .where(ENDPOINTS.c.service == service, ENDPOINTS.c.owner_id == owner_id, ENDPOINTS.c.deleted_at.is_(None))
+        .order_by(ENDPOINTS.c.created_at.desc(), ENDPOINTS.c.id)
+    )
+    return [_endpoint(row) for row in rows]
+
+
+def delete_endpoint(
+    connection: Connection, service: str, owner_id: str, endpoint_id: str, *, now: datetime | None = None
+) -> bool:
+    """Delete the owner's endpoint; its pending deliveries are canceled in the same transaction, so no member sends
+    them afterwards. False when the owner has no such endpoint."""
+    now = now or datetime.now(UTC)
+    deleted = connection.execute(
+        update(ENDPOINTS)
+        .where(
+            ENDPOINTS.c.id == endpoint_id,
+            ENDPOINTS.c.service == service,
+            ENDPOINTS.c.owner_id == owner_id,
+            ENDPOINTS.c.deleted_at.is_(None),
+        )
+        .values(deleted_at=now)
+    )
+    if not deleted.rowcount:
+        return False
+    _cancel_pending(connection, endpoint_id, now)
+    return True
+
+
+def _cancel_pending(connection: Connection, endpoint_id: str, now: datetime) -> None:
+    connection.execute(
+        update(DELIVERIES)
+        .where(DELIVERIES.c.endpoint_id == endpoint_id, DELIVERIES.c.state == "pending")
+        .values(state="canceled", next_attempt_at=None, finished_at=now)
+    )
+
+
+def endpoint_is_active(connection: Connection, endpoint_id: str) -> bool:
+    status = connection.execute(
+        select(ENDPOINTS.c.status).where(ENDPOINTS.c.id == endpoint_id, ENDPOINTS.c.deleted_at.is_(None))
+    ).scalar_one_or_none()
+    return status == ACTIVE
+
+
+# --------------------------------------------------------------------------------------------------- events
+
+
+class WebhookEventRecorded(msgspec.Struct, frozen=True, kw_only=True):
+    """A service recorded a webhook event (stored `pending` in webhook_events); its fan-out must deliver it."""
+
+    event_id: str
+    service: str
+    owner_id: str
+
+
+def events_topic(service: str, prefix: str = "") -> str:
+    return f"{prefix}{service}.{EVENTS_TOPIC}"
+
+
+def events_channel(service: str, prefix: str = "") -> dict[str, Channel]:
+    """The service's webhook-events topic, for its `channels(prefix)`."""
+    return {
+        events_topic(service, prefix): Channel(
+            WebhookEventRecorded,
+            f"A {service} webhook event was recorded; the {service} processors fan it out into deliveries.",
+            "the owner id, so one owner's events are fanned out in order",
+        )
+    }
+
+
+def event_message(
+    service: str, owner_id: str, event_id: str, prefix: str = ""
+) -> tuple[WebhookEventRecorded, str, bytes]:
+    """(message, topic, partition key) to publish once the transaction that recorded the event has committed:
+    `await platform.publish(*event_message(...))`. A lost publish is repeated by the events sweeper."""
+    message = WebhookEventRecorded(event_id=event_id, service=service, owner_id=owner_id)
+    return message, events_topic(service, prefix), owner_id.encode()
+
+
+class _Envelope(msgspec.Struct):
+    id: str
+    type: str
+    created_at: str
+    data: Any
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def timestamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def record_event(
+    connection: Connection,
+    service: str,
+    owner_id: str,
+    event_type: str,
+    data: Any,
+    *,
+    now: datetime | None = None,
+    event_id: str | None = None,
+) -> str:
+    """Store an event in the caller's transaction (so it exists exactly when the change it reports does); returns
+    its id. The delivered body is `{"id", "type", "created_at", "data"}`, encoded once here."""
+    now = now or datetime.now(UTC)
+    event_id = event_id or new_id("evt")
+    body = _encode(_Envelope(event_id, event_type, timestamp(now), data))
+    connection.execute(
+        insert(EVENTS).values(
+            id=event_id,
+            service=service,
+            owner_id=owner_id,
+            type=event_type,
+            created_at=now,
+            body=body,
+            state="pending",
+            published_at=now,
+        )
+    )
+    return event_id
+
+
+def _subscribed(dialect: str, events: ColumnElement[Any], event_type: ColumnElement[Any]) -> ColumnElement[bool]:
+    """`event_type` is in the endpoint's JSON list of events."""
+    elements = "json_each" if dialect == "sqlite" else "json_array_elements_text"
+    values = getattr(func, elements)(events).table_valued("value")
+    return select(literal(1)).select_from(values).where(values.c.value == event_type).exists()
+
+
+def fan_out(connection: Connection, event_ids: Collection[str], *, now: datetime) -> int:
+    """One pending delivery, due now, per active subscribed endpoint of each pending event's owner; marks the events
+    fanned out. Returns how many deliveries were created. Unique per (event, endpoint): running it again for the
+    same events (a redelivered message) creates nothing."""
+    if not event_ids:
+        return 0
+    ids = sorted(event_ids)
+    ev, ep = EVENTS, ENDPOINTS
+    moment = bindparam("now", now, type_=UtcDateTime())
+    source = (
+        select(ev.c.service, ev.c.id, ep.c.id, literal("pending"), literal(0), moment, moment)
+        .select_from(ev.join(ep, and_(ep.c.service == ev.c.service, ep.c.owner_id == ev.c.owner_id)))
+        .where(
+            ev.c.id.in_(ids),
+            ev.c.state == "pending",
+            ep.c.status == ACTIVE,
+            ep.c.deleted_at.is_(None),
+            _subscribed(connection.dialect.name, ep.c.events, ev.c.type),
+        )
+    )
+    columns = ["service", "event_id", "endpoint_id", "state", "attempts", "next_attempt_at", "created_at"]
+    dialect_insert = sqlite.insert if connection.dialect.name == "sqlite" else postgresql.insert
+    statement = (
+        dialect_insert(DELIVERIES)
+        .from_select(columns, source)
+        .on_conflict_do_nothing(index_elements=["event_id", "endpoint_id"])
+    )
+    created = connection.execute(statement).rowcount
+    connection.execute(update(ev).where(ev.c.id.in_(ids), ev.c.state == "pending").values(state="fanned_out"))
+    return max(created, 0)
+
+
+# ----------------------------------------------------------------------------------------------- deliveries
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A delivery leased to one member for one attempt, with what sending it needs."""
+
+    delivery_id: int
+    attempt: int
+    """This attempt's number (1 for the first)."""
+    endpoint_id: str
+    url: str
+    secret_encrypted: str
+    event_id: str
+    body: bytes
+    created_at: datetime
+    """When the delivery was created: the start of its retry window."""
+
+
+def claim_due(
+    connection: Connection,
+    service: str,
+    *,
+    now: datetime,
+    lease_until: datetime,
+    limit: int,
+    per_endpoint: int,
+    skip_endpoints: Collection[str] = (),
+    scan: int | None = None,
+) -> list[Claimed]:
+    """Lease up to `limit` of the service's due deliveries to active endpoints, oldest first and at most
+    `per_endpoint` per endpoint, skipping `skip_endpoints` (saturated in this member). The lease moves
+    `next_attempt_at` to `lease_until` conditionally, so of several members only one claims a delivery; one whose
+    member dies is due again when the lease runs out."""
+    d, ep, ev = DELIVERIES, ENDPOINTS, EVENTS
+    due = (
+        select(d.c.id, d.c.endpoint_id, d.c.next_attempt_at)
+        .select_from(d.join(ep, ep.c.id == d.c.endpoint_id))
+        .where(
+            d.c.service == service,
+            d.c.next_attempt_at <= now,
+            d.c.state == "pending",
+            ep.c.status == ACTIVE,
+            ep.c.deleted_at.is_(None),
+        )
+        .order_by(d.c.next_attempt_at)
+        .limit(scan or limit * 4)
+    )
+    if skip_endpoints:
+        due = due.where(d.c.endpoint_id.not_in(list(skip_endpoints)))
+    window = due.subquery()
+    rank = (
+        func.row_number().over(partition_by=window.c.endpoint_id, order_by=(window.c.next_attempt_at, window.c.id))
+    ).label("rank")
+    ranked = select(window.c.id, window.c.next_attempt_at, rank).subquery()
+    chosen = [
+        row.id
+        for row in connection.execute(
+            select(ranked.c.id).where(ranked.c.rank <= per_endpoint).order_by(ranked.c.next_attempt_at).limit(limit)
+        )
+    ]
+    if not chosen:
+        return []
+    leased = {
+        row.id: row.attempts
+        for row in connection.execute(
+            update(d)
+            .where(d.c.id.in_(chosen), d.c.state == "pending", d.c.next_attempt_at <= now)
+            .values(next_attempt_at=lease_until, attempts=d.c.attempts + 1)
+            .returning(d.c.id, d.c.attempts)
+        )
+    }
+    if not leased:
+        return []
+    rows = connection.execute(
+        select(d.c.id, d.c.endpoint_id, d.c.created_at, ep.c.url, ep.c.secret_encrypted, ev.c.id.label("event_id"))
+        .add_columns(ev.c.body)
+        .select_from(d.join(ep, ep.c.id == d.c.endpoint_id).join(ev, ev.c.id == d.c.event_id))
+        .where(d.c.id.in_(list(leased)))
+        .order_by(d.c.id)
+    )
+    return [
+        Claimed(
+            row.id,
+            leased[row.id],
+            row.endpoint_id,
+            row.url,
+            row.secret_encrypted,
+            row.event_id,
+            row.body,
+            row.created_at,
+        )
+        for row in rows
+    ]
+
+
+Outcome = Literal["delivered", "retry", "failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """What one attempt of a claimed delivery came to, and what happens next."""
+
+    claimed: Claimed
+    attempted_at: datetime
+    duration_ms: int
+    status_code: int | None
+    error: str | None
+    response_body: str | None
+    outcome: Outcome
+    next_attempt_at: datetime | None
+    """When `outcome` is `retry`."""
+
+
+def record_attempts(
+    connection: Connection,
+    results: Sequence[AttemptResult],
+    *,
+    disabled_status: str,
+    spare_recently_delivered: bool,
+    now: datetime,
+) -> list[bool]:
+    """Log every attempt and move each delivery on, conditionally on still holding the attempt it was claimed for
+    (a member whose lease ran out loses to the one that claimed it next; a deleted endpoint's delivery stays
+    canceled). A delivery whose schedule ran out disables its endpoint (unless `spare_recently_delivered` and the
+    endpoint got a 2xx since the delivery was created) and cancels the endpoint's other pending deliveries.
+    Returns, per result, whether it disabled its endpoint."""
+    if not results:
+        return []
+    d = DELIVERIES
+    connection.execute(
+        insert(ATTEMPTS),
+        [
+            {
+                "delivery_id": r.claimed.delivery_id,
+                "attempt": r.claimed.attempt,
+                "attempted_at": r.attempted_at,
+                "status_code": r.status_code,
+                "error": r.error,
+                "duration_ms": r.duration_ms,
+                "response_body": r.response_body,
+            }
+            for r in results
+        ],
+    )
+    held = and_(d.c.id == bindparam("b_id"), d.c.attempts == bindparam("b_attempt"), d.c.state == "pending")
+    delivered = [r for r in results if r.outcome == "delivered"]
+    retries = [r for r in results if r.outcome == "retry"]
+    if delivered:
+        connection.execute(
+            update(d)
+            .where(held)
+            .values(state="delivered", next_attempt_at=None, finished_at=bindparam("b_at", type_=UtcDateTime())),
+            [_held(r) | {"b_at": r.attempted_at} for r in delivered],
+        )
+        latest: dict[str, datetime] = {}
+        for r in delivered:
+            latest[r.claimed.endpoint_id] = max(r.attempted_at, latest.get(r.claimed.endpoint_id, r.attempted_at))
+        connection.execute(
+            update(ENDPOINTS)
+            .where(ENDPOINTS.c.id == bindparam("b_endpoint"))
+            .values(last_delivered_at=bindparam("b_at", type_=UtcDateTime())),
+            [{"b_endpoint": endpoint, "b_at": at} for endpoint, at in latest.items()],
+        )
+    if retries:
+        connection.execute(
+            update(d).where(held).values(next_attempt_at=bindparam("b_next", type_=UtcDateTime())),
+            [_held(r) | {"b_next": r.next_attempt_at} for r in retries],
+        )
+    disabled = [False] * len(results)
+    for index, r in enumerate(results):
+        if r.outcome == "failed":
+            disabled[index] = _fail(connection, r, disabled_status, spare_recently_delivered, now)
+    return disabled
+
+
+def _held(result: AttemptResult) -> dict[str, Any]:
+    return {"b_id": result.claimed.delivery_id, "b_attempt": result.claimed.attempt}
+
+
+def _fail(connection: Connection, result: AttemptResult, disabled_status: str, spare: bool, now: datetime) -> bool:
+    d, ep, claimed = DELIVERIES, ENDPOINTS, result.claimed
+    failed = connection.execute(
+        update(d)
+        .where(d.c.id == claimed.delivery_id, d.c.attempts == claimed.attempt, d.c.state == "pending")
+        .values(state="failed", next_attempt_at=None, finished_at=result.attempted_at)
+    )
+    if not failed.rowcount:
+        return False
+    disable = update(ep).where(ep.c.id == claimed.endpoint_id, ep.c.status == ACTIVE, ep.c.deleted_at.is_(None))
+    if spare:
+        disable = disable.where(ep.c.last_delivered_at.is_(None) | (ep.c.last_delivered_at < claimed.created_at))
+    if not connection.execute(disable.values(status=disabled_status, disabled_at=now)).rowcount:
+        return False
+    _cancel_pending(connection, claimed.endpoint_id, now)
+    return True

@@ -1,0 +1,1 @@
+"""The photo compliance service's tables: customers, verifications."""

@@ -1,0 +1,183 @@
+"""Photo customers, their plans and monthly usage, and their API keys (in the shared key store)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.common import keys
+from storage.common.db import per_dialect
+from storage.common.keys import ApiKey
+from storage.photo.models import Customer, MonthlyUsage
+
+SERVICE = "photo"
+KEY_PREFIX = "pc"
+SCOPES = ("full", "verify_only")
+PLANS = {"starter": 1_000, "growth": 10_000, "scale": 100_000}
+"""Plan -> live verifications included per calendar month; an operator may give a customer any other cap."""
+DEFAULT_PLAN = "starter"
+DEFAULT_RATE_LIMITS = {"minute": 100, "hour": 6000}
+"""Every new key's own budget (section 8); raised per key by an operator."""
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOwner:
+    """What a presented API key stands for: its customer, environment, scope and budget."""
+
+    key_id: str
+    customer_id: str
+    environment: str
+    scope: str
+    rate_limits: dict[str, int]
+    subscription_active: bool
+    monthly_cap: int
+
+
+async def create_customer(
+    session: AsyncSession,
+    name: str,
+    *,
+    plan: str = DEFAULT_PLAN,
+    monthly_cap: int | None = None,
+    subscription_active: bool = True,
+) -> str:
+    if plan not in PLANS and monthly_cap is None:
+        raise ValueError(f"unknown plan {plan!r}: one of {', '.join(PLANS)}, or give a monthly cap")
+    customer_id = new_id("cus")
+    session.add(
+        Customer(
+            id=customer_id,
+            name=name,
+            plan=plan,
+            monthly_cap=monthly_cap if monthly_cap is not None else PLANS[plan],
+            subscription_active=subscription_active,
+            created_at=datetime.now(UTC),
+        )
+    )
+    return customer_id
+
+
+async def update_customer(session: AsyncSession, customer_id: str, **values: Any) -> bool:
+    """Set plan, monthly_cap or subscription_active; False when there is no such customer."""
+    result = await session.execute(update(Customer).where(Customer.id == customer_id).values(**values))
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+async def list_customers(session: AsyncSession) -> Sequence[Customer]:
+    return (await session.scalars(select(Customer).order_by(Customer.created_at))).all()
+
+
+async def create_key(
+    session: AsyncSession,
+    customer_id: str,
+    environment: str,
+    *,
+    name: str,
+    scope: str = "full",
+    expires_at: datetime | None = None,
+    now: datetime | None = None,
+) -> tuple[ApiKey, str]:
+    """Returns the stored key and the key itself (`pc_live_...` / `pc_test_...`), which is shown this once."""
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
+    if await session.get(Customer, customer_id) is None:
+        raise LookupError(f"no customer {customer_id}")
+    return await keys.create_key(
+        session,
+        service=SERVICE,
+        owner_id=customer_id,
+        environment=environment,
+        prefix=KEY_PREFIX,
+        scopes=[scope],
+        key_id=new_id("key"),
+        name=name,
+        expires_at=expires_at,
+        rate_limits=dict(DEFAULT_RATE_LIMITS),
+        now=now,
+    )
+
+
+async def set_key_limits(session: AsyncSession, key_id: str, per_minute: int, per_hour: int) -> bool:
+    result = await session.execute(
+        update(ApiKey)
+        .where(ApiKey.service == SERVICE, ApiKey.id == key_id)
+        .values(rate_limits={"minute": per_minute, "hour": per_hour})
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+_CUSTOMERS = cast(Table, Customer.__table__)
+_KEY_OWNERS = keys.usable_keys(SERVICE, _CUSTOMERS.c.subscription_active, _CUSTOMERS.c.monthly_cap).join_from(
+    keys.KEYS, _CUSTOMERS, _CUSTOMERS.c.id == keys.KEYS.c.owner_id
+)
+
+
+def key_owners(connection: Connection, key_hashes: list[str], now: datetime) -> dict[str, KeyOwner]:
+    """The owners of those presented keys (by SHA-256) that authenticate at `now`, in one query."""
+    return {
+        row.key_hash: KeyOwner(
+            key_id=row.id,
+            customer_id=row.owner_id,
+            environment=row.environment,
+            scope=row.scopes[0],
+            rate_limits=row.rate_limits or DEFAULT_RATE_LIMITS,
+            subscription_active=row.subscription_active,
+            monthly_cap=row.monthly_cap,
+        )
+        for row in connection.execute(_KEY_OWNERS, {"hashes": key_hashes, "now": now})
+    }
+
+
+def month_of(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m")
+
+
+_USAGE = cast(Table, MonthlyUsage.__table__)
+
+
+def _charge_upsert(insert_: Any) -> Any:
+    statement = insert_(_USAGE)
+    return statement.on_conflict_do_update(
+        index_elements=["customer_id", "month"],
+        set_={"used": _USAGE.c.used + 1},
+        where=_USAGE.c.used < bindparam("cap"),
+    ).returning(_USAGE.c.used)
+
+
+_CHARGE = per_dialect(_charge_upsert)
+
+
+def charge(connection: Connection, customer_id: str, month: str, cap: int) -> bool:
+    """Count one live verification against the month's cap; False (nothing counted) when the cap is reached. One
+    conditional upsert, so concurrent gateways never count past the cap."""
+    if cap < 1:
+        return False
+    values = {"customer_id": customer_id, "month": month, "used": 1, "cap": cap}
+    return connection.execute(_CHARGE[connection.dialect.name], values).first() is not None
+
+
+def refund(connection: Connection, customer_id: str, month: str) -> None:
+    """Give back a charge whose verification failed (5xx outcomes are never billed)."""
+    connection.execute(
+        update(_USAGE)
+        .where(_USAGE.c.customer_id == customer_id, _USAGE.c.month == month, _USAGE.c.used > 0)
+        .values(used=_USAGE.c.used - 1)
+    )
+
+
+async def usage(session: AsyncSession, customer_id: str, month: str) -> int:
+    used = await session.scalar(
+        select(MonthlyUsage.used).where(MonthlyUsage.customer_id == customer_id, MonthlyUsage.month == month)
+    )
+    return used or 0

@@ -1,0 +1,189 @@
+"""Verifications: the outbox row a verify call writes, its verdict, its review, and the history reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, cast
+
+import msgspec
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from storage.common.db import per_dialect
+from storage.photo import customers
+from storage.photo.image_urls import UrlSigner
+from storage.photo.models import Verification as VerificationRow
+from topics.photo import Review, Verdict, Verification
+
+VERIFICATIONS = cast(Table, VerificationRow.__table__)
+OPEN_STATES = ("pending",)
+
+
+class CapReached(Exception):
+    """The customer's monthly cap is used up: nothing was stored or counted."""
+
+
+_INSERT = per_dialect(lambda insert_: insert_(VERIFICATIONS).on_conflict_do_nothing().returning(VERIFICATIONS.c.id))
+_LOAD = select(VERIFICATIONS).where(VERIFICATIONS.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def accept(connection: Connection, row: dict[str, Any], monthly_cap: int | None) -> bool:
+    """Insert a new `pending` verification and, for a live key (`monthly_cap` given), count it against the month in
+    the same transaction. False when the idempotency key is taken (nothing counted); CapReached when counting it
+    would pass the cap (nothing stored)."""
+    if not connection.execute(_INSERT[connection.dialect.name], row).first():
+        return False
+    if monthly_cap is not None:
+        if not customers.charge(connection, row["customer_id"], customers.month_of(row["created_at"]), monthly_cap):
+            raise CapReached  # the transaction rolls back, and the insert with it
+    return True
+
+
+def load(connection: Connection, ids: list[str]) -> dict[str, Any]:
+    return {row.id: row for row in connection.execute(_LOAD, {"ids": ids})}
+
+
+def find_by_idempotency_key(connection: Connection, customer_id: str, environment: str, key: str) -> Row[Any] | None:
+    return connection.execute(
+        select(VERIFICATIONS).where(
+            VERIFICATIONS.c.customer_id == customer_id,
+            VERIFICATIONS.c.environment == environment,
+            VERIFICATIONS.c.idempotency_key == key,
+        )
+    ).first()
+
+
+def complete(connection: Connection, verification_id: str, verdict: bytes, now: datetime) -> bool:
+    """pending -> completed with its verdict, once: a redelivered message finds it done and changes nothing."""
+    return bool(
+        connection.execute(
+            update(VERIFICATIONS)
+            .where(VERIFICATIONS.c.id == verification_id, VERIFICATIONS.c.state == "pending")
+            .values(state="completed", verdict=verdict, completed_at=now)
+        ).rowcount
+    )
+
+
+def fail(connection: Connection, row: Any, error: str, now: datetime) -> bool:
+    """pending -> failed (the image could not be judged), refunding its charge: failures are never billed."""
+    failed = bool(
+        connection.execute(
+            update(VERIFICATIONS)
+            .where(VERIFICATIONS.c.id == row.id, VERIFICATIONS.c.state == "pending")
+            .values(state="failed", error=error, completed_at=now, charged=False)
+        ).rowcount
+    )
+    if failed and row.charged:
+        customers.refund(connection, row.customer_id, customers.month_of(row.created_at))
+    return failed
+
+
+def retry_failed(connection: Connection, row: Any, monthly_cap: int | None, now: datetime) -> bool:
+    """A failed verification asked for again with its Idempotency-Key runs again (a 5xx is never a cached answer):
+    failed -> pending, charged again for a live key. CapReached when the month's cap is used up meanwhile."""
+    retried = bool(
+        connection.execute(
+            update(VERIFICATIONS)
+            .where(VERIFICATIONS.c.id == row.id, VERIFICATIONS.c.state == "failed")
+            .values(state="pending", error=None, completed_at=None, published_at=now, charged=monthly_cap is not None)
+        ).rowcount
+    )
+    if retried and monthly_cap is not None:
+        if not customers.charge(connection, row.customer_id, customers.month_of(row.created_at), monthly_cap):
+            raise CapReached
+    return retried
+
+
+def review(connection: Connection, verification_id: str, verdict: bytes, review_json: bytes) -> bool:
+    return bool(
+        connection.execute(
+            update(VERIFICATIONS)
+            .where(VERIFICATIONS.c.id == verification_id, VERIFICATIONS.c.state == "completed")
+            .values(verdict=verdict, review=review_json)
+        ).rowcount
+    )
+
+
+async def history(
+    session: AsyncSession,
+    customer_id: str,
+    environment: str,
+    *,
+    limit: int,
+    before: tuple[datetime, str] | None,
+) -> Sequence[VerificationRow]:
+    """A customer's verifications in one environment, newest first; `before` (created_at, id) is the cursor."""
+    statement = select(VerificationRow).where(
+        VerificationRow.customer_id == customer_id, VerificationRow.environment == environment
+    )
+    if before is not None:
+        at, verification_id = before
+        statement = statement.where(
+            (VerificationRow.created_at < at)
+            | ((VerificationRow.created_at == at) & (VerificationRow.id < verification_id))
+        )
+    statement = statement.order_by(VerificationRow.created_at.desc(), VerificationRow.id.desc()).limit(limit)
+    return (await session.scalars(statement)).all()
+
+
+def expired_images(connection: Connection, created_before: datetime, limit: int) -> list[tuple[str, str]]:
+    """(verification id, image key) of images older than the retention, oldest first."""
+    rows = connection.execute(
+        select(VERIFICATIONS.c.id, VERIFICATIONS.c.image_key)
+        .where(VERIFICATIONS.c.created_at < created_before, VERIFICATIONS.c.image_key.is_not(None))
+        .where(VERIFICATIONS.c.state != "pending")
+        .order_by(VERIFICATIONS.c.created_at)
+        .limit(limit)
+    )
+    return [(row.id, row.image_key) for row in rows]
+
+
+def forget_images(connection: Connection, ids: list[str]) -> None:
+    if ids:
+        connection.execute(update(VERIFICATIONS).where(VERIFICATIONS.c.id.in_(ids)).values(image_key=None))
+
+
+decode_verdict = msgspec.json.Decoder(Verdict).decode
+decode_review = msgspec.json.Decoder(Review).decode
+REVIEW_FEEDBACK = {True: "A reviewer accepted this photo.", False: "A reviewer rejected this photo."}
+
+
+def iso(at: datetime) -> str:
+    """An instant as the API shows it: ISO 8601 in UTC with a `Z`, to the millisecond."""
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def verification_of(row: Any, urls: UrlSigner) -> Verification:
+    """The verification object (section 2.3) of a stored row, with a freshly signed `image_url`."""
+    verdict = decode_verdict(row.verdict) if row.verdict is not None else None
+    return Verification(
+        id=row.id,
+        status=row.state,
+        is_compliant=verdict.is_compliant if verdict else None,
+        confidence=verdict.confidence if verdict else None,
+        policy=row.policy,
+        category=verdict.category if verdict else None,
+        violation_reasons=verdict.violation_reasons if verdict else [],
+        feedback=verdict.feedback if verdict else None,
+        image_url=urls.url(row.id) if row.image_key is not None else None,
+        environment=row.environment,
+        created_at=iso(row.created_at),
+        completed_at=iso(row.completed_at) if row.completed_at else None,
+        checks=verdict.checks if verdict else [],
+        metadata=msgspec.json.decode(row.metadata_json) if row.metadata_json is not None else None,
+        review=decode_review(row.review) if row.review is not None else None,
+    )
+
+
+def reviewed(verdict: Verdict, is_compliant: bool) -> Verdict:
+    """A reviewer's verdict replaces the machine's: certain, and explained by the review itself."""
+    return Verdict(
+        is_compliant=is_compliant,
+        confidence=1.0,
+        category="compliant" if is_compliant else "rejected_by_review",
+        violation_reasons=[] if is_compliant else ["rejected_by_review"],
+        feedback=REVIEW_FEEDBACK[is_compliant],
+        checks=verdict.checks,
+    )

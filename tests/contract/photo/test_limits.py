@@ -1,0 +1,105 @@
+"""Sections 5.6, 5.7, 7 and 8: per-key limits per minute and per hour, the monthly cap, subscriptions; a 429 is
+never processed or charged, and sandbox keys are free."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy import func, select
+
+from storage.photo import customers
+from storage.photo.models import Verification
+from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
+
+
+async def stored(stack: PhotoStack, customer_id: str) -> int:
+    async with stack.db.read() as session:
+        return await session.scalar(select(func.count()).where(Verification.customer_id == customer_id)) or 0
+
+
+async def used(stack: PhotoStack, customer_id: str) -> int:
+    async with stack.db.read() as session:
+        return await customers.usage(session, customer_id, customers.month_of(datetime.now(UTC)))
+
+
+async def key_id_of(stack: PhotoStack, key: str) -> str:
+    listed = (await stack.call(key, "GET", "/api/v1/api-keys")).json()["data"]
+    return next(item["id"] for item in listed if key.startswith(item["key_prefix"][:-1]))
+
+
+@pytest.mark.parametrize(("per_minute", "per_hour"), [(2, 100), (100, 2)], ids=["minute", "hour"])
+async def test_a_full_window_is_429_and_nothing_is_processed(photo_stack: PhotoStack, per_minute: int, per_hour: int):
+    customer = await photo_stack.new_customer()
+    key_id = await key_id_of(photo_stack, customer.live_key)
+    async with photo_stack.db.write() as session:
+        await customers.set_key_limits(session, key_id, per_minute, per_hour)
+    for shade in (1, 2):
+        assert (await photo_stack.verify(customer.live_key, jpeg(colour=(shade,) * 3))).status_code == 200
+    refused = await photo_stack.verify(customer.live_key, jpeg(colour=(3, 3, 3)))
+    assert refused.status_code == 429
+    assert int(refused.headers["retry-after"]) >= 1
+    assert "Rate limit" in refused.json()["error"]
+    assert (await stored(photo_stack, customer.id), await used(photo_stack, customer.id)) == (2, 2)
+    assert (await photo_stack.verify(customer.test_key, jpeg())).status_code == 200  # another key, its own budget
+
+
+async def test_limits_apply_to_management_too(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    key_id = await key_id_of(photo_stack, customer.test_key)
+    async with photo_stack.db.write() as session:
+        await customers.set_key_limits(session, key_id, 1, 100)
+    assert (await photo_stack.call(customer.test_key, "GET", "/api/v1/webhooks")).status_code == 200
+    response = await photo_stack.call(customer.test_key, "GET", "/api/v1/webhooks")
+    assert response.status_code == 429
+    assert int(response.headers["retry-after"]) >= 1
+
+
+async def test_keys_show_their_own_limits(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    key_id = await key_id_of(photo_stack, customer.live_key)
+    async with photo_stack.db.write() as session:
+        await customers.set_key_limits(session, key_id, 250, 9000)
+    listed = (await photo_stack.call(customer.test_key, "GET", "/api/v1/api-keys")).json()["data"]
+    raised = next(item for item in listed if item["id"] == key_id)
+    assert (raised["rate_limit_per_minute"], raised["rate_limit_per_hour"]) == (250, 9000)
+
+
+async def test_the_monthly_cap_is_429_and_nothing_is_charged(photo_stack: PhotoStack) -> None:
+    customer = await photo_stack.new_customer(monthly_cap=2)
+    for shade in (10, 20):
+        assert (await photo_stack.verify(customer.live_key, jpeg(colour=(shade,) * 3))).status_code == 200
+    refused = await photo_stack.verify(customer.live_key, jpeg(colour=(30, 30, 30)))
+    assert refused.status_code == 429
+    assert "Monthly usage cap of 2" in refused.json()["error"]
+    now = datetime.now(UTC)
+    next_month = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
+    assert abs(int(refused.headers["retry-after"]) - (next_month - now).total_seconds()) < 60
+    assert (await stored(photo_stack, customer.id), await used(photo_stack, customer.id)) == (2, 2)
+
+
+async def test_a_replay_at_the_cap_returns_the_cached_result(photo_stack: PhotoStack) -> None:
+    customer = await photo_stack.new_customer(monthly_cap=1)
+    first = await photo_stack.verify(customer.live_key, jpeg(), idempotency_key="at-cap")
+    again = await photo_stack.verify(customer.live_key, jpeg(), idempotency_key="at-cap")
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert first.json()["id"] == again.json()["id"]
+    assert await used(photo_stack, customer.id) == 1
+
+
+async def test_sandbox_keys_are_free_and_never_meet_the_cap(photo_stack: PhotoStack) -> None:
+    customer = await photo_stack.new_customer(monthly_cap=1)
+    for shade in (1, 2, 3):
+        assert (await photo_stack.verify(customer.test_key, jpeg(colour=(shade,) * 3))).status_code == 200
+    assert await used(photo_stack, customer.id) == 0
+    assert (await photo_stack.verify(customer.live_key, jpeg())).status_code == 200  # the cap is still whole
+
+
+async def test_no_active_subscription_is_403_for_live_keys(photo_stack: PhotoStack) -> None:
+    customer = await photo_stack.new_customer(subscription_active=False)
+    refused = await photo_stack.verify(customer.live_key, jpeg())
+    assert refused.status_code == 403
+    assert refused.json() == {"error": "This account has no active subscription"}
+    assert await stored(photo_stack, customer.id) == 0
+    assert (await photo_stack.verify(customer.test_key, jpeg())).status_code == 200
+    async with photo_stack.db.write() as session:
+        await customers.update_customer(session, customer.id, subscription_active=True)
+    assert (await photo_stack.verify(customer.live_key, jpeg())).status_code == 200

@@ -1,0 +1,109 @@
+"""The photo test stack: a running photo gateway and processors, customers and keys, and requests as users send them."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from PIL import Image
+
+from signalyard import bootstrap
+from signalyard.settings import Settings
+from storage.common.db import Database
+from storage.photo import customers
+from topics.photo import PhotoTopics
+
+
+@dataclass
+class CustomerKeys:
+    id: str
+    test_key: str
+    live_key: str
+
+
+def jpeg(width: int = 600, height: int = 600, colour: tuple[int, int, int] = (240, 240, 240)) -> bytes:
+    """A plain image (no face): enough for everything but the checks themselves."""
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), colour).save(out, "JPEG", quality=85)
+    return out.getvalue()
+
+
+@dataclass
+class PhotoStack:
+    """A running photo gateway and processors on the session broker, with a client at the host root."""
+
+    settings: Settings
+    db: Database
+    base_url: str
+    client: httpx.AsyncClient
+    platform: bootstrap.Platform
+
+    @property
+    def topics(self) -> PhotoTopics:
+        return PhotoTopics(self.settings.platform.topic_prefix)
+
+    async def new_customer(
+        self, *, plan: str = "starter", monthly_cap: int | None = None, subscription_active: bool = True
+    ) -> CustomerKeys:
+        async with self.db.write() as session:
+            customer_id = await customers.create_customer(
+                session, "test", plan=plan, monthly_cap=monthly_cap, subscription_active=subscription_active
+            )
+            _, test_key = await customers.create_key(session, customer_id, "test", name="sandbox")
+            _, live_key = await customers.create_key(session, customer_id, "live", name="live")
+        return CustomerKeys(customer_id, test_key, live_key)
+
+    async def verify(
+        self,
+        key: str | None,
+        image: bytes,
+        policy: str = "profile_photo",
+        *,
+        idempotency_key: str | None = None,
+        as_json: bool = False,
+        metadata: dict[str, Any] | None = None,
+        filename: str = "photo.jpg",
+        declared_type: str = "image/jpeg",
+    ) -> httpx.Response:
+        headers = {"X-API-Key": key} if key is not None else {}
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+        if as_json:
+            body: dict[str, Any] = {"image": base64.b64encode(image).decode(), "policy": policy}
+            if metadata is not None:
+                body["metadata"] = metadata
+            return await self.client.post("/v1/verify", json=body, headers=headers)
+        return await self.client.post(
+            "/v1/verify",
+            files={"image": (filename, image, declared_type)},
+            data={"policy": policy},
+            headers=headers,
+        )
+
+    async def call(self, key: str | None, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"X-API-Key": key} if key is not None else {}
+        return await self.client.request(method, path, headers=headers, **kwargs)
+
+
+async def wait_for_photo_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
+    """The processors' consumer group takes a few seconds to join; a warm-up verification tells when it has."""
+    async with p.db.write() as session:
+        customer_id = await customers.create_customer(session, "warm-up")
+        _, key = await customers.create_key(session, customer_id, "test", name="warm-up")
+    image = jpeg()
+    for _ in range(60):
+        response = await client.post(
+            "/v1/verify",
+            files={"image": ("warm-up.jpg", image, "image/jpeg")},
+            data={"policy": "profile_photo"},
+            headers={"X-API-Key": key, "Idempotency-Key": f"warm-up-{uuid.uuid4()}"},
+        )
+        if response.status_code == 200:
+            return
+        await asyncio.sleep(0.5)
+    raise RuntimeError("the photo processor never answered")

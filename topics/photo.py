@@ -1,0 +1,133 @@
+"""Photo compliance topics, their partition key and the message types that cross them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from topics.common.asyncapi import Channel
+
+VERIFICATION_REQUESTED = "photo.verification.requested"
+"""A gateway stored an image and a `pending` verification; an image-check processor must judge it."""
+VERIFICATION_COMPLETED = "photo.verification.completed"
+"""A verification reached its verdict (or failed); carries the verdict for stream consumers."""
+
+POLICIES = ("us_passport", "icao", "profile_photo")
+"""The policy identifiers the verify call accepts; the processors' catalogue holds exactly these."""
+EVENTS = ("verification.completed", "verification.reviewed", "inspection.submitted")
+"""Event types a webhook endpoint may subscribe to (section 6). `inspection.submitted` is accepted, never fired."""
+
+Environment = Literal["live", "test"]
+Status = Literal["pending", "completed", "failed"]
+
+VerificationId = Annotated[str, msgspec.Meta(extra_json_schema={"examples": ["ver_4f1c9a0b7d2e4e8a9c3b5d6f7a8e9b0c"]})]
+Timestamp = Annotated[
+    str, msgspec.Meta(extra_json_schema={"format": "date-time", "examples": ["2026-11-24T10:15:02.118Z"]})
+]
+
+
+class PhotoTopics(msgspec.Struct, frozen=True):
+    """The photo topics' names under an optional prefix (one deployment, or one test, per prefix)."""
+
+    prefix: str = ""
+
+    @property
+    def requested(self) -> str:
+        return self.prefix + VERIFICATION_REQUESTED
+
+    @property
+    def completed(self) -> str:
+        return self.prefix + VERIFICATION_COMPLETED
+
+
+def partition_key(verification_id: str) -> bytes:
+    """Verifications are independent of each other: spread them over every partition."""
+    return verification_id.encode()
+
+
+class VerificationRequested(msgspec.Struct, frozen=True, kw_only=True):
+    """Work order for one stored image; the verification row is the source of truth, the image is in the blob
+    store under `image_key` (images never cross the broker)."""
+
+    verification_id: str
+    customer_id: str
+    environment: Environment
+    policy: str
+    image_key: str
+
+
+class Check(msgspec.Struct, kw_only=True):
+    """One measurable check of the policy: what was measured against which threshold."""
+
+    code: str
+    passed: bool
+    measured: float | str | None
+    threshold: str
+
+
+class Review(msgspec.Struct, kw_only=True):
+    """A human review that changed the verdict."""
+
+    is_compliant: bool
+    note: str | None
+    reviewed_at: Timestamp
+    original_is_compliant: bool
+
+
+class Verdict(msgspec.Struct, kw_only=True):
+    """The judgement of an image against a policy, as stored and as announced."""
+
+    is_compliant: bool
+    confidence: Annotated[float, msgspec.Meta(ge=0, le=1)]
+    category: str
+    violation_reasons: list[str]
+    feedback: str
+    checks: list[Check]
+
+
+class VerificationCompleted(msgspec.Struct, frozen=True, kw_only=True):
+    """A verification reached its verdict (`completed`) or could not be judged (`failed`, with `error`)."""
+
+    verification_id: str
+    customer_id: str
+    environment: Environment
+    policy: str
+    status: Status
+    verdict: Verdict | None = None
+    error: str | None = None
+
+
+class Verification(msgspec.Struct, kw_only=True):
+    """Section 2.3, plus what the contract leaves open: when, which environment, the checks behind the verdict, the
+    caller's metadata and a review. `image_url` is null once the image has been deleted by retention."""
+
+    id: VerificationId
+    status: Status
+    is_compliant: bool | None
+    confidence: float | None
+    policy: str
+    category: str | None
+    violation_reasons: list[str]
+    feedback: str | None
+    image_url: str | None
+    environment: Literal["live", "test"]
+    created_at: Timestamp
+    completed_at: Timestamp | None
+    checks: list[Check]
+    metadata: dict[str, Any] | None
+    review: Review | None
+
+
+
+def channels(prefix: str = "") -> dict[str, Channel]:
+    """Every photo topic under `prefix`, and the one message type it carries."""
+    key = "the verification id (verifications are independent)"
+    return {
+        prefix + VERIFICATION_REQUESTED: Channel(
+            VerificationRequested, "A gateway stored an image and a pending verification; processors judge it.", key
+        ),
+        prefix + VERIFICATION_COMPLETED: Channel(
+            VerificationCompleted, "A verification has its verdict; stream consumers may subscribe.", key
+        ),
+    }
