@@ -28,6 +28,7 @@ from signalyard.services.photo import PhotoSettings
 from signalyard.settings import PlatformSettings, Settings
 from storage.common.db import Database
 from storage.phone import tenants
+from tests.peers.receiver import WebhookReceiver
 from tests.peers.twilio import TwilioLookupServer
 from tests.photo_stack import PhotoStack, wait_for_photo_processor
 from topics.phone import PhoneTopics
@@ -202,10 +203,23 @@ async def stack(
 
 
 @pytest.fixture(scope="session")
+def receiver() -> Iterator[WebhookReceiver]:
+    """Customers' webhook receiver: real HTTPS on localhost, with a certificate from a test CA."""
+    with WebhookReceiver() as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
 async def photo_stack(
-    broker_bootstrap: str, database_url: str, tmp_path_factory: pytest.TempPathFactory
+    broker_bootstrap: str, database_url: str, receiver: WebhookReceiver, tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[PhotoStack]:
-    settings = stack_settings(tmp_path_factory.mktemp("photo"), database_url, None, webhook_allow_private_targets=True)
+    settings = stack_settings(
+        tmp_path_factory.mktemp("photo"),
+        database_url,
+        None,
+        webhook_allow_private_targets=True,
+        webhook_ca_bundle=str(receiver.ca_bundle),
+    )
     async with running_stack(settings, broker_bootstrap, service=photo.SERVICE) as running:
         yield running
 

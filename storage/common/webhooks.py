@@ -414,14 +414,7 @@ def claim_due(
         func.row_number().over(partition_by=window.c.endpoint_id, order_by=(window.c.next_attempt_at, window.c.id))
     ).label("rank")
     ranked = select(window.c.id, window.c.next_attempt_at, rank).subquery()
-    chosen = [
-        row.id
-        for row in connection.execute(
-            select(ranked.c.id).where(ranked.c.rank <= per_endpoint).order_by(ranked.c.next_attempt_at).limit(limit)
-        )
-    ]
-    if not chosen:
-        return []
+    chosen = select(ranked.c.id).where(ranked.c.rank <= per_endpoint).order_by(ranked.c.next_attempt_at).limit(limit)
     leased = {
         row.id: row.attempts
         for row in connection.execute(

@@ -8,7 +8,7 @@ import contextlib
 import functools
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -20,7 +20,6 @@ from prometheus_client import Counter, Histogram
 from processors.common.webhooks.guard import Resolve, guarded_client, system_resolve, tls_context
 from processors.common.webhooks.profile import WebhookProfile
 from storage.common import webhooks
-from storage.common.batching import GroupCommit
 from storage.common.db import Database
 from storage.common.webhooks import RESPONSE_BODY_LIMIT, AttemptResult, Cipher, Claimed
 
@@ -75,6 +74,7 @@ class WebhookDeliverer:
         lease: timedelta | None = None,
         resolve: Resolve = system_resolve,
         clients_kept: int = 1000,
+        write_linger_s: float = 0.02,
     ) -> None:
         self.db = db
         self.profile = profile
@@ -102,7 +102,7 @@ class WebhookDeliverer:
         per request of 8 pools of 8), and an endpoint never has more than `per_endpoint` requests at once."""
         self._clients_kept = clients_kept
         self._closing: set[asyncio.Task[None]] = set()
-        self._results: GroupCommit[AttemptResult, bool] = GroupCommit(self._record)
+        self._results = _ResultWriter(self._record, self._disabled, linger_s=write_linger_s, batch=claim_batch)
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy: dict[str, int] = {}
         """Per endpoint: deliveries this member holds (sending or waiting for a slot)."""
@@ -113,6 +113,8 @@ class WebhookDeliverer:
         self._wakeup = asyncio.Event()
         self._hungry = False
         """The last claim was cut short by this member's capacity: finished sends should trigger another."""
+        self._refill = max(1, min(concurrency // 2, claim_batch))
+        """Free slots worth a claim: claims are transactions, so they are made for batches, not single slots."""
         self._loop_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------------------------------------ running
@@ -134,23 +136,29 @@ class WebhookDeliverer:
             except Exception:  # the database may be briefly unavailable: try again at the next poll
                 log.exception("webhook_claim_failed", service=self.profile.service)
                 claimed, wanted = 0, 1
-            if claimed and claimed == wanted and self._free() > 0:
+            if claimed and claimed == wanted and self._free() >= self._refill:
                 continue
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self.poll_s):
                     await self._wakeup.wait()
 
     async def deliver_due(self) -> int:
-        """Send everything due now (what fails is scheduled, not retried here) and wait for the results to be
+        """Send everything due now (what fails is scheduled, not retried here) and wait until every result is
         stored; returns how many attempts were made."""
         attempts = 0
         while True:
-            claimed, _ = await self._claim()
+            self._wakeup.clear()
+            claimed, wanted = await self._claim()
             attempts += claimed
-            if not claimed and not self._tasks:
-                return attempts
-            if not claimed or self._free() <= 0:
-                await asyncio.wait(set(self._tasks), return_when=asyncio.FIRST_COMPLETED)
+            if not self._tasks:
+                if not claimed:
+                    break
+                continue
+            if claimed and claimed == wanted and self._free() >= self._refill:
+                continue
+            await self._wakeup.wait()
+        await self._results.flush()
+        return attempts
 
     async def aclose(self, grace_s: float | None = None) -> None:
         """Stop claiming, give sends in flight `grace_s` (default: the timeout) to finish, then close the client.
@@ -164,6 +172,12 @@ class WebhookDeliverer:
             for task in unfinished:
                 task.cancel()
             await asyncio.gather(*unfinished, return_exceptions=True)
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                await self._results.flush()
+        except TimeoutError:  # the database is gone: those deliveries are sent again after their leases
+            log.warning("webhook_results_unsaved", service=self.profile.service, count=self._results.queued)
+            await self._results.abandon()
         clients, self._clients = list(self._clients.values()), OrderedDict()
         await asyncio.gather(*(client.aclose() for client in clients), *self._closing, return_exceptions=True)
 
@@ -207,8 +221,7 @@ class WebhookDeliverer:
         self._tasks.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("webhook_delivery_crashed", service=self.profile.service, exc_info=task.exception())
-        # Claim again once a useful batch fits, not for every single send that ends.
-        if self._hungry and self._free() >= max(1, min(self.claim_batch, self.concurrency) // 4):
+        if not self._tasks or (self._hungry and self._free() >= self._refill):
             self._wakeup.set()
 
     def _release(self, endpoint_id: str) -> None:
@@ -235,15 +248,19 @@ class WebhookDeliverer:
                 result = await self._attempt(claimed)
         finally:
             self._release(claimed.endpoint_id)
-        if await self._results.submit(result):
-            self._gone.add(claimed.endpoint_id)
-            ENDPOINTS_DISABLED.labels(self.profile.service).inc()
-            log.warning(
-                "webhook_endpoint_disabled",
-                service=self.profile.service,
-                endpoint_id=claimed.endpoint_id,
-                attempts=claimed.attempt,
-            )
+        # Stored in the background: the slot is free for the next send, and the lease keeps the delivery this
+        # member's until the result is written.
+        self._results.add(result)
+
+    def _disabled(self, result: AttemptResult) -> None:
+        self._gone.add(result.claimed.endpoint_id)
+        ENDPOINTS_DISABLED.labels(self.profile.service).inc()
+        log.warning(
+            "webhook_endpoint_disabled",
+            service=self.profile.service,
+            endpoint_id=result.claimed.endpoint_id,
+            attempts=result.claimed.attempt,
+        )
 
     async def _still_active(self, endpoint_id: str) -> bool:
         return await self.db.run(lambda connection: webhooks.endpoint_is_active(connection, endpoint_id), write=False)
@@ -336,3 +353,71 @@ def _describe(failure: httpx.HTTPError) -> str:
     cause = failure.__cause__
     message = str(cause) if cause is not None and str(cause) else str(failure)
     return f"{type(failure).__name__}: {message}" if message else type(failure).__name__
+
+
+class _ResultWriter:
+    """Stores attempt results in batches: what arrives within `linger_s` of the first (or `batch` of them) is one
+    transaction. A batch that cannot be stored is tried again; its deliveries stay leased meanwhile."""
+
+    RETRY_PAUSE_S = 1.0
+
+    def __init__(
+        self,
+        write: Callable[[list[AttemptResult]], Awaitable[list[bool]]],
+        on_disabled: Callable[[AttemptResult], None],
+        *,
+        linger_s: float,
+        batch: int,
+    ) -> None:
+        self._write = write
+        self._on_disabled = on_disabled
+        self.linger_s = linger_s
+        self.batch = batch
+        self._queue: list[AttemptResult] = []
+        self._full = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def queued(self) -> int:
+        return len(self._queue)
+
+    def add(self, result: AttemptResult) -> None:
+        self._queue.append(result)
+        if len(self._queue) >= self.batch:
+            self._full.set()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._drain())
+
+    async def flush(self) -> None:
+        """Return once everything added so far is stored."""
+        while self._task is not None:
+            self._full.set()
+            await asyncio.shield(self._task)
+
+    async def abandon(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _drain(self) -> None:
+        try:
+            while self._queue:
+                if len(self._queue) < self.batch:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.linger_s):
+                            await self._full.wait()
+                self._full.clear()
+                round_, self._queue = self._queue[: self.batch], self._queue[self.batch :]
+                try:
+                    disabled = await self._write(round_)
+                except Exception:
+                    log.exception("webhook_results_not_stored", count=len(round_))
+                    self._queue[:0] = round_
+                    await asyncio.sleep(self.RETRY_PAUSE_S)
+                    continue
+                for result, flag in zip(round_, disabled, strict=True):
+                    if flag:
+                        self._on_disabled(result)
+        finally:
+            self._task = None

@@ -1,0 +1,151 @@
+"""Sections 2.2, 4.2 and 6: endpoints are created (the secret shown once), listed and deleted; deliveries of
+`verification.completed` and `verification.reviewed` are signed over the raw body and timestamped."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+
+import pytest
+from sqlalchemy import select
+
+from storage.common.webhooks import WebhookEndpoint
+from tests.peers.receiver import WebhookReceiver
+from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
+
+HOOKS = "/api/v1/webhooks"
+ALL_EVENTS = ["verification.completed", "verification.reviewed", "inspection.submitted"]
+
+
+async def create(stack: PhotoStack, key: str, url: str, events: list[str]) -> dict:
+    response = await stack.call(key, "POST", HOOKS, json={"url": url, "events": events})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def test_create_shows_the_signing_secret_once(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    created = await create(photo_stack, customer.test_key, "https://hooks.example.com/a", ALL_EVENTS)
+    assert set(created) == {"id", "url", "events", "status", "created_at", "signing_secret"}
+    assert created["id"].startswith("whk_")
+    assert created["signing_secret"].startswith("whsec_")
+    assert (created["status"], created["events"]) == ("active", ALL_EVENTS)
+    listed = (await photo_stack.call(customer.test_key, "GET", HOOKS)).json()["data"]
+    assert [hook["id"] for hook in listed] == [created["id"]]
+    assert set(listed[0]) == {"id", "url", "events", "status", "created_at"}
+
+
+async def test_the_secret_is_stored_encrypted_with_its_hash(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    created = await create(photo_stack, customer.test_key, "https://hooks.example.com/b", ["verification.completed"])
+    async with photo_stack.db.read() as session:
+        row = (await session.execute(select(WebhookEndpoint).where(WebhookEndpoint.id == created["id"]))).scalar_one()
+    stored = [str(getattr(row, column)) for column in WebhookEndpoint.__table__.columns.keys()]
+    assert all(created["signing_secret"] not in value for value in stored)
+    assert row.secret_sha256 == hashlib.sha256(created["signing_secret"].encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"events": ["verification.completed"]}, "url"),
+        ({"url": "http://hooks.example.com/x", "events": ["verification.completed"]}, "HTTPS"),
+        ({"url": "https:///nohost", "events": ["verification.completed"]}, "host"),
+        ({"url": "https://hooks.example.com/x"}, "events"),
+        ({"url": "https://hooks.example.com/x", "events": []}, "events"),
+        ({"url": "https://hooks.example.com/x", "events": ["verification.deleted"]}, "events"),
+        ({"url": "https://hooks.example.com/x", "events": "verification.completed"}, "events"),
+    ],
+)
+async def test_bad_endpoints_are_400(photo_stack: PhotoStack, customer: CustomerKeys, body: dict, message: str):
+    response = await photo_stack.call(customer.test_key, "POST", HOOKS, json=body)
+    assert response.status_code == 400
+    assert message in response.json()["error"]
+
+
+async def test_delete_and_another_accounts_endpoint(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    other = await photo_stack.new_customer()
+    theirs = await create(photo_stack, other.test_key, "https://hooks.example.com/t", ["verification.completed"])
+    mine = await create(photo_stack, customer.test_key, "https://hooks.example.com/m", ["verification.completed"])
+    assert [h["id"] for h in (await photo_stack.call(customer.test_key, "GET", HOOKS)).json()["data"]] == [mine["id"]]
+    for endpoint_id in (theirs["id"], "whk_nothing"):
+        response = await photo_stack.call(customer.test_key, "DELETE", f"{HOOKS}/{endpoint_id}")
+        assert response.status_code == 404
+        assert response.json() == {"error": "No webhook endpoint with that id on this account"}
+    response = await photo_stack.call(customer.test_key, "DELETE", f"{HOOKS}/{mine['id']}")
+    assert (response.status_code, response.json()) == (200, {"id": mine["id"], "deleted": True})
+    assert (await photo_stack.call(customer.test_key, "GET", HOOKS)).json()["data"] == []
+    assert (await photo_stack.call(customer.test_key, "DELETE", f"{HOOKS}/{mine['id']}")).status_code == 404
+
+
+async def test_completed_verification_is_delivered_signed(
+    photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
+) -> None:
+    path = receiver.new_path()
+    hook = await create(photo_stack, customer.test_key, receiver.url(path), ["verification.completed"])
+    receiver.expect_secret(path, hook["signing_secret"])
+    verification = (await photo_stack.verify(customer.test_key, jpeg(), "icao")).json()
+    [delivery] = await receiver.wait_for(path, 1)
+    assert delivery.verified  # hex HMAC-SHA256 of the raw body with the secret, timestamp within 5 minutes
+    assert delivery.headers["content-type"] == "application/json"
+    event = delivery.json
+    assert set(event) == {"id", "type", "created_at", "data"}
+    assert event["id"].startswith("evt_")
+    assert event["type"] == "verification.completed"
+    assert event["data"]["id"] == verification["id"]
+    assert event["data"]["violation_reasons"] == verification["violation_reasons"]
+
+
+async def test_only_subscribed_events_are_delivered(
+    photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
+) -> None:
+    reviewed_only, completed_only = receiver.new_path(), receiver.new_path()
+    await create(photo_stack, customer.test_key, receiver.url(reviewed_only), ["verification.reviewed"])
+    await create(photo_stack, customer.test_key, receiver.url(completed_only), ["verification.completed"])
+    verification = (await photo_stack.verify(customer.test_key, jpeg())).json()
+    await receiver.wait_for(completed_only, 1)
+    review = await photo_stack.call(
+        customer.test_key,
+        "POST",
+        f"/api/v1/verifications/{verification['id']}/review",
+        json={"is_compliant": True, "note": "checked by hand"},
+    )
+    assert review.status_code == 200
+    [reviewed] = await receiver.wait_for(reviewed_only, 1)
+    assert reviewed.json["type"] == "verification.reviewed"
+    assert reviewed.json["data"]["is_compliant"] is True
+    assert [r.json["type"] for r in receiver.received(completed_only)] == ["verification.completed"]
+
+
+async def test_another_accounts_events_are_not_delivered(
+    photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
+) -> None:
+    path = receiver.new_path()
+    await create(photo_stack, customer.test_key, receiver.url(path), ["verification.completed"])
+    other = await photo_stack.new_customer()
+    await photo_stack.verify(other.test_key, jpeg())
+    await photo_stack.verify(customer.test_key, jpeg())
+    await receiver.wait_for(path, 1)
+    await asyncio.sleep(0.5)
+    assert len(receiver.received(path)) == 1
+
+
+async def test_a_deleted_endpoint_gets_nothing_more(
+    photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
+) -> None:
+    path = receiver.new_path()
+    hook = await create(photo_stack, customer.test_key, receiver.url(path), ["verification.completed"])
+    await photo_stack.verify(customer.test_key, jpeg())
+    await receiver.wait_for(path, 1)
+    await photo_stack.call(customer.test_key, "DELETE", f"{HOOKS}/{hook['id']}")
+    await photo_stack.verify(customer.test_key, jpeg())
+    await asyncio.sleep(1)
+    assert len(receiver.received(path)) == 1
+
+
+async def test_inspection_submitted_is_accepted_and_never_fired(
+    photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
+) -> None:
+    path = receiver.new_path()
+    await create(photo_stack, customer.test_key, receiver.url(path), ["inspection.submitted"])
+    await photo_stack.verify(customer.test_key, jpeg())
+    await asyncio.sleep(1)
+    assert receiver.received(path) == []
