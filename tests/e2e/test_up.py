@@ -25,7 +25,12 @@ class Up:
         self.port = port
         self.log = data_dir / "stderr.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNALYARD_")}
-        env |= {"SIGNALYARD_DATA_DIR": str(data_dir), "SIGNALYARD_PHONE_PORT": str(port), **(settings or {})}
+        env |= {
+            "SIGNALYARD_DATA_DIR": str(data_dir),
+            "SIGNALYARD_PHONE_PORT": str(port),
+            "SIGNALYARD_PHOTO_PORT": str(free_port()),
+            **(settings or {}),
+        }
         self.process = subprocess.Popen(
             [sys.executable, "-m", "signalyard.cli", "up"],
             env=env,

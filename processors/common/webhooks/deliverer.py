@@ -48,6 +48,17 @@ DRAIN_LIMIT = 64 * 1024
 """Response bytes read after the kept ones, so the connection can be reused; a longer answer closes it."""
 
 
+class _Metrics:
+    """The service's metric children, looked up once (a labelled lookup takes a lock and a dict per call)."""
+
+    def __init__(self, service: str) -> None:
+        self.latency = ATTEMPT_SECONDS.labels(service)
+        self.succeeded = ATTEMPTS.labels(service, "success")
+        self.failed = ATTEMPTS.labels(service, "failure")
+        self.delivered = DELIVERIES.labels(service, "delivered")
+        self.given_up = DELIVERIES.labels(service, "failed")
+
+
 def utc_now() -> datetime:
     return datetime.now(UTC)
 
@@ -112,10 +123,13 @@ class WebhookDeliverer:
         self._secrets: dict[str, tuple[str, str]] = {}
         self._wakeup = asyncio.Event()
         self._hungry = False
-        """The last claim was cut short by this member's capacity: finished sends should trigger another."""
+        """The last claim was cut short by this member's capacity: once `_refill` slots are free, claim again."""
+        self._waiting_for: set[str] = set()
+        """Endpoints the last claim skipped as saturated: once one is half free, claim again."""
         self._refill = max(1, min(concurrency // 2, claim_batch))
         """Free slots worth a claim: claims are transactions, so they are made for batches, not single slots."""
         self._loop_task: asyncio.Task[None] | None = None
+        self._metrics = _Metrics(profile.service)
 
     # ------------------------------------------------------------------------------------------------ running
 
@@ -209,7 +223,8 @@ class WebhookDeliverer:
             ),
             write=True,
         )
-        self._hungry = len(rows) == wanted or bool(saturated)
+        self._hungry = len(rows) == wanted
+        self._waiting_for = saturated
         for row in rows:
             self._busy[row.endpoint_id] = self._busy.get(row.endpoint_id, 0) + 1
             task = asyncio.get_running_loop().create_task(self._deliver(row))
@@ -231,14 +246,17 @@ class WebhookDeliverer:
         else:
             del self._busy[endpoint_id]
             self._slots.pop(endpoint_id, None)
-        if self._hungry and held == self.per_endpoint // 2:
+        if held == self.per_endpoint // 2 and endpoint_id in self._waiting_for:
+            self._waiting_for.clear()
             self._wakeup.set()
 
     # ------------------------------------------------------------------------------------------------ sending
 
     async def _deliver(self, claimed: Claimed) -> None:
         try:
-            slots = self._slots.setdefault(claimed.endpoint_id, asyncio.Semaphore(self.per_endpoint))
+            slots = self._slots.get(claimed.endpoint_id)
+            if slots is None:
+                slots = self._slots[claimed.endpoint_id] = asyncio.Semaphore(self.per_endpoint)
             waited = slots.locked()
             async with slots:
                 if claimed.endpoint_id in self._gone:
@@ -288,13 +306,12 @@ class WebhookDeliverer:
             log.exception("webhook_attempt_crashed", service=self.profile.service, delivery=claimed.delivery_id)
             error = f"{type(failure).__name__}: {failure}"[:500]
         elapsed = time.perf_counter() - started
-        service = self.profile.service
-        ATTEMPT_SECONDS.labels(service).observe(elapsed)
-        ATTEMPTS.labels(service, "success" if error is None else "failure").inc()
+        self._metrics.latency.observe(elapsed)
+        (self._metrics.succeeded if error is None else self._metrics.failed).inc()
         next_at = None if error is None else self.profile.next_attempt(claimed.attempt, attempted_at)
         outcome: webhooks.Outcome = "delivered" if error is None else ("retry" if next_at is not None else "failed")
         if outcome != "retry":
-            DELIVERIES.labels(service, outcome).inc()
+            (self._metrics.delivered if error is None else self._metrics.given_up).inc()
         return AttemptResult(
             claimed, attempted_at, round(elapsed * 1000), status, error and error[:500], kept, outcome, next_at
         )
