@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +156,7 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
                 webhooks.record_event(connection, PROFILE.service, owner, "verification.completed", DATA)
                 for _ in range(count)
             }
-            webhooks.fan_out(connection, ids, now=webhooks.datetime.now(webhooks.UTC))
+            webhooks.fan_out(connection, ids, now=datetime.now(UTC))
 
         await db.run(record, write=True)
 
@@ -187,21 +188,18 @@ async def engine_round(
 
 
 async def bare_round(ca_bundle: Path, args: argparse.Namespace, port: int) -> float:
-    """The engine's own clients (one per endpoint, as the engine keeps them), `--concurrency` workers spread over the
-    endpoints, posting one signed body again and again: HTTP and TLS alone."""
+    """The engine's own clients (one connection each, as the engine keeps them), `--concurrency` workers spread over
+    the endpoints, each with its client, posting one signed body again and again: HTTP and TLS alone."""
     tls = tls_context(ca_bundle)
-    clients = [
-        guarded_client(allow_private_targets=True, tls=tls, max_connections=args.per_endpoint)
-        for _ in range(args.endpoints)
-    ]
-    body = webhooks._encode(webhooks._Envelope("evt_0123456789abcdef01234567", "verification.completed", "x", DATA))
+    clients = [guarded_client(allow_private_targets=True, tls=tls, max_connections=1) for _ in range(args.concurrency)]
+    body = webhooks.event_body("evt_0123456789abcdef01234567", "verification.completed", datetime.now(UTC), DATA)
     headers = PROFILE.sign("whsec_" + "x" * 43, body, int(time.time()))
     urls = [f"https://localhost:{port}/hooks/{index}" for index in range(args.endpoints)]
     remaining = args.deliveries
 
     async def worker(index: int) -> None:
         nonlocal remaining
-        client, url = clients[index % args.endpoints], urls[index % args.endpoints]
+        client, url = clients[index], urls[index % args.endpoints]
         while remaining > 0:
             remaining -= 1
             async with client.stream("POST", url, content=body, headers=headers) as response:

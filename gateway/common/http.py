@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Mapping
 
 import structlog
-from litestar import Response, get
+from litestar import Litestar, Response, get
 from litestar.datastructures import MutableScopeHeaders
 from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
@@ -72,6 +72,28 @@ def observe(service: str, new_request_id: Callable[[], str] = request_ids()) -> 
         return handle
 
     return middleware
+
+
+def complete_allow(app: Litestar) -> ASGIApp:
+    """Middleware: the `Allow` of an OPTIONS answer names every method of the path. Litestar 2 builds that answer with
+    the path's first handler only, so a path with GET and POST answered `Allow: GET, OPTIONS` (litestar#4169, fixed in
+    Litestar 3); the methods are read from the app's own route table instead."""
+
+    async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+            await app(scope, receive, send)
+            return
+
+        async def send_with_allow(message: Message) -> None:
+            if message["type"] == "http.response.start" and message["status"] == 204:
+                methods = app.route_handler_method_map.get(scope.get("path_template") or "", {})
+                if methods:
+                    MutableScopeHeaders.from_message(message)["Allow"] = ", ".join(sorted({*methods, "OPTIONS"}))
+            await send(message)
+
+        await app(scope, receive, send_with_allow)
+
+    return handle
 
 
 def health_routes(checks: Mapping[str, ReadinessCheck]) -> list[HTTPRouteHandler]:

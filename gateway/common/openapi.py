@@ -109,11 +109,13 @@ def documented_operation(
     response_headers: Mapping[int, Mapping[str, OpenAPIHeader]] | None = None,
     links: Mapping[int, Mapping[str, Link]] | None = None,
     never_answered: Sequence[int] = (),
+    request_body: RequestBody | None = None,
 ) -> type[Operation]:
     """An `operation_class` for a route: Litestar's operation plus, for the document only, the header and query
     `parameters` the route reads itself, named examples of its JSON body, headers of its responses (`Retry-After`
     on a 429) and links from a response to the operations that take its values; minus the statuses Litestar
-    documents by default that the route `never_answered` (a 400 for a path parameter any string satisfies)."""
+    documents by default that the route `never_answered` (a 400 for a path parameter any string satisfies). A
+    `request_body` replaces the documented one (a body of several media types, such as multipart or JSON)."""
     headers = response_headers or {}
     response_links = links or {}
 
@@ -121,6 +123,8 @@ def documented_operation(
     class DocumentedOperation(Operation):
         def __post_init__(self) -> None:
             self.parameters = [*(self.parameters or []), *parameters] or None
+            if request_body is not None:
+                self.request_body = request_body
             for status in never_answered:
                 (self.responses or {}).pop(str(status), None)
             if body_examples:

@@ -22,7 +22,7 @@ from litestar.params import Parameter
 from litestar.types import ASGIApp
 
 from gateway.common.auth import KeyAuthenticator
-from gateway.common.http import ReadinessCheck, health_routes, observe
+from gateway.common.http import ReadinessCheck, complete_allow, health_routes, observe
 from gateway.common.idempotency import IdempotencyRules, body_hash
 from gateway.common.limits import seconds_to_next_month
 from gateway.common.openapi import (
@@ -536,4 +536,4 @@ def create_phone_app(gateway: PhoneGateway, readiness: Mapping[str, ReadinessChe
         logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
         debug=debug,
     )
-    return observe("phone")(app)
+    return observe("phone")(complete_allow(app))

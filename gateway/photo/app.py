@@ -4,14 +4,13 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
 import msgspec
 import structlog
-from litestar import Controller, Litestar, Request, Response, delete, get, post
+from litestar import Controller, Litestar, Request, Response, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
@@ -19,24 +18,23 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.params import Parameter
 from litestar.types import ASGIApp
 
-from gateway.common.http import ReadinessCheck, health_routes, observe, request_ids
+from gateway.common.http import ReadinessCheck, complete_allow, health_routes, observe, request_ids
 from gateway.common.idempotency import IdempotencyRules, body_hash
 from gateway.common.limits import seconds_to_next_month
-from gateway.common.openapi import MsgspecSchemaPlugin
-from gateway.common.waiter import ResultWaiter, within
+from gateway.common.openapi import MsgspecSchemaPlugin, documented_operation, response
+from gateway.common.waiter import within
+from gateway.photo import docs
 from gateway.photo import keys as key_routes
-from gateway.photo.auth import PhotoAuth, require_subscription
+from gateway.photo.auth import require_subscription
+from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import EXCEPTION_HANDLERS, PhotoError
 from gateway.photo.images import MAX_JSON_BODY, Submitted, read_submission
-from gateway.photo.schemas import Verification, VerificationList
 from gateway.photo.verifications import VerificationsController
-from gateway.photo.deps import PhotoGateway
 from gateway.photo.webhooks import WebhooksController
-from storage.common.blobs import BlobNotFound, BlobStore
-from storage.common.db import Database
+from storage.common.blobs import BlobNotFound
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner, new_id
-from topics.photo import VerificationRequested
+from topics.photo import Verification, VerificationRequested
 
 log = structlog.get_logger("signalyard.gateway.photo")
 
@@ -64,7 +62,17 @@ class VerifyController(Controller):
     path = "/v1"
     tags = ["verify"]
 
-    @post("/verify", operation_id="verify", summary="Check an image against a policy", status_code=200)
+    @post(
+        "/verify",
+        operation_id="verify",
+        summary="Check an image against a policy",
+        status_code=200,
+        operation_class=docs.VERIFY,
+        responses={
+            200: response(Verification, "The verification with its verdict"),
+            **docs.errors(400, 401, 403, 422, 429, 500, 503),
+        },
+    )
     async def verify(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> Response[Any]:
         owner = await photo.auth.owner(request.headers, full_scope=False)
         require_subscription(owner)
@@ -115,7 +123,12 @@ class VerifyController(Controller):
         operation_id="getImage",
         summary="The image of a verification, by the signed URL in its `image_url`",
         media_type="image/jpeg",
-        include_in_schema=True,
+        operation_class=documented_operation(never_answered=[400]),
+        responses={
+            200: response(bytes, "The image, as it was submitted", media_type="image/*"),
+            **docs.errors(403, 404, 500),
+        },
+        security=[],
     )
     async def image(
         self,
@@ -134,9 +147,7 @@ class VerifyController(Controller):
             image = await photo.blobs.get(row.image_key)
         except BlobNotFound:
             raise PhotoError(404, "This image has been deleted") from None
-        return Response(
-            image, media_type=row.image_type, headers={"Cache-Control": "private, max-age=300"}
-        )
+        return Response(image, media_type=row.image_type, headers={"Cache-Control": "private, max-age=300"})
 
 
 def _cap(owner: KeyOwner) -> int | None:
@@ -166,9 +177,7 @@ def _message(row: Any) -> VerificationRequested:
 
 async def _by_key(photo: PhotoGateway, owner: KeyOwner, key: str) -> Any:
     return await photo.db.run(
-        lambda connection: verifications.find_by_idempotency_key(
-            connection, owner.customer_id, owner.environment, key
-        ),
+        lambda connection: verifications.find_by_idempotency_key(connection, owner.customer_id, owner.environment, key),
         write=False,
     )
 
@@ -266,5 +275,4 @@ def create_photo_app(gateway: PhotoGateway, readiness: Mapping[str, ReadinessChe
         logging_config=None,
         debug=debug,
     )
-    return observe("photo", request_ids("req_"))(app)
-
+    return observe("photo", request_ids("req_"))(complete_allow(app))

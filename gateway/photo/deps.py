@@ -9,9 +9,9 @@ from cryptography.fernet import MultiFernet
 
 from gateway.common.waiter import ResultWaiter
 from gateway.photo.auth import PhotoAuth
-from storage.photo.image_urls import UrlSigner
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
+from storage.photo.image_urls import UrlSigner
 from topics.photo import VerificationRequested
 
 Publish = Callable[[VerificationRequested], Awaitable[None]]

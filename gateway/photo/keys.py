@@ -9,6 +9,8 @@ import msgspec
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import NamedDependency
 
+from gateway.common.openapi import documented_body, response
+from gateway.photo import docs
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import PhotoError, invalid_body
 from gateway.photo.schemas import CreateKeyRequest, KeyCreated, KeyList, KeyObject, KeyRevoked
@@ -54,7 +56,13 @@ class KeysController(Controller):
     path = "/api/v1/api-keys"
     tags = ["keys"]
 
-    @get("/", operation_id="listKeys", summary="List this account's keys, newest first (never the secret)")
+    @get(
+        "/",
+        operation_id="listKeys",
+        summary="List this account's keys, newest first (never the secret)",
+        operation_class=docs.MANAGED,
+        responses={200: response(KeyList, "The account's keys"), **docs.errors(*docs.MANAGEMENT)},
+    )
     async def list_keys(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> KeyList:
         owner = await photo.auth.owner(request.headers, full_scope=True)
         async with photo.db.read() as session:
@@ -62,7 +70,17 @@ class KeysController(Controller):
         now = datetime.now(UTC)
         return KeyList([key_object(row, now) for row in rows])
 
-    @post("/", operation_id="createKey", summary="Create a key; its secret is shown in this response only")
+    @post(
+        "/",
+        operation_id="createKey",
+        summary="Create a key; its secret is shown in this response only",
+        dependencies=documented_body(CreateKeyRequest),
+        operation_class=docs.MANAGED_WITH_BODY,
+        responses={
+            201: response(KeyCreated, "The new key, with `key` shown this once"),
+            **docs.errors(400, *docs.MANAGEMENT),
+        },
+    )
     async def create_key(
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[KeyCreated]:
@@ -88,9 +106,7 @@ class KeysController(Controller):
                 now=now,
             )
         listed = key_object(row, now)
-        created = KeyCreated(
-            key=secret, **{f: getattr(listed, f) for f in KeyCreated.__struct_fields__ if f != "key"}
-        )
+        created = KeyCreated(key=secret, **{f: getattr(listed, f) for f in KeyCreated.__struct_fields__ if f != "key"})
         return Response(created, status_code=201)
 
     @delete(
@@ -98,6 +114,8 @@ class KeysController(Controller):
         operation_id="revokeKey",
         summary="Revoke a key: at once and for good",
         status_code=200,
+        operation_class=docs.MANAGED,
+        responses={200: response(KeyRevoked, "The revoked key"), **docs.errors(404, *docs.MANAGEMENT)},
     )
     async def revoke_key(
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], key_id: str

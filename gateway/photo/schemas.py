@@ -17,8 +17,17 @@ WebhookId = Annotated[str, msgspec.Meta(examples=["whk_5d2c1b0a9f8e4d7c6b5a4f3e2
 class CreateKeyRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     name: Name
     scope: Scope = "full"
-    expires_at: Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})] | None = None
-    """ISO 8601 with a zone (or UTC when none), in the future; omitted: the key never expires until revoked."""
+    expires_at: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                description="An ISO 8601 time in the future (UTC when it has no zone); omitted: never expires",
+                examples=["2027-06-30T00:00:00Z"],
+                extra_json_schema={"format": "future-date-time"},
+            ),
+        ]
+        | None
+    ) = None
 
 
 class KeyObject(msgspec.Struct, kw_only=True):
@@ -66,7 +75,14 @@ EventType = Literal["verification.completed", "verification.reviewed", "inspecti
 
 class CreateWebhookRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     url: Annotated[
-        str, msgspec.Meta(min_length=1, max_length=2048, examples=["https://hooks.example.com/photo-verifications"])
+        str,
+        msgspec.Meta(
+            min_length=1,
+            max_length=2048,
+            pattern=r"^https://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?$",
+            description="An HTTPS URL on a public host",
+            examples=["https://hooks.example.com/photo-verifications"],
+        ),
     ]
     events: Annotated[list[EventType], msgspec.Meta(min_length=1)]
 

@@ -11,6 +11,8 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import Parameter
 
+from gateway.common.openapi import documented_body, response
+from gateway.photo import docs
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import PhotoError, invalid_body
 from gateway.photo.schemas import ReviewRequest, VerificationList
@@ -28,14 +30,24 @@ class VerificationsController(Controller):
     path = "/api/v1/verifications"
     tags = ["verifications"]
 
-    @get("/", operation_id="listVerifications", summary="This account's verifications, newest first")
+    @get(
+        "/",
+        operation_id="listVerifications",
+        summary="This account's verifications in the key's environment, newest first",
+        operation_class=docs.MANAGED_WITH_BODY,
+        responses={200: response(VerificationList, "A page"), **docs.errors(400, 404, *docs.MANAGEMENT)},
+    )
     async def list_verifications(
         self,
         request: Request[Any, Any, Any],
         photo: NamedDependency[PhotoGateway],
         limit: Annotated[int, Parameter(ge=1, le=100, description="Page size, 1 to 100")] = 20,
         starting_after: Annotated[
-            str | None, Parameter(description="A verification id: the page starts after it (older ones)")
+            str | None,
+            Parameter(
+                description="The `next_cursor` of the previous page (a verification id): the page starts after it",
+                pattern=r"^ver_[0-9a-f]{32}$",
+            ),
         ] = None,
     ) -> VerificationList:
         owner = await photo.auth.owner(request.headers, full_scope=True)
@@ -51,7 +63,13 @@ class VerificationsController(Controller):
         has_more = len(rows) > limit
         return VerificationList(data=page, has_more=has_more, next_cursor=page[-1].id if has_more else None)
 
-    @get("/{verification_id:str}", operation_id="getVerification", summary="One verification")
+    @get(
+        "/{verification_id:str}",
+        operation_id="getVerification",
+        summary="One verification",
+        operation_class=docs.MANAGED,
+        responses={200: response(Verification, "The verification"), **docs.errors(404, *docs.MANAGEMENT)},
+    )
     async def get_verification(
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
     ) -> Verification:
@@ -63,6 +81,12 @@ class VerificationsController(Controller):
         operation_id="reviewVerification",
         summary="Record a human review; a changed verdict fires verification.reviewed",
         status_code=200,
+        dependencies=documented_body(ReviewRequest),
+        operation_class=docs.MANAGED_WITH_BODY,
+        responses={
+            200: response(Verification, "The verification after the review"),
+            **docs.errors(400, 404, 409, *docs.MANAGEMENT),
+        },
     )
     async def review(
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
@@ -109,5 +133,5 @@ async def _own(
     async with photo.db.read() as session:
         row = await session.get(VerificationRow, verification_id)
     if row is None or row.customer_id != owner.customer_id or row.environment != owner.environment:
-        raise PhotoError(404 if missing.startswith("No") else 400, missing + " on this account")
+        raise PhotoError(404, missing + " on this account")
     return row

@@ -11,6 +11,8 @@ import msgspec
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import NamedDependency
 
+from gateway.common.openapi import documented_body, response
+from gateway.photo import docs
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import PhotoError, invalid_body
 from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookDeleted, WebhookEndpoint, WebhookList
@@ -61,7 +63,17 @@ class WebhooksController(Controller):
     path = "/api/v1/webhooks"
     tags = ["webhooks"]
 
-    @post("/", operation_id="createWebhook", summary="Create a webhook endpoint; its signing secret is shown once")
+    @post(
+        "/",
+        operation_id="createWebhook",
+        summary="Create a webhook endpoint; its signing secret is shown once",
+        dependencies=documented_body(CreateWebhookRequest),
+        operation_class=docs.MANAGED_WITH_BODY,
+        responses={
+            201: response(WebhookCreated, "The new endpoint, with `signing_secret` shown this once"),
+            **docs.errors(400, 409, *docs.MANAGEMENT),
+        },
+    )
     async def create_webhook(
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[WebhookCreated]:
@@ -70,6 +82,8 @@ class WebhooksController(Controller):
             body = _decode_create(await request.body())
         except msgspec.ValidationError as error:
             message = str(error)
+            if "`$.url`" in message and "missing" not in message:
+                raise PhotoError(400, "url must be an HTTPS URL with a host name") from None
             if "events" in message and "Expected" not in message and "length" not in message:
                 raise PhotoError(400, "events must name known event types: " + ", ".join(EVENTS)) from None
             raise invalid_body(message) from error
@@ -86,7 +100,7 @@ class WebhooksController(Controller):
 
         created = await photo.db.run(create, write=True)
         if created is None:
-            raise PhotoError(400, f"An account can have at most {MAX_ENDPOINTS} webhook endpoints")
+            raise PhotoError(409, f"An account can have at most {MAX_ENDPOINTS} webhook endpoints; delete one first")
         endpoint, secret = created
         shown = endpoint_object(endpoint)
         return Response(
@@ -101,7 +115,13 @@ class WebhooksController(Controller):
             status_code=201,
         )
 
-    @get("/", operation_id="listWebhooks", summary="List this account's webhook endpoints (without secrets)")
+    @get(
+        "/",
+        operation_id="listWebhooks",
+        summary="List this account's webhook endpoints (without secrets)",
+        operation_class=docs.MANAGED,
+        responses={200: response(WebhookList, "The account's endpoints"), **docs.errors(*docs.MANAGEMENT)},
+    )
     async def list_webhooks(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> WebhookList:
         owner = await photo.auth.owner(request.headers, full_scope=True)
         endpoints = await photo.db.run(
@@ -114,6 +134,8 @@ class WebhooksController(Controller):
         operation_id="deleteWebhook",
         summary="Delete an endpoint: its deliveries stop at once and pending retries are dropped",
         status_code=200,
+        operation_class=docs.MANAGED,
+        responses={200: response(WebhookDeleted, "Deleted"), **docs.errors(404, *docs.MANAGEMENT)},
     )
     async def delete_webhook(
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], webhook_id: str
@@ -126,4 +148,3 @@ class WebhooksController(Controller):
         if not deleted:
             raise PhotoError(404, "No webhook endpoint with that id on this account")
         return WebhookDeleted(id=webhook_id, deleted=True)
-

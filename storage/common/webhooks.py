@@ -290,6 +290,11 @@ def timestamp(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def event_body(event_id: str, event_type: str, created_at: datetime, data: Any) -> bytes:
+    """The bytes every endpoint receives and that are signed: `{"id", "type", "created_at", "data"}`."""
+    return _encode(_Envelope(event_id, event_type, timestamp(created_at), data))
+
+
 def record_event(
     connection: Connection,
     service: str,
@@ -304,7 +309,7 @@ def record_event(
     its id. The delivered body is `{"id", "type", "created_at", "data"}`, encoded once here."""
     now = now or datetime.now(UTC)
     event_id = event_id or new_id("evt")
-    body = _encode(_Envelope(event_id, event_type, timestamp(now), data))
+    body = event_body(event_id, event_type, now, data)
     connection.execute(
         insert(EVENTS).values(
             id=event_id,

@@ -10,7 +10,10 @@ of `GET /usage` (`from` not after `to`), so that a schema-valid request means a 
 from __future__ import annotations
 
 import asyncio
+import base64
+import ipaddress
 import os
+import uuid
 import subprocess
 import sys
 import time
@@ -20,6 +23,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import phonenumbers
@@ -34,6 +38,8 @@ from tests.e2e.test_up import Up
 ROOT = Path(__file__).resolve().parents[2]
 MAX_EXAMPLES = 300
 """Test cases per operation in each generating phase: about 1,100 requests, 10 s (20 s with start-up) on two cores."""
+PHOTO_MAX_EXAMPLES = 25
+"""Fewer per operation than phone: the photo API has more operations, and a judged image costs ~10 ms of CPU."""
 SEED = 20261015
 """A fixed seed: every run sends the same requests."""
 
@@ -171,3 +177,129 @@ def test_schemathesis_finds_no_failure_in_the_phone_api(phone_up: Up, tmp_path: 
     assert run.returncode == 0, output
     print(output[output.rfind("SUMMARY") :])  # what was tested (pytest -s, or -rP)
     assert "unhandled_error" not in phone_up.log.read_text(), phone_up.log.read_text()
+
+
+@pytest.fixture(params=DATABASES)
+def photo_up(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Up, int, str]]:
+    """`up` with a sandbox key whose limits allow the whole run (the default 100 a minute would answer it with 429)."""
+    photo_port = free_port()
+    with database_settings(request.param) as database:
+        running = Up(tmp_path, free_port(), {"SIGNALYARD_PHOTO_PORT": str(photo_port), **database})
+        key = (tmp_path / "demo-photo-sandbox-key").read_text().strip()
+        keys = httpx.get(f"http://127.0.0.1:{photo_port}/api/v1/api-keys", headers={"X-API-Key": key}).json()["data"]
+        key_id = next(item["id"] for item in keys if key.startswith(item["key_prefix"][:-1]))
+        env = os.environ | {"SIGNALYARD_DATA_DIR": str(tmp_path), **database}
+        subprocess.run(
+            [sys.executable, "-m", "signalyard.cli", "customers", "key-limits", key_id, "--per-minute", "1000000",
+             "--per-hour", "100000000"],
+            env=env, check=True, capture_output=True,
+        )  # fmt: skip
+        yield running, photo_port, key
+        if running.process.poll() is None:
+            running.stop()
+
+
+@pytest.mark.timeout(240)
+def test_schemathesis_finds_no_failure_in_the_photo_api(photo_up: tuple[Up, int, str], tmp_path: Path) -> None:
+    up, port, key = photo_up
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:  # the processors' consumer group joins a few seconds after start-up
+        files = {"image": ("warm-up.jpg", _JPEG, "image/jpeg")}
+        response = httpx.post(
+            f"{base}/v1/verify", headers={"X-API-Key": key}, files=files, data={"policy": "icao"}, timeout=30
+        )
+        if response.status_code == 200 or time.monotonic() > deadline:
+            break
+    assert response.status_code == 200, response.text
+    command = [
+        sys.executable,
+        "-m",
+        "schemathesis.cli",
+        "run",
+        f"{base}/docs/openapi.json",
+        "--header",
+        f"X-API-Key: {key}",
+        "--checks",
+        "all",
+        "--max-examples",
+        str(PHOTO_MAX_EXAMPLES),
+        "--seed",
+        str(SEED),
+        "--generation-database",
+        "none",
+        "--workers",
+        "1",
+        "--request-timeout",
+        "30",
+        "--no-color",
+    ]
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    env = os.environ | {"SCHEMATHESIS_HOOKS": __name__, "PYTHONPATH": path}
+    workdir = tmp_path / "schemathesis"
+    workdir.mkdir()
+    run = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=210, check=False)
+    output = run.stdout + run.stderr
+    assert run.returncode == 0, output
+    print(output[output.rfind("SUMMARY") :])
+    assert "unhandled_error" not in up.log.read_text(), up.log.read_text()
+
+
+# Hooks of the photo run: what the document can say but not generate.
+
+_JPEG = base64.b64decode(
+    "/9j/4AAQSkZJRgABAQAAAQABAAD/2wBDAAgGBgcGBQgHBwcJCQgKDBQNDAsLDBkSEw8UHRofHh0aHBwgJC4nICIsIxwcKDcpLDAxNDQ0Hyc5PTgyPC4zNDL/"
+    "wAALCAABAAEBAREA/8QAFAABAAAAAAAAAAAAAAAAAAAACf/EABQQAQAAAAAAAAAAAAAAAAAAAAD/2gAIAQEAAD8AKp//2Q=="
+)
+"""A 1x1 JPEG: an image, which random bytes are not (`format: binary` cannot say "a JPEG, PNG or WebP")."""
+
+
+def _photo_operation(context: schemathesis.HookContext, method: str, path: str) -> bool:
+    operation = context.operation
+    return operation is not None and operation.method.upper() == method and operation.path == path
+
+
+@schemathesis.hook
+def map_case(context: schemathesis.HookContext, case: Any) -> Any:
+    """POST /v1/verify: a generated image field holds an image (the file in multipart, base64 in JSON)."""
+    if _photo_operation(context, "POST", "/v1/verify") and isinstance(case.body, dict) and "image" in case.body:
+        if case.media_type == "multipart/form-data":
+            case.body = case.body | {"image": _JPEG}
+        elif isinstance(case.body["image"], str):
+            case.body = case.body | {"image": base64.b64encode(_JPEG).decode()}
+    return case
+
+
+schemathesis.openapi.format(
+    "future-date-time",
+    st.datetimes(min_value=datetime(2030, 1, 1), max_value=datetime(2100, 1, 1), timezones=st.just(UTC)).map(
+        lambda at: at.isoformat()
+    ),
+)
+
+
+@schemathesis.hook
+def map_headers(context: schemathesis.HookContext, headers: dict[str, str] | None) -> dict[str, str] | None:
+    """Generated Idempotency-Keys repeat across different bodies (422 by design): make each case's key its own."""
+    if headers and "Idempotency-Key" in headers and _photo_operation(context, "POST", "/v1/verify"):
+        return headers | {"Idempotency-Key": f"{uuid.uuid4().hex}{headers['Idempotency-Key']}"[:255]}
+    return headers
+
+
+@schemathesis.hook
+def filter_body(context: schemathesis.HookContext, body: Any) -> bool:
+    """A rule no schema can say: a webhook URL on a public host (not an address), with a real port."""
+    if not isinstance(body, dict):
+        return True
+    if _photo_operation(context, "POST", "/api/v1/webhooks") and isinstance(body.get("url"), str):
+        parts = urlsplit(body["url"])
+        try:
+            ipaddress.ip_address(parts.hostname or "")
+            return False
+        except ValueError:
+            pass
+        try:
+            return parts.port is None or parts.port > 0
+        except ValueError:
+            return False
+    return True

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import functools
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -65,8 +65,13 @@ def utc_now() -> datetime:
 
 class WebhookDeliverer:
     """One member of a service's deliverers (run one per processors process; members share the work through the
-    leases). `run()` is the background loop; `deliver_due()` delivers what is due now and returns, for tests and
-    operator tasks. The clock decides what is due and the timestamps sent; tests drive retries with a fake one."""
+    leases). `run()` is the background loop (`start()` runs it as a task); `deliver_due()` delivers what is due now
+    and returns, for tests and operator tasks; never both at once. The clock decides what is due and the timestamps
+    sent; tests drive retries with a fake one.
+
+    `concurrency` bounds this member's sends at once, `per_endpoint` its sends at once to one endpoint (so N members
+    may reach N x per_endpoint); `timeout_s` bounds a whole attempt; connections to an endpoint are kept for the
+    `endpoints_kept` most recently used endpoints."""
 
     def __init__(
         self,
@@ -84,7 +89,7 @@ class WebhookDeliverer:
         claim_batch: int = 256,
         lease: timedelta | None = None,
         resolve: Resolve = system_resolve,
-        clients_kept: int = 1000,
+        endpoints_kept: int = 1000,
         write_linger_s: float = 0.02,
     ) -> None:
         self.db = db
@@ -103,21 +108,18 @@ class WebhookDeliverer:
             guarded_client,
             allow_private_targets=allow_private_targets,
             timeout_s=timeout_s,
-            max_connections=per_endpoint,
+            max_connections=1,
             resolve=resolve,
             tls=tls_context(ca_bundle),
         )
-        self._clients: OrderedDict[str, httpx.AsyncClient] = OrderedDict()
-        """One small connection pool per endpoint, most recently used last: httpcore's pool costs grow with the
-        square of its connections and waiting requests (measured: 64 shared connections cost three times the CPU
-        per request of 8 pools of 8), and an endpoint never has more than `per_endpoint` requests at once."""
-        self._clients_kept = clients_kept
+        self._lanes: OrderedDict[str, _Lanes] = OrderedDict()
+        """Per endpoint, most recently used last: its connections, taken one per send."""
+        self._lanes_kept = endpoints_kept
         self._closing: set[asyncio.Task[None]] = set()
         self._results = _ResultWriter(self._record, self._disabled, linger_s=write_linger_s, batch=claim_batch)
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy: dict[str, int] = {}
         """Per endpoint: deliveries this member holds (sending or waiting for a slot)."""
-        self._slots: dict[str, asyncio.Semaphore] = {}
         self._gone: set[str] = set()
         """Endpoints this member disabled: what it still holds for them is not sent."""
         self._secrets: dict[str, tuple[str, str]] = {}
@@ -143,6 +145,8 @@ class WebhookDeliverer:
         return self._loop_task
 
     async def run(self) -> None:
+        """Claim and send until cancelled (or until `aclose()`, however this was started)."""
+        self._loop_task = asyncio.current_task()
         while True:
             self._wakeup.clear()
             try:
@@ -175,9 +179,9 @@ class WebhookDeliverer:
         return attempts
 
     async def aclose(self, grace_s: float | None = None) -> None:
-        """Stop claiming, give sends in flight `grace_s` (default: the timeout) to finish, then close the client.
-        A send cut short is retried by whichever member claims it after its lease."""
-        if self._loop_task is not None:
+        """Stop claiming, give sends in flight `grace_s` (default: the timeout) to finish, store their results and
+        close the connections. A send cut short is retried by whichever member claims it after its lease."""
+        if self._loop_task is not None and self._loop_task is not asyncio.current_task():
             self._loop_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._loop_task
@@ -192,8 +196,8 @@ class WebhookDeliverer:
         except TimeoutError:  # the database is gone: those deliveries are sent again after their leases
             log.warning("webhook_results_unsaved", service=self.profile.service, count=self._results.queued)
             await self._results.abandon()
-        clients, self._clients = list(self._clients.values()), OrderedDict()
-        await asyncio.gather(*(client.aclose() for client in clients), *self._closing, return_exceptions=True)
+        lanes, self._lanes = list(self._lanes.values()), OrderedDict()
+        await asyncio.gather(*(lane.aclose() for lane in lanes), *self._closing, return_exceptions=True)
 
     # ----------------------------------------------------------------------------------------------- claiming
 
@@ -245,7 +249,6 @@ class WebhookDeliverer:
             self._busy[endpoint_id] = held
         else:
             del self._busy[endpoint_id]
-            self._slots.pop(endpoint_id, None)
         if held == self.per_endpoint // 2 and endpoint_id in self._waiting_for:
             self._waiting_for.clear()
             self._wakeup.set()
@@ -254,16 +257,16 @@ class WebhookDeliverer:
 
     async def _deliver(self, claimed: Claimed) -> None:
         try:
-            slots = self._slots.get(claimed.endpoint_id)
-            if slots is None:
-                slots = self._slots[claimed.endpoint_id] = asyncio.Semaphore(self.per_endpoint)
-            waited = slots.locked()
-            async with slots:
+            lanes = self._lanes_of(claimed.endpoint_id)
+            client, waited = await lanes.take()
+            try:
                 if claimed.endpoint_id in self._gone:
                     return
                 if waited and not await self._still_active(claimed.endpoint_id):
-                    return  # deleted or disabled while this waited for its slot: its deliveries are canceled
-                result = await self._attempt(claimed)
+                    return  # deleted or disabled while this waited for a connection: its deliveries are canceled
+                result = await self._attempt(claimed, client)
+            finally:
+                lanes.give(client)
         finally:
             self._release(claimed.endpoint_id)
         # Stored in the background: the slot is free for the next send, and the lease keeps the delivery this
@@ -283,7 +286,7 @@ class WebhookDeliverer:
     async def _still_active(self, endpoint_id: str) -> bool:
         return await self.db.run(lambda connection: webhooks.endpoint_is_active(connection, endpoint_id), write=False)
 
-    async def _attempt(self, claimed: Claimed) -> AttemptResult:
+    async def _attempt(self, claimed: Claimed, client: httpx.AsyncClient) -> AttemptResult:
         attempted_at = self.clock()
         status: int | None = None
         kept: str | None = None
@@ -292,7 +295,7 @@ class WebhookDeliverer:
             secret = self._secret(claimed)
             headers = self.profile.sign(secret, claimed.body, int(attempted_at.timestamp()))
             async with asyncio.timeout(self.timeout_s):
-                status, kept = await self._post(self._client(claimed.endpoint_id), claimed.url, claimed.body, headers)
+                status, kept = await self._post(client, claimed.url, claimed.body, headers)
             error = None if 200 <= status < 300 else f"HTTP {status}"
         except TimeoutError:
             error = f"timed out after {self.timeout_s:g} s"
@@ -316,19 +319,19 @@ class WebhookDeliverer:
             claimed, attempted_at, round(elapsed * 1000), status, error and error[:500], kept, outcome, next_at
         )
 
-    def _client(self, endpoint_id: str) -> httpx.AsyncClient:
-        client = self._clients.get(endpoint_id)
-        if client is not None:
-            self._clients.move_to_end(endpoint_id)
-            return client
-        client = self._clients[endpoint_id] = self._new_client()
-        if len(self._clients) > self._clients_kept:
-            idle = next((endpoint for endpoint in self._clients if endpoint not in self._busy), None)
+    def _lanes_of(self, endpoint_id: str) -> _Lanes:
+        lanes = self._lanes.get(endpoint_id)
+        if lanes is not None:
+            self._lanes.move_to_end(endpoint_id)
+            return lanes
+        lanes = self._lanes[endpoint_id] = _Lanes(self._new_client, self.per_endpoint)
+        if len(self._lanes) > self._lanes_kept:
+            idle = next((endpoint for endpoint in self._lanes if endpoint not in self._busy), None)
             if idle is not None:
-                closing = asyncio.get_running_loop().create_task(self._clients.pop(idle).aclose())
+                closing = asyncio.get_running_loop().create_task(self._lanes.pop(idle).aclose())
                 self._closing.add(closing)
                 closing.add_done_callback(self._closing.discard)
-        return client
+        return lanes
 
     @staticmethod
     async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
@@ -370,6 +373,48 @@ def _describe(failure: httpx.HTTPError) -> str:
     cause = failure.__cause__
     message = str(cause) if cause is not None and str(cause) else str(failure)
     return f"{type(failure).__name__}: {message}" if message else type(failure).__name__
+
+
+class _Lanes:
+    """An endpoint's connections as clients of one connection each, at most `size`: taking one is taking one of the
+    endpoint's concurrency slots. httpcore's pool spends time in proportion to its connections times its waiting
+    requests on every request; a pool of one connection never searches (measured, bench/deliveries.py: a shared pool
+    of 8 busy connections cost a third more CPU per request than 8 clients of one)."""
+
+    def __init__(self, new_client: Callable[[], httpx.AsyncClient], size: int) -> None:
+        self._new_client = new_client
+        self.size = size
+        self._idle: list[httpx.AsyncClient] = []
+        self._all: list[httpx.AsyncClient] = []
+        self._waiters: deque[asyncio.Future[httpx.AsyncClient]] = deque()
+
+    async def take(self) -> tuple[httpx.AsyncClient, bool]:
+        """A client to send with, and whether all were busy so that this had to wait."""
+        if self._idle:
+            return self._idle.pop(), False  # the most recently used: its connection is the least likely to be stale
+        if len(self._all) < self.size:
+            client = self._new_client()
+            self._all.append(client)
+            return client, False
+        waiter: asyncio.Future[httpx.AsyncClient] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            return await waiter, True
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self.give(waiter.result())
+            raise
+
+    def give(self, client: httpx.AsyncClient) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(client)
+                return
+        self._idle.append(client)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(client.aclose() for client in self._all), return_exceptions=True)
 
 
 class _ResultWriter:

@@ -30,7 +30,8 @@ async def test_history_is_per_account_and_environment(photo_stack: PhotoStack, c
         assert response.status_code == 404
         assert response.json() == {"error": "No verification with that id on this account"}
     cursor = await photo_stack.call(customer.test_key, "GET", HISTORY, params={"starting_after": theirs})
-    assert cursor.status_code == 400
+    assert cursor.status_code == 404
+    assert cursor.json() == {"error": "starting_after names no verification on this account"}
 
 
 async def test_bad_page_sizes_are_400(photo_stack: PhotoStack, customer: CustomerKeys) -> None:

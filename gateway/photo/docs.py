@@ -1,0 +1,133 @@
+"""The photo OpenAPI document's completions: every route's statuses with real error examples, the verify body in
+both forms, the headers routes read themselves (gateway.common.openapi says why)."""
+
+from __future__ import annotations
+
+from litestar.openapi import ResponseSpec
+from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, RequestBody, Schema
+
+from gateway.common.openapi import documented_operation, error_responses, example, header, retry_after
+from gateway.photo.errors import ErrorBody
+from topics.photo import POLICIES
+
+ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
+    400: (
+        "A missing or invalid field, an image over 10 MB or of another type, an unknown policy",
+        [
+            ("missing_field", "Missing field: image"),
+            ("too_large", "Image too large: the limit is 10 MB"),
+            ("unknown_policy", "Unknown policy 'drivers_license': use one of us_passport, icao, profile_photo"),
+            ("not_https", "url must be an HTTPS URL"),
+        ],
+    ),
+    401: (
+        "No key, or an unknown, revoked or expired one",
+        [("missing_key", "Missing API key: send it in the X-API-Key header"), ("invalid_key", "Invalid API key")],
+    ),
+    403: (
+        "A verify_only key on management or history; no active subscription (live verify); another service's key",
+        [
+            ("verify_only", "This key's scope is verify_only: it can only submit images to verify"),
+            ("no_subscription", "This account has no active subscription"),
+        ],
+    ),
+    404: ("No such object on this account", [("not_found", "No key with that id on this account")]),
+    409: (
+        "The verification is not completed yet (review); the account's endpoints are at their limit (webhooks)",
+        [
+            ("not_completed", "Only a completed verification can be reviewed"),
+            ("too_many", "An account can have at most 16 webhook endpoints; delete one first"),
+        ],
+    ),
+    422: (
+        "Idempotency-Key reused with a different request body",
+        [("idempotency_conflict", "Idempotency-Key reused with a different request body")],
+    ),
+    429: (
+        "The key's per-minute or per-hour limit, or the account's monthly cap: nothing was processed or charged",
+        [
+            ("rate_limited", "Rate limit reached: 100 per 1 minute for this key"),
+            ("monthly_cap", "Monthly usage cap of 1000 verifications reached; it resets at the start of next month"),
+        ],
+    ),
+    500: (
+        "A failure of ours, or an image that could not be judged: retry with the same Idempotency-Key",
+        [("internal", "Internal error; it has been logged. Retry with the same Idempotency-Key")],
+    ),
+    503: (
+        "The verdict is not ready within the wait (retry with the same Idempotency-Key), or a store is unreachable",
+        [
+            ("slow", "The verification is taking longer than usual; retry with the same Idempotency-Key"),
+            ("auth_unavailable", "Authentication service unavailable; retry"),
+        ],
+    ),
+}
+
+
+def errors(*statuses: int) -> dict[int, ResponseSpec]:
+    return error_responses(
+        ErrorBody,
+        {
+            status: (ERRORS[status][0], [example(i, text, ErrorBody(text)) for i, text in ERRORS[status][1]])
+            for status in statuses
+        },
+    )
+
+
+MANAGEMENT = (401, 403, 429, 500, 503)
+"""What every key, webhook and history route may answer besides its own."""
+
+_RETRY = retry_after("Seconds to wait before retrying")
+
+_POLICY = Schema(type=OpenAPIType.STRING, enum=list(POLICIES), description="The policy to check the image against")
+VERIFY_BODY = RequestBody(
+    required=True,
+    description="The image as a file (multipart) or as base64 (JSON); JPEG, PNG or WebP, at most 10 MB.",
+    content={
+        "multipart/form-data": OpenAPIMediaType(
+            schema=Schema(
+                type=OpenAPIType.OBJECT,
+                required=["image", "policy"],
+                properties={
+                    "image": Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY),
+                    "policy": _POLICY,
+                },
+            )
+        ),
+        "application/json": OpenAPIMediaType(
+            schema=Schema(
+                type=OpenAPIType.OBJECT,
+                required=["image", "policy"],
+                additional_properties=False,
+                properties={
+                    "image": Schema(
+                        type=OpenAPIType.STRING,
+                        min_length=1,
+                        description="Raw base64, or a data URL `data:image/...;base64,...`",
+                    ),
+                    "policy": _POLICY,
+                    "metadata": Schema(
+                        one_of=[Schema(type=OpenAPIType.OBJECT), Schema(type=OpenAPIType.NULL)],
+                        description="Free-form; echoed back in the verification",
+                    ),
+                },
+            )
+        ),
+    },
+)
+VERIFY = documented_operation(
+    parameters=[
+        header(
+            "Idempotency-Key",
+            Schema(type=OpenAPIType.STRING, min_length=1, max_length=255, pattern=r"^[\x20-\x7e]+$"),
+            "Optional. A retry with the same key and body returns the original verification without re-running or "
+            "re-billing it; the same key with another body is 422.",
+            required=False,
+            example="order-7731-photo",
+        )
+    ],
+    request_body=VERIFY_BODY,
+    response_headers={429: _RETRY, 503: _RETRY},
+)
+MANAGED = documented_operation(response_headers={429: _RETRY}, never_answered=[400])
+MANAGED_WITH_BODY = documented_operation(response_headers={429: _RETRY})
