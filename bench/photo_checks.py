@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from processors.photo.checks import CheckPool, evaluate  # noqa: E402
+from processors.photo.checks import CheckPool, evaluate
 
 SIDE = 600
 

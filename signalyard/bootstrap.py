@@ -21,8 +21,8 @@ from litestar.types import ASGIApp
 
 from processors.common.outbox import Sweeper, sweep_forever
 from processors.common.webhooks import WebhookDeliverer, WebhookProfile, events_outbox, fanout_router
-from signalyard.secrets import webhook_cipher
 from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
+from signalyard.secrets import webhook_cipher
 from signalyard.settings import PlatformSettings
 from storage.common.db import Database, check_schema, migrate, sqlite_url
 from topics.common.admin import ensure_topics

@@ -34,5 +34,7 @@ def kept(data_dir: Path, name: str, new: str | None = None) -> str:
 def webhook_cipher(settings: PlatformSettings) -> MultiFernet:
     """Encrypts webhook signing secrets at rest. The first of SIGNALYARD_WEBHOOK_SECRET_KEYS encrypts; all of them
     decrypt, so a key is rotated by putting the new one first."""
-    keys = settings.webhook_secret_keys or [kept(settings.data_dir, "webhook-secret-key", Fernet.generate_key().decode())]
+    keys = settings.webhook_secret_keys or [
+        kept(settings.data_dir, "webhook-secret-key", Fernet.generate_key().decode())
+    ]
     return MultiFernet([Fernet(key) for key in keys])

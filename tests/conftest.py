@@ -135,9 +135,7 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
             photo[name.removeprefix("photo_")] = value
         else:
             phone[name.removeprefix("phone_")] = value
-    return Settings(
-        PlatformSettings(**platform), {"phone": PhoneSettings(**phone), "photo": PhotoSettings(**photo)}
-    )
+    return Settings(PlatformSettings(**platform), {"phone": PhoneSettings(**phone), "photo": PhotoSettings(**photo)})
 
 
 @dataclass

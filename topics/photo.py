@@ -119,7 +119,6 @@ class Verification(msgspec.Struct, kw_only=True):
     review: Review | None
 
 
-
 def channels(prefix: str = "") -> dict[str, Channel]:
     """Every photo topic under `prefix`, and the one message type it carries."""
     key = "the verification id (verifications are independent)"

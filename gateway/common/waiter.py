@@ -18,20 +18,23 @@ LoadRows = Callable[[Connection, list[str]], Mapping[str, Any]]
 """load(connection, request ids) -> the stored row of each id found (a row has a `state`)."""
 
 
-class CompletedRef(msgspec.Struct):
-    """The part of a completion message the gateway needs (the rest is read from storage)."""
-
-    request_id: str
-
-
 class ResultWaiter:
     """Maps request ids to the callers waiting for them; one storage read confirms a whole batch of completions."""
 
-    def __init__(self, db: Database, load: LoadRows, open_states: Collection[str] = ("pending",)) -> None:
+    def __init__(
+        self,
+        db: Database,
+        load: LoadRows,
+        open_states: Collection[str] = ("pending",),
+        id_field: str = "request_id",
+    ) -> None:
         self.db = db
         self.load = load
         self.open_states = open_states
         """States of a row that is not finished yet (an announcement that finds one is stale)."""
+        self.id_field = id_field
+        self.ref = msgspec.defstruct("CompletedRef", [(id_field, str)])
+        """The part of a completion message the gateway needs: the id in its `id_field` (the rest is in storage)."""
         self._waiting: dict[str, set[asyncio.Future[Any]]] = {}
 
     @contextmanager
@@ -65,12 +68,12 @@ class ResultWaiter:
 
         @router.subscriber(
             completed_topic,
-            **batch_subscription(CompletedRef),
+            **batch_subscription(self.ref),
             auto_offset_reset="latest",
             title=title,
         )
-        async def on_completed(batch: list[CompletedRef]) -> None:
-            await self.confirm([ref.request_id for ref in batch])
+        async def on_completed(batch: list[Any]) -> None:
+            await self.confirm([getattr(ref, self.id_field) for ref in batch])
 
         return router
 

@@ -49,6 +49,7 @@ class PhotoProcessor:
     def __init__(
         self,
         db: Database,
+        *,
         blobs: BlobStore,
         checks: CheckPool,
         urls: UrlSigner,
@@ -100,9 +101,7 @@ class PhotoProcessor:
                     continue
                 updated = verifications.load(connection, [row.id])[row.id]
                 data = msgspec.to_builtins(verifications.verification_of(updated, self.urls))
-                event_id = webhooks.record_event(
-                    connection, "photo", row.customer_id, "verification.completed", data
-                )
+                event_id = webhooks.record_event(connection, "photo", row.customer_id, "verification.completed", data)
             elif not verifications.fail(connection, row, item.error or "failed", now):
                 continue
             message = VerificationCompleted(

@@ -20,9 +20,9 @@ from gateway.photo.app import create_photo_app
 from gateway.photo.auth import PhotoAuth
 from gateway.photo.deps import PhotoGateway
 from processors.common.outbox import Sweeper
+from processors.photo import webhooks as webhooks_profile
 from processors.photo.checks import CheckPool
 from processors.photo.router import photo_router
-from processors.photo import webhooks as webhooks_profile
 from processors.photo.service import PhotoProcessor, PhotoProcessorConfig, photo_outbox
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
@@ -87,7 +87,7 @@ def _publish_event(p: Platform) -> Callable[[str, str], Awaitable[None]]:
 def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
     """The photo gateway app; its result subscription is added to the platform's broker (start it afterwards)."""
     names = PhotoTopics(p.settings.topic_prefix)
-    waiter = ResultWaiter(p.db, verifications.load, verifications.OPEN_STATES)
+    waiter = ResultWaiter(p.db, verifications.load, verifications.OPEN_STATES, id_field="verification_id")
     p.broker.include_router(waiter.router(names.completed, "photo-gateway"))
 
     async def publish(message: VerificationRequested) -> None:
@@ -117,7 +117,15 @@ def processors(p: Platform, s: PhotoSettings) -> list[Background]:
     checks = CheckPool(s.check_workers or os.cpu_count() or 1)
     p.closers.append(_closing(checks.close))
     blobs = _blobs(p, s)
-    processor = PhotoProcessor(p.db, blobs, checks, _signer(p, s), p.publish, _publish_event(p), config)
+    processor = PhotoProcessor(
+        p.db,
+        blobs=blobs,
+        checks=checks,
+        urls=_signer(p, s),
+        publish=p.publish,
+        publish_event=_publish_event(p),
+        config=config,
+    )
     p.broker.include_router(photo_router(processor))
     sweeper = Sweeper(
         p.db,
@@ -146,17 +154,19 @@ async def _expire_images(db: Database, blobs: BlobStore, retention: timedelta, e
     """Retention: images older than `retention` are deleted; their verifications keep the verdict."""
     while True:
         try:
-            while True:
-                cutoff = datetime.now(UTC) - retention
-                expired = await db.run(lambda c: verifications.expired_images(c, cutoff, 500), write=False)
-                for _, image_key in expired:
-                    await blobs.delete(image_key)
-                await db.run(lambda c: verifications.forget_images(c, [i for i, _ in expired]), write=True)
-                if len(expired) < 500:
-                    break
+            while (expired := await _expire_batch(db, blobs, datetime.now(UTC) - retention)) == 500:
+                log.info("image_retention_batch", deleted=expired)
         except Exception:  # retried at the next pass; an image kept a little longer is no loss
             log.exception("image_retention_failed")
         await asyncio.sleep(every_s)
+
+
+async def _expire_batch(db: Database, blobs: BlobStore, cutoff: datetime, batch: int = 500) -> int:
+    expired = await db.run(lambda c: verifications.expired_images(c, cutoff, batch), write=False)
+    for _, image_key in expired:
+        await blobs.delete(image_key)
+    await db.run(lambda c: verifications.forget_images(c, [i for i, _ in expired]), write=True)
+    return len(expired)
 
 
 async def demo(db: Database, data_dir: Path, _settings: PhotoSettings) -> list[tuple[str, str]]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
@@ -391,16 +391,17 @@ def claim_due(
     lease_until: datetime,
     limit: int,
     per_endpoint: int,
+    held: Mapping[str, int] | None = None,
     skip_endpoints: Collection[str] = (),
     scan: int | None = None,
 ) -> list[Claimed]:
-    """Lease up to `limit` of the service's due deliveries to active endpoints, oldest first and at most
-    `per_endpoint` per endpoint, skipping `skip_endpoints` (saturated in this member). The lease moves
-    `next_attempt_at` to `lease_until` conditionally, so of several members only one claims a delivery; one whose
-    member dies is due again when the lease runs out."""
+    """Lease up to `limit` of the service's due deliveries to active endpoints, oldest first, so that no endpoint
+    gets more than `per_endpoint` including the `held` it already has in this member; `skip_endpoints` are not
+    looked at. The lease moves `next_attempt_at` to `lease_until` conditionally, so of several members only one
+    claims a delivery; one whose member dies is due again when the lease runs out."""
     d, ep, ev = DELIVERIES, ENDPOINTS, EVENTS
     due = (
-        select(d.c.id, d.c.endpoint_id, d.c.next_attempt_at)
+        select(d.c.id, d.c.endpoint_id)
         .select_from(d.join(ep, ep.c.id == d.c.endpoint_id))
         .where(
             d.c.service == service,
@@ -414,12 +415,17 @@ def claim_due(
     )
     if skip_endpoints:
         due = due.where(d.c.endpoint_id.not_in(list(skip_endpoints)))
-    window = due.subquery()
-    rank = (
-        func.row_number().over(partition_by=window.c.endpoint_id, order_by=(window.c.next_attempt_at, window.c.id))
-    ).label("rank")
-    ranked = select(window.c.id, window.c.next_attempt_at, rank).subquery()
-    chosen = select(ranked.c.id).where(ranked.c.rank <= per_endpoint).order_by(ranked.c.next_attempt_at).limit(limit)
+    taken = dict(held or {})
+    chosen: list[int] = []
+    for delivery_id, endpoint_id in connection.execute(due):
+        count = taken.get(endpoint_id, 0)
+        if count < per_endpoint:
+            taken[endpoint_id] = count + 1
+            chosen.append(delivery_id)
+            if len(chosen) == limit:
+                break
+    if not chosen:
+        return []
     leased = {
         row.id: row.attempts
         for row in connection.execute(

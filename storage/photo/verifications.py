@@ -35,9 +35,9 @@ def accept(connection: Connection, row: dict[str, Any], monthly_cap: int | None)
     would pass the cap (nothing stored)."""
     if not connection.execute(_INSERT[connection.dialect.name], row).first():
         return False
-    if monthly_cap is not None:
-        if not customers.charge(connection, row["customer_id"], customers.month_of(row["created_at"]), monthly_cap):
-            raise CapReached  # the transaction rolls back, and the insert with it
+    month = customers.month_of(row["created_at"])
+    if monthly_cap is not None and not customers.charge(connection, row["customer_id"], month, monthly_cap):
+        raise CapReached  # the transaction rolls back, and the insert with it
     return True
 
 
@@ -90,9 +90,9 @@ def retry_failed(connection: Connection, row: Any, monthly_cap: int | None, now:
             .values(state="pending", error=None, completed_at=None, published_at=now, charged=monthly_cap is not None)
         ).rowcount
     )
-    if retried and monthly_cap is not None:
-        if not customers.charge(connection, row.customer_id, customers.month_of(row.created_at), monthly_cap):
-            raise CapReached
+    month = customers.month_of(row.created_at)
+    if retried and monthly_cap is not None and not customers.charge(connection, row.customer_id, month, monthly_cap):
+        raise CapReached
     return retried
 
 

@@ -32,7 +32,21 @@ from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest, Tenant
 from storage.tables import METADATA
 from tests.conftest import PG_URL, fresh_postgres_database
 
-TABLES = {"phone_tenants", "api_keys", "phone_prices", "phone_requests", "phone_ledger", "phone_monthly_spend"}
+TABLES = {
+    "api_keys",
+    "phone_tenants",
+    "phone_prices",
+    "phone_requests",
+    "phone_ledger",
+    "phone_monthly_spend",
+    "webhook_endpoints",
+    "webhook_events",
+    "webhook_deliveries",
+    "webhook_attempts",
+    "photo_customers",
+    "photo_monthly_usage",
+    "photo_verifications",
+}
 FUTURE = timedelta(days=1)
 """Pending rows are published this far ahead of the clock: no sweeper of a stack on this database takes them."""
 _numbers = itertools.count()
@@ -166,7 +180,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"}
-    assert versions == ["0003"]
+    assert versions == ["0005"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"

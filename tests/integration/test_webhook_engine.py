@@ -256,6 +256,28 @@ async def test_500s_are_retried_through_the_whole_schedule_then_the_endpoint_is_
     assert len(hooks.receiver.received(path)) == 10
 
 
+async def test_disabling_an_endpoint_cancels_its_other_pending_deliveries(hooks: Hooks) -> None:
+    endpoint, path = await hooks.endpoint()
+    hooks.receiver.respond(path, 500)
+    first = await hooks.event()
+    engine = hooks.engine()
+    await engine.deliver_due()
+    for wait in BACKOFF_OVER_3_DAYS[:-1]:
+        hooks.clock.advance(wait)
+        await engine.deliver_due()
+    hooks.clock.advance(BACKOFF_OVER_3_DAYS[-1] - timedelta(seconds=30))
+    second = await hooks.event()  # its first attempt fails half a minute before the first event's last one
+    assert await engine.deliver_due() == 1
+    hooks.clock.advance(timedelta(seconds=30))
+    assert await engine.deliver_due() == 1  # the first event's last attempt
+    hooks.clock.advance(timedelta(days=1))
+    assert await engine.deliver_due() == 0
+
+    states = {row.event_id: row.state for row in await hooks.deliveries(endpoint.id)}
+    assert states == {first: "failed", second: "canceled"}
+    assert len(hooks.receiver.received(path)) == 11
+
+
 async def test_a_success_mid_schedule_stops_the_retries(hooks: Hooks) -> None:
     endpoint, path = await hooks.endpoint()
     hooks.receiver.respond(path, 503, times=2)

@@ -9,8 +9,8 @@ import msgspec
 import pytest
 from litestar.testing import RequestFactory
 
-from gateway.phone.app import idempotency_key_of, parse_us_number, usage_period
 from gateway.common.limits import seconds_to_next_month
+from gateway.phone.app import idempotency_key_of, parse_us_number, usage_period
 from gateway.phone.errors import PhoneError, field_of, invalid_body
 from gateway.phone.schemas import VerifyRequest
 from processors.phone.lookup import CarrierAnswer

@@ -102,8 +102,9 @@ class WebhookDeliverer:
         self.poll_s = poll_s
         self.claim_batch = claim_batch
         self.lease = lease or timedelta(seconds=2 * timeout_s + 30)
-        """Covers a wait for the endpoint's slot (at most one send) plus the send: a lease never runs out while its
-        member is still working on the delivery."""
+        """Covers the send (a claim takes no more for an endpoint than this member has free connections to it, so a
+        claimed delivery is sent at once) and storing its result: a lease never runs out while its member is still
+        working on the delivery."""
         self._new_client = functools.partial(
             guarded_client,
             allow_private_targets=allow_private_targets,
@@ -210,7 +211,8 @@ class WebhookDeliverer:
         if wanted <= 0:
             self._hungry = True
             return 0, 0
-        saturated = {endpoint for endpoint, held in self._busy.items() if held >= self.per_endpoint}
+        held = dict(self._busy)
+        saturated = {endpoint for endpoint, count in held.items() if count >= self.per_endpoint}
         skip = saturated | self._gone
         now = self.clock()
         lease_until = now + self.lease
@@ -223,6 +225,7 @@ class WebhookDeliverer:
                 lease_until=lease_until,
                 limit=wanted,
                 per_endpoint=per_endpoint,
+                held=held,
                 skip_endpoints=skip,
             ),
             write=True,

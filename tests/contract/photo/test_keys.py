@@ -36,7 +36,8 @@ async def test_create_shows_the_key_once_with_the_contract_fields(photo_stack: P
     assert created["active"] is True
     assert (created["rate_limit_per_minute"], created["rate_limit_per_hour"]) == (100, 6000)
     assert created["expires_at"] is None
-    assert created["key_prefix"].endswith("…") and created["key"].startswith(created["key_prefix"][:-1])
+    assert created["key_prefix"].endswith("…")
+    assert created["key"].startswith(created["key_prefix"][:-1])
     listed = (await photo_stack.call(customer.test_key, "GET", KEYS)).json()["data"]
     assert all("key" not in key and "customer_id" not in key for key in listed)
     assert created["key"] not in str(listed)
@@ -48,7 +49,7 @@ async def test_only_the_sha256_of_a_key_is_stored(photo_stack: PhotoStack, custo
         row = await session.get(ApiKey, created["id"])
     assert row is not None
     assert row.key_hash == hashlib.sha256(created["key"].encode()).hexdigest()
-    assert created["key"] not in str([getattr(row, c) for c in ApiKey.__table__.columns.keys()])
+    assert created["key"] not in str([getattr(row, c) for c in ApiKey.__table__.columns])
 
 
 async def test_a_live_key_creates_live_keys(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
