@@ -8,9 +8,10 @@ import gc
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import msgspec
 import structlog
@@ -236,7 +237,7 @@ async def first_exit(processes: Sequence[ProcessorsProcess]) -> tuple[str, int]:
             task.cancel()
 
 
-Background = Callable[[], Awaitable[None]]
+Background = Callable[[], Coroutine[Any, Any, None]]
 """A task a processors process runs beside its subscribers until it stops: a sweeper, a delivery loop."""
 
 

@@ -80,7 +80,7 @@ def complete_allow(app: Litestar) -> ASGIApp:
     Litestar 3); the methods are read from the app's own route table instead."""
 
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+        if scope["type"] != "http" or scope.get("method") != "OPTIONS":
             await app(scope, receive, send)
             return
 

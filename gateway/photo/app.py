@@ -164,14 +164,13 @@ def _cap_reached(owner: KeyOwner, now: datetime) -> PhotoError:
     )
 
 
-def _message(row: Any) -> VerificationRequested:
-    get = row.get if isinstance(row, dict) else lambda name: getattr(row, name)
+def _message(row: Mapping[str, Any]) -> VerificationRequested:
     return VerificationRequested(
-        verification_id=get("id"),
-        customer_id=get("customer_id"),
-        environment=get("environment"),
-        policy=get("policy"),
-        image_key=get("image_key"),
+        verification_id=row["id"],
+        customer_id=row["customer_id"],
+        environment=row["environment"],
+        policy=row["policy"],
+        image_key=row["image_key"],
     )
 
 
@@ -194,7 +193,7 @@ async def _replay(photo: PhotoGateway, owner: KeyOwner, existing: Any, digest: s
             )
         except verifications.CapReached:
             raise _cap_reached(owner, now) from None
-        return await _run(photo, existing.id, _message(existing))
+        return await _run(photo, existing.id, _message(existing._mapping))
     if existing.state == "pending":
         return await _run(photo, existing.id, None)
     return _answer(photo, existing)

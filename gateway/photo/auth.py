@@ -54,7 +54,7 @@ class PhotoAuth:
         """The key's owner, after its scope and its per-minute and per-hour budgets. A refused request is counted
         against nothing else and is never processed."""
         key = KEY_HEADER.key_in(headers)
-        if key is not None and not key.startswith(KEY_HEADER.prefixes) and _OTHER_SERVICE_KEY.match(key):
+        if key is not None and not key.startswith(tuple(KEY_HEADER.prefixes)) and _OTHER_SERVICE_KEY.match(key):
             raise PhotoError(403, "This API key is not valid for the photo compliance service")
         try:
             owner = await self.keys.owner(headers)

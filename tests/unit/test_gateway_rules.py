@@ -449,3 +449,16 @@ def test_rate_center_of_a_state_only_description_is_the_state_code(number: str, 
 
 def test_rate_center_of_a_number_without_a_place_is_none() -> None:
     assert rate_center("+18005550100") is None
+
+
+def test_the_photo_waiter_reads_the_id_of_photo_completions() -> None:
+    """The gateway's waiter must find the id in what the photo processors announce, or every verify waits out its
+    whole budget before it confirms from storage."""
+    from gateway.common.waiter import ResultWaiter
+    from topics.photo import VerificationCompleted
+
+    waiter = ResultWaiter(None, lambda _connection, _ids: {}, id_field="verification_id")  # type: ignore[arg-type]
+    message = VerificationCompleted(
+        verification_id="ver_1", customer_id="cus_1", environment="test", policy="icao", status="failed", error="x"
+    )
+    assert msgspec.json.decode(msgspec.json.encode(message), type=waiter.ref).verification_id == "ver_1"

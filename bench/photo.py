@@ -1,0 +1,179 @@
+"""Photo verify benchmark: sustained verifications through the whole pipeline, beside the checks alone.
+
+    python bench/photo.py [--duration 10] [--concurrency 8,32] [--workers 0]
+
+Starts `signalyard up` (photo gateway -> Kafka (embedded Tansu) -> image-check processor with its process pool ->
+SQLite -> gateway), makes a sandbox key whose limits allow the run, and from this process posts 600 x 600 JPEGs
+(scikit-image's astronaut portrait, cropped square, each request a slightly different image and its own
+Idempotency-Key) in a closed loop at each concurrency: verifications/s answered 200, p50 and p99 latency. In the same
+run it measures the CPU per image of the checks alone (bench/photo_checks.py) and the transport floor, the two Kafka
+hops alone on the same broker (bench/kafka_floor.py). Targets: >= 100 verifications/s, <= 10 ms CPU per image.
+Not a test: it prints figures and always exits 0 when it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import numpy as np
+from PIL import Image
+from skimage import data
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from photo_checks import checks_cpu_ms  # noqa: E402
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def jpegs(count: int) -> list[bytes]:
+    """The astronaut's portrait cropped square and scaled to 600 x 600, each copy with one pixel changed."""
+    portrait = Image.fromarray(data.astronaut()[0:400, 30:430]).resize((600, 600))
+    images = []
+    for n in range(count):
+        pixels = np.asarray(portrait).copy()
+        pixels[0, n % 600] = (n * 7) % 255
+        out = io.BytesIO()
+        Image.fromarray(pixels).save(out, "JPEG", quality=90)
+        images.append(out.getvalue())
+    return images
+
+
+def percentile(ordered: list[float], q: float) -> float:
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+async def closed_loop(base: str, key: str, images: list[bytes], concurrency: int, duration: float) -> dict[str, float]:
+    latencies: list[float] = []
+    statuses: dict[int, int] = {}
+    stop = time.monotonic() + duration
+    async with httpx.AsyncClient(base_url=base, timeout=60, limits=httpx.Limits(max_connections=concurrency)) as client:
+
+        async def caller(n: int) -> None:
+            i = n
+            while time.monotonic() < stop:
+                started = time.monotonic()
+                response = await client.post(
+                    "/v1/verify",
+                    headers={"X-API-Key": key, "Idempotency-Key": uuid.uuid4().hex},
+                    files={"image": ("photo.jpg", images[i % len(images)], "image/jpeg")},
+                    data={"policy": "us_passport"},
+                )
+                statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                if response.status_code == 200:
+                    latencies.append(time.monotonic() - started)
+                i += concurrency
+
+        began = time.monotonic()
+        await asyncio.gather(*(caller(n) for n in range(concurrency)))
+        elapsed = time.monotonic() - began
+    latencies.sort()
+    return {
+        "concurrency": concurrency,
+        "ok_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(percentile(latencies, 0.5) * 1000, 1),
+        "p99_ms": round(percentile(latencies, 0.99) * 1000, 1),
+        "statuses": statuses,  # type: ignore[dict-item]
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=10)
+    parser.add_argument("--concurrency", default="8,32")
+    parser.add_argument("--workers", default="0", help="SIGNALYARD_PHOTO_CHECK_WORKERS (0: one per core)")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-photo-"))
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SIGNALYARD_")} | {
+        "SIGNALYARD_DATA_DIR": str(workdir),
+        "SIGNALYARD_PHONE_PORT": str(free_port()),
+        "SIGNALYARD_PHOTO_PORT": str(port),
+        "SIGNALYARD_PHOTO_CHECK_WORKERS": args.workers,
+        "SIGNALYARD_LOG_LEVEL": "warning",
+    }
+    up = subprocess.Popen(
+        [sys.executable, "-m", "signalyard.cli", "up"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        banner = ""
+        assert up.stdout is not None
+        while "Ctrl-C stops everything" not in banner:
+            line = up.stdout.readline()
+            if not line:
+                raise SystemExit("signalyard up stopped")
+            banner += line
+        bootstrap = re.search(r"broker (\S+),", banner)
+        key = (workdir / "demo-photo-sandbox-key").read_text().strip()
+        base = f"http://127.0.0.1:{port}"
+        keys = httpx.get(f"{base}/api/v1/api-keys", headers={"X-API-Key": key}).json()["data"]
+        key_id = next(item["id"] for item in keys if key.startswith(item["key_prefix"][:-1]))
+        cli = [sys.executable, "-m", "signalyard.cli", "customers", "key-limits", key_id]
+        subprocess.run([*cli, "--per-minute", "10000000", "--per-hour", "100000000"], env=env, check=True)
+        images = jpegs(64)
+        for _ in range(120):  # the processors' consumer group joins a few seconds after start-up
+            warm = httpx.post(
+                f"{base}/v1/verify",
+                headers={"X-API-Key": key},
+                files={"image": ("w.jpg", images[0], "image/jpeg")},
+                data={"policy": "us_passport"},
+                timeout=60,
+            )
+            if warm.status_code == 200:
+                break
+            time.sleep(0.5)
+        print("verdict of the benchmark image:", json.dumps(warm.json()["violation_reasons"]), flush=True)
+        stack = [
+            asyncio.run(closed_loop(base, key, images, int(c), args.duration)) for c in args.concurrency.split(",")
+        ]
+        floor = subprocess.run(
+            [sys.executable, str(HERE / "kafka_floor.py"), "--bootstrap", bootstrap[1] if bootstrap else "",
+             "--concurrency", args.concurrency, "--duration", str(args.duration)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+    finally:
+        os.killpg(up.pid, signal.SIGINT)
+        up.wait(30)
+    cpu_ms = checks_cpu_ms(400)
+    print(f"\nphoto pipeline, {args.duration:.0f} s per concurrency, 600 x 600 JPEG, policy us_passport")
+    print("| concurrency | verifications/s | p50 ms | p99 ms | statuses |")
+    print("|---|---|---|---|---|")
+    for row in stack:
+        print(f"| {row['concurrency']} | {row['ok_per_s']} | {row['p50_ms']} | {row['p99_ms']} | {row['statuses']} |")
+    print(f"\nchecks alone (decode + detect + every check), CPU per image: {cpu_ms:.1f} ms (target <= 10)")
+    best = max(row["ok_per_s"] for row in stack)
+    print(f"best sustained rate: {best} verifications/s (target >= 100): {'met' if best >= 100 else 'MISSED'}")
+    print("\ntransport floor (the Kafka hops alone, same broker):")
+    for line in floor.stdout.splitlines():
+        print("  " + line)
+    if floor.returncode:
+        print("  kafka_floor failed: " + floor.stderr[-500:])
+
+
+if __name__ == "__main__":
+    main()
