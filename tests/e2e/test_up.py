@@ -159,11 +159,18 @@ def children_of(pid: int) -> list[int]:
     ]
 
 
+def descendants_of(pid: int) -> list[int]:
+    found = []
+    for child in children_of(pid):
+        found += [child, *descendants_of(child)]
+    return found
+
+
 def test_up_runs_the_processors_in_a_child_and_stops_everything_if_that_child_dies(up: Up) -> None:
     processors = [
         child for child in children_of(up.process.pid) if b"processors" in Path(f"/proc/{child}/cmdline").read_bytes()
     ]
-    assert len(processors) == 1, children_of(up.process.pid)
+    assert len(processors) == 2, children_of(up.process.pid)  # one per service
     broker_port = up.broker_port
 
     os.kill(processors[0], signal.SIGKILL)
@@ -177,8 +184,8 @@ def test_up_runs_the_processors_in_a_child_and_stops_everything_if_that_child_di
 
 
 def test_up_killed_outright_leaves_no_process_behind(up: Up) -> None:
-    children = children_of(up.process.pid)
-    assert len(children) == 2, children  # the broker and the processors
+    assert len(children_of(up.process.pid)) == 3, children_of(up.process.pid)  # the broker, each service's processors
+    children = descendants_of(up.process.pid)  # the photo processors' image-check workers too
     up.process.kill()
     up.process.wait(10)
     deadline = time.monotonic() + 10

@@ -328,15 +328,19 @@ async def test_asyncapi_prints_the_topics_document(cli: Cli) -> None:
     assert {channel["address"] for channel in channels.values()} == {
         "phone.verification.requested",
         "phone.verification.completed",
+        "photo.verification.requested",
+        "photo.verification.completed",
+        "photo.webhook.events",
     }
     by_address = {channel["address"]: channel for channel in channels.values()}
     requested = [_resolve(document, m["$ref"]) for m in by_address["phone.verification.requested"]["messages"].values()]
     completed = [_resolve(document, m["$ref"]) for m in by_address["phone.verification.completed"]["messages"].values()]
-    assert [message["name"] for message in requested] == ["VerificationRequested"]
-    assert [message["name"] for message in completed] == ["VerificationCompleted"]
+    # Two services name their messages alike: the document qualifies such names with their module.
+    assert [message["name"] for message in requested] == ["topics.phone.VerificationRequested"]
+    assert [message["name"] for message in completed] == ["topics.phone.VerificationCompleted"]
 
     schemas = document["components"]["schemas"]
-    requested_schema = schemas["VerificationRequested"]
+    requested_schema = schemas["topics.phone.VerificationRequested"]
     assert set(requested_schema["properties"]) == {"request_id", "tenant_id", "environment", "phone_e164"}
     assert set(requested_schema["required"]) == {"request_id", "tenant_id", "environment", "phone_e164"}
     assert requested_schema["properties"]["environment"]["enum"] == ["live", "test"]
@@ -361,4 +365,7 @@ async def test_asyncapi_addresses_carry_the_topic_prefix(cli: Cli) -> None:
     assert {channel["address"] for channel in document["channels"].values()} == {
         "staging.phone.verification.requested",
         "staging.phone.verification.completed",
+        "staging.photo.verification.requested",
+        "staging.photo.verification.completed",
+        "staging.photo.webhook.events",
     }

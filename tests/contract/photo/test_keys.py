@@ -49,7 +49,7 @@ async def test_only_the_sha256_of_a_key_is_stored(photo_stack: PhotoStack, custo
         row = await session.get(ApiKey, created["id"])
     assert row is not None
     assert row.key_hash == hashlib.sha256(created["key"].encode()).hexdigest()
-    assert created["key"] not in str([getattr(row, c) for c in ApiKey.__table__.columns])
+    assert created["key"] not in str([getattr(row, c.key) for c in ApiKey.__table__.columns])
 
 
 async def test_a_live_key_creates_live_keys(photo_stack: PhotoStack, customer: CustomerKeys) -> None:

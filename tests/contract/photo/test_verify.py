@@ -163,6 +163,7 @@ async def test_missing_fields_are_400(photo_stack: PhotoStack, customer: Custome
     ],
 )
 async def test_malformed_bodies_are_400(photo_stack: PhotoStack, customer: CustomerKeys, kwargs, message: str):
+    kwargs = dict(kwargs)  # the parametrized dict is shared by every database's run
     headers = {"X-API-Key": customer.test_key, **kwargs.pop("headers", {})}
     response = await photo_stack.client.post("/v1/verify", headers=headers, **kwargs)
     assert response.status_code == 400

@@ -38,7 +38,7 @@ async def test_the_secret_is_stored_encrypted_with_its_hash(photo_stack: PhotoSt
     created = await create(photo_stack, customer.test_key, "https://hooks.example.com/b", ["verification.completed"])
     async with photo_stack.db.read() as session:
         row = (await session.execute(select(WebhookEndpoint).where(WebhookEndpoint.id == created["id"]))).scalar_one()
-    stored = [str(getattr(row, column)) for column in WebhookEndpoint.__table__.columns]
+    stored = [str(getattr(row, column.key)) for column in WebhookEndpoint.__table__.columns]
     assert all(created["signing_secret"] not in value for value in stored)
     assert row.secret_sha256 == hashlib.sha256(created["signing_secret"].encode()).hexdigest()
 
