@@ -37,13 +37,7 @@ sys.path.insert(0, str(HERE))
 
 from photo_checks import checks_cpu_ms  # noqa: E402
 
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from signalyard.embedded_broker import free_port  # noqa: E402
 
 
 def jpegs(count: int) -> list[bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -12,6 +13,9 @@ from litestar.types import ASGIApp
 from signalyard.bootstrap import Background, Platform
 from storage.common.db import Database
 from topics.common.asyncapi import Channel
+
+WithDb = Callable[[Callable[[Database, argparse.Namespace], Awaitable[Any]]], Callable[..., Awaitable[Any]]]
+"""What `Service.commands` gets to run an operator task on the database (`signalyard.cli`)."""
 
 
 @dataclass(frozen=True)
@@ -31,7 +35,7 @@ class Service:
     """The gateway app; its result subscriptions are added to the platform's broker (started afterwards)."""
     processors: Callable[[Platform, Any], list[Background]]
     """Subscribes its processors on the platform's broker; returns the tasks to run beside them (sweepers...)."""
-    commands: Callable[[Any, Callable[..., Any], Callable[..., Any]], None]
+    commands: Callable[[Any, Callable[..., Any], WithDb], None]
     """Adds its operator commands to the CLI: commands(subparsers, command, with_db); see `signalyard.cli`."""
     demo: Callable[[Database, Path, Any], Awaitable[list[tuple[str, str]]]]
     """First run of `up`: create a demo account; returns banner lines (label, value) such as its sandbox key."""

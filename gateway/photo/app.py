@@ -207,9 +207,11 @@ async def _run(photo: PhotoGateway, verification_id: str, message: VerificationR
                 await photo.publish(message)
             except Exception:  # the row is the outbox: the sweeper publishes it again
                 log.exception("publish_failed")
-        row = await _stored(photo, verification_id)
-        if row.state == "pending":
             row = await within(judged, photo.wait_s) or await _stored(photo, verification_id)
+        else:  # a replay of a pending verification: it may have finished before we started listening
+            row = await _stored(photo, verification_id)
+            if row.state == "pending":
+                row = await within(judged, photo.wait_s) or await _stored(photo, verification_id)
     return _answer(photo, row)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 
@@ -15,7 +16,8 @@ from storage.common.db import Database
 from storage.photo import customers
 from storage.photo.customers import KeyOwner
 
-KEY_HEADER = KeyHeader("x-api-key", scheme=None, prefixes=(f"{customers.KEY_PREFIX}_live_", "pc_test_"))
+PREFIXES = tuple(f"{customers.KEY_PREFIX}_{environment}_" for environment in ("live", "test"))
+KEY_HEADER = KeyHeader("x-api-key", scheme=None, prefixes=PREFIXES)
 _OTHER_SERVICE_KEY = re.compile(r"[a-z]{2,8}_(live|test)_")
 
 
@@ -33,13 +35,13 @@ def _unavailable() -> PhotoError:
     return PhotoError(503, "Rate limits cannot be checked right now; retry")
 
 
-_WINDOWS: dict[tuple[str, int], RateLimitItem] = {}
+PERIODS = ("second", "minute", "hour", "day")
+"""A key's windows are counted shortest first: a refusal in a short one never costs the longer ones."""
 
 
+@functools.cache
 def _window(per: str, amount: int) -> RateLimitItem:
-    if (per, amount) not in _WINDOWS:
-        _WINDOWS[per, amount] = parse(f"{amount}/{per}")
-    return _WINDOWS[per, amount]
+    return parse(f"{amount}/{per}")
 
 
 class PhotoAuth:
@@ -54,7 +56,7 @@ class PhotoAuth:
         """The key's owner, after its scope and its per-minute and per-hour budgets. A refused request is counted
         against nothing else and is never processed."""
         key = KEY_HEADER.key_in(headers)
-        if key is not None and not key.startswith(tuple(KEY_HEADER.prefixes)) and _OTHER_SERVICE_KEY.match(key):
+        if key is not None and not key.startswith(PREFIXES) and _OTHER_SERVICE_KEY.match(key):
             raise PhotoError(403, "This API key is not valid for the photo compliance service")
         try:
             owner = await self.keys.owner(headers)
@@ -62,18 +64,13 @@ class PhotoAuth:
             raise PhotoError(503, "Authentication service unavailable; retry") from error
         if full_scope and owner.scope != "full":
             raise PhotoError(403, "This key's scope is verify_only: it can only submit images to verify")
-        await self.limits.hit(
-            owner.key_id, [_window(per, amount) for per, amount in sorted(owner.rate_limits.items(), key=_order)]
-        )
+        limits = owner.rate_limits
+        await self.limits.hit(owner.key_id, [_window(per, limits[per]) for per in PERIODS if per in limits])
         self.last_used.note(owner.key_id)
         return owner
 
     async def ping(self) -> None:
         await self.limits.ping()
-
-
-def _order(item: tuple[str, int]) -> int:
-    return ("second", "minute", "hour", "day").index(item[0]) if item[0] in ("second", "minute", "hour", "day") else 9
 
 
 def require_subscription(owner: KeyOwner) -> None:

@@ -16,7 +16,7 @@ from litestar import Request
 from litestar.datastructures import UploadFile
 from PIL import Image, UnidentifiedImageError
 
-from gateway.photo.errors import PhotoError, invalid_body
+from gateway.photo.errors import PhotoError, decode_body, invalid_body
 from gateway.photo.schemas import VerifyJson
 from topics.photo import POLICIES
 
@@ -24,7 +24,9 @@ MAX_IMAGE_BYTES = 10 * 1024 * 1024
 """Section 8: 10 MB (MiB) of image, however it is sent."""
 MAX_PIXELS = 40_000_000
 """Larger images are refused before anything decodes them (a small file can hold a huge, mostly empty image)."""
-MAX_JSON_BODY = 4 * ((MAX_IMAGE_BYTES + 2) // 3) + 64 * 1024
+MAX_BASE64 = 4 * ((MAX_IMAGE_BYTES + 2) // 3)
+"""The base64 text of the largest image."""
+MAX_JSON_BODY = MAX_BASE64 + 64 * 1024
 """Base64 of the largest image, a data-URL prefix, the policy and up to ~64 KiB of metadata."""
 MAX_MULTIPART_BODY = MAX_IMAGE_BYTES + 64 * 1024
 FORMATS = {"JPEG": "image/jpeg", "PNG": "image/png", "WEBP": "image/webp"}
@@ -83,21 +85,13 @@ async def _multipart(request: Request[Any, Any, Any]) -> tuple[bytes, str, dict[
 
 
 def _json(body: bytes) -> tuple[bytes, str, dict[str, Any] | None]:
-    try:
-        submitted = _decode_json(body)
-    except msgspec.ValidationError as error:
-        message = str(error)
-        if "missing required field" in message:
-            raise PhotoError(400, "Missing field: " + message.split("`")[1]) from error
-        raise invalid_body(message) from error
-    except msgspec.DecodeError as error:
-        raise PhotoError(400, f"The body is not valid JSON: {error}") from error
+    submitted = decode_body(_decode_json, body, _explain)
     text = submitted.image
     if text.startswith("data:"):
         if (prefix := _DATA_URL.match(text)) is None:
             raise PhotoError(400, "The image data URL must look like data:image/<type>;base64,<data>")
         text = text[prefix.end() :]
-    if len(text) > 4 * ((MAX_IMAGE_BYTES + 2) // 3):
+    if len(text) > MAX_BASE64:
         raise PhotoError(400, TOO_LARGE)
     try:
         image = base64.b64decode(text, validate=True)
@@ -106,6 +100,12 @@ def _json(body: bytes) -> tuple[bytes, str, dict[str, Any] | None]:
     if not image:
         raise PhotoError(400, "Missing field: image (it is empty)")
     return image, submitted.policy, submitted.metadata
+
+
+def _explain(message: str) -> PhotoError:
+    if "missing required field" in message:
+        return PhotoError(400, "Missing field: " + message.split("`")[1])
+    return invalid_body(message)
 
 
 def image_type(image: bytes) -> str:

@@ -12,7 +12,7 @@ from litestar.di import NamedDependency
 from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
 from gateway.photo.deps import PhotoGateway
-from gateway.photo.errors import PhotoError, invalid_body
+from gateway.photo.errors import PhotoError, decode_body
 from gateway.photo.schemas import CreateKeyRequest, KeyCreated, KeyList, KeyObject, KeyRevoked
 from storage.common import keys
 from storage.common.keys import ApiKey
@@ -85,12 +85,7 @@ class KeysController(Controller):
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[KeyCreated]:
         owner = await photo.auth.owner(request.headers, full_scope=True)
-        try:
-            body = _decode_create(await request.body())
-        except msgspec.ValidationError as error:
-            raise invalid_body(str(error)) from error
-        except msgspec.DecodeError as error:
-            raise PhotoError(400, f"The body is not valid JSON: {error}") from error
+        body = decode_body(_decode_create, await request.body())
         if not body.name.strip():
             raise PhotoError(400, "name must not be blank")
         now = datetime.now(UTC)

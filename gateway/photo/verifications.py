@@ -14,7 +14,7 @@ from litestar.params import Parameter
 from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
 from gateway.photo.deps import PhotoGateway
-from gateway.photo.errors import PhotoError, invalid_body
+from gateway.photo.errors import PhotoError, decode_body
 from gateway.photo.schemas import ReviewRequest, VerificationList
 from storage.common import webhooks
 from storage.photo import verifications
@@ -92,12 +92,7 @@ class VerificationsController(Controller):
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
     ) -> Verification:
         owner = await photo.auth.owner(request.headers, full_scope=True)
-        try:
-            body = _decode_review_request(await request.body())
-        except msgspec.ValidationError as error:
-            raise invalid_body(str(error)) from error
-        except msgspec.DecodeError as error:
-            raise PhotoError(400, f"The body is not valid JSON: {error}") from error
+        body = decode_body(_decode_review_request, await request.body())
         row = await _own(photo, owner, verification_id)
         if row.state != "completed" or row.verdict is None:
             raise PhotoError(409, "Only a completed verification can be reviewed")
@@ -113,17 +108,20 @@ class VerificationsController(Controller):
         )
         changed = verifications.reviewed(verdict, body.is_compliant)
 
-        def store(connection: Any) -> str | None:
+        def store(connection: Any) -> tuple[str, Verification] | None:
+            """The reviewed verification and its event, in one transaction; None if it changed meanwhile."""
             if not verifications.review(connection, row.id, _encode(changed), _encode(review)):
                 return None
-            updated = verifications.load(connection, [row.id])[row.id]
-            data = msgspec.to_builtins(verifications.verification_of(updated, photo.urls))
-            return webhooks.record_event(connection, "photo", owner.customer_id, "verification.reviewed", data)
+            updated = verifications.verification_of(verifications.load(connection, [row.id])[row.id], photo.urls)
+            data = msgspec.to_builtins(updated)
+            return webhooks.record_event(connection, "photo", owner.customer_id, "verification.reviewed", data), updated
 
-        event_id = await photo.db.run(store, write=True)
-        if event_id is not None:
-            await photo.publish_event(owner.customer_id, event_id)
-        return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
+        stored = await photo.db.run(store, write=True)
+        if stored is None:
+            return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
+        event_id, updated = stored
+        await photo.publish_event(owner.customer_id, event_id)
+        return updated
 
 
 async def _own(

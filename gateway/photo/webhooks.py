@@ -14,7 +14,7 @@ from litestar.di import NamedDependency
 from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
 from gateway.photo.deps import PhotoGateway
-from gateway.photo.errors import PhotoError, invalid_body
+from gateway.photo.errors import PhotoError, decode_body, invalid_body
 from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookDeleted, WebhookEndpoint, WebhookList
 from storage.common import webhooks
 from storage.photo.verifications import iso
@@ -59,6 +59,15 @@ def checked_url(url: str, *, allow_private: bool) -> str:
     return url
 
 
+def _explain(message: str) -> PhotoError:
+    """What a create body got wrong, in the contract's words for `url` and `events`."""
+    if "`$.url`" in message and "missing" not in message:
+        return PhotoError(400, "url must be an HTTPS URL with a host name")
+    if "events" in message and "Expected" not in message and "length" not in message:
+        return PhotoError(400, "events must name known event types: " + ", ".join(EVENTS))
+    return invalid_body(message)
+
+
 class WebhooksController(Controller):
     path = "/api/v1/webhooks"
     tags = ["webhooks"]
@@ -78,17 +87,7 @@ class WebhooksController(Controller):
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[WebhookCreated]:
         owner = await photo.auth.owner(request.headers, full_scope=True)
-        try:
-            body = _decode_create(await request.body())
-        except msgspec.ValidationError as error:
-            message = str(error)
-            if "`$.url`" in message and "missing" not in message:
-                raise PhotoError(400, "url must be an HTTPS URL with a host name") from None
-            if "events" in message and "Expected" not in message and "length" not in message:
-                raise PhotoError(400, "events must name known event types: " + ", ".join(EVENTS)) from None
-            raise invalid_body(message) from error
-        except msgspec.DecodeError as error:
-            raise PhotoError(400, f"The body is not valid JSON: {error}") from error
+        body = decode_body(_decode_create, await request.body(), _explain)
         url = checked_url(body.url, allow_private=photo.allow_private_targets)
 
         def create(connection: Any) -> tuple[webhooks.Endpoint, str] | None:

@@ -92,18 +92,22 @@ class PhotoProcessor:
         self, connection: Connection, judged: list[Judged], now: datetime
     ) -> list[tuple[VerificationCompleted, str | None]]:
         """Each verdict (or failure) once, with its webhook event in the same transaction."""
+        changed = [
+            item
+            for item in judged
+            if (
+                verifications.complete(connection, item.row.id, _encode(item.verdict), now)
+                if item.verdict is not None
+                else verifications.fail(connection, item.row, item.error or "failed", now)
+            )
+        ]
+        completed = verifications.load(connection, [item.row.id for item in changed if item.verdict is not None])
         stored: list[tuple[VerificationCompleted, str | None]] = []
-        for item in judged:
-            row = item.row
-            event_id = None
-            if item.verdict is not None:
-                if not verifications.complete(connection, row.id, _encode(item.verdict), now):
-                    continue
-                updated = verifications.load(connection, [row.id])[row.id]
-                data = msgspec.to_builtins(verifications.verification_of(updated, self.urls))
+        for item in changed:
+            row, event_id = item.row, None
+            if row.id in completed:  # the event carries the verification as the API shows it
+                data = msgspec.to_builtins(verifications.verification_of(completed[row.id], self.urls))
                 event_id = webhooks.record_event(connection, "photo", row.customer_id, "verification.completed", data)
-            elif not verifications.fail(connection, row, item.error or "failed", now):
-                continue
             message = VerificationCompleted(
                 verification_id=row.id,
                 customer_id=row.customer_id,

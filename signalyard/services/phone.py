@@ -25,7 +25,7 @@ from processors.phone.router import phone_router
 from processors.phone.service import RECONCILE_OUTCOMES, PhoneProcessor, PhoneProcessorConfig, phone_outbox, reconcile
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping
-from signalyard.service import Service
+from signalyard.service import Service, WithDb
 from signalyard.settings import at_least, port, positive, rate_limits, setting, text, url
 from storage.common.db import Database
 from storage.phone import requests, tenants
@@ -127,8 +127,6 @@ def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
 
 
 # Operator commands: `signalyard tenants|keys|prices|requests ...`
-
-WithDb = Callable[[Callable[[Database, argparse.Namespace], Awaitable[Any]]], Callable[..., Awaitable[Any]]]
 
 
 def commands(parent: Any, command: Callable[..., Any], with_db: WithDb) -> None:

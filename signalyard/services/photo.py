@@ -26,7 +26,7 @@ from processors.photo.router import photo_router
 from processors.photo.service import PhotoProcessor, PhotoProcessorConfig, photo_outbox
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
-from signalyard.service import Service
+from signalyard.service import Service, WithDb
 from signalyard.settings import at_least, port, positive, setting, text, url
 from storage.common import webhooks
 from storage.common.blobs import BlobStore, open_blobs
@@ -186,8 +186,6 @@ def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
 
 
 # Operator commands: `signalyard customers ...`
-
-WithDb = Callable[[Callable[[Database, argparse.Namespace], Awaitable[Any]]], Callable[..., Awaitable[Any]]]
 
 
 def commands(parent: Any, command: Callable[..., Any], with_db: WithDb) -> None:

@@ -146,6 +146,12 @@ def _warm_up(base: str, key: str) -> None:
 def test_schemathesis_finds_no_failure_in_the_phone_api(phone_up: Up, tmp_path: Path) -> None:
     base = f"http://127.0.0.1:{phone_up.port}"
     _warm_up(base, phone_up.key)
+    run_schemathesis(base, f"Authorization: Bearer {phone_up.key}", MAX_EXAMPLES, phone_up, tmp_path)
+
+
+def run_schemathesis(base: str, header: str, max_examples: int, up: Up, tmp_path: Path, *options: str) -> None:
+    """`st run` against the service's document with every check (and these `options`), this module as its hooks;
+    then nothing the run sent may have made the service log an unhandled error."""
     command = [
         sys.executable,
         "-m",
@@ -153,11 +159,12 @@ def test_schemathesis_finds_no_failure_in_the_phone_api(phone_up: Up, tmp_path: 
         "run",
         f"{base}/docs/openapi.json",
         "--header",
-        f"Authorization: Bearer {phone_up.key}",
+        header,
         "--checks",
         "all",
+        *options,
         "--max-examples",
-        str(MAX_EXAMPLES),
+        str(max_examples),
         "--seed",
         str(SEED),
         "--generation-database",
@@ -176,7 +183,7 @@ def test_schemathesis_finds_no_failure_in_the_phone_api(phone_up: Up, tmp_path: 
     output = run.stdout + run.stderr
     assert run.returncode == 0, output
     print(output[output.rfind("SUMMARY") :])  # what was tested (pytest -s, or -rP)
-    assert "unhandled_error" not in phone_up.log.read_text(), phone_up.log.read_text()
+    assert "unhandled_error" not in up.log.read_text(), up.log.read_text()
 
 
 @pytest.fixture(params=DATABASES)
@@ -211,17 +218,14 @@ def test_schemathesis_finds_no_failure_in_the_photo_api(photo_up: tuple[Up, int,
         )
         if response.status_code == 200 or time.monotonic() > deadline:
             break
+        time.sleep(0.5)
     assert response.status_code == 200, response.text
-    command = [
-        sys.executable,
-        "-m",
-        "schemathesis.cli",
-        "run",
-        f"{base}/docs/openapi.json",
-        "--header",
+    run_schemathesis(
+        base,
         f"X-API-Key: {key}",
-        "--checks",
-        "all",
+        PHOTO_MAX_EXAMPLES,
+        up,
+        tmp_path,
         # The coverage phase does not run the hooks above, so it would send a byte string that is no image, reuse one
         # Idempotency-Key with different bodies (422 by design), and an unnamed header as a "negative" case (HTTP
         # allows them): the other three phases run every check with the hooks.
@@ -231,27 +235,7 @@ def test_schemathesis_finds_no_failure_in_the_photo_api(photo_up: tuple[Up, int,
         # requests, which the server then rightly accepts: negative data is checked by tests/contract/photo instead.
         "--exclude-checks",
         "negative_data_rejection",
-        "--max-examples",
-        str(PHOTO_MAX_EXAMPLES),
-        "--seed",
-        str(SEED),
-        "--generation-database",
-        "none",
-        "--workers",
-        "1",
-        "--request-timeout",
-        "30",
-        "--no-color",
-    ]
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    env = os.environ | {"SCHEMATHESIS_HOOKS": __name__, "PYTHONPATH": path}
-    workdir = tmp_path / "schemathesis"
-    workdir.mkdir()
-    run = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=210, check=False)
-    output = run.stdout + run.stderr
-    assert run.returncode == 0, output
-    print(output[output.rfind("SUMMARY") :])
-    assert "unhandled_error" not in up.log.read_text(), up.log.read_text()
+    )
 
 
 # Hooks of the photo run: what the document can say but not generate.
