@@ -43,7 +43,8 @@ def test_the_readme_photo_walkthrough_delivers_a_signed_event(tmp_path: Path) ->
     (tmp_path / ".signalyard").mkdir()
     up = Up(tmp_path / ".signalyard", free_port(), settings | {"SIGNALYARD_PHOTO_PORT": str(photo_port)})
     (tmp_path / "receiver.py").write_text(block("python receiver.py").replace("9443", str(receiver_port)))
-    script = block("sh photo-try").replace(":8002", f":{photo_port}").replace("9443", str(receiver_port))
+    script = block("sh photo-try").replace("127.0.0.1:8002", f"127.0.0.1:{photo_port}")
+    script = script.replace("localhost:9443", f"localhost:{receiver_port}")
     script = script.replace("python3 receiver.py &", "python3 receiver.py & sleep 1")
     walkthrough = subprocess.Popen(
         ["bash", "-ec", script],
@@ -65,7 +66,7 @@ def test_the_readme_photo_walkthrough_delivers_a_signed_event(tmp_path: Path) ->
             lines.append(line)
         output = "".join(lines)
         verification = re.search(r'\{"id":"(ver_\w+)","status":"completed"', output)
-        assert verification, output
+        assert verification, f"{output}\n--- signalyard up's log:\n{up.log.read_text()[-4000:]}"
         assert f"verification.completed {verification[1]}\n" in output, output
     finally:
         os.killpg(walkthrough.pid, signal.SIGKILL)
