@@ -29,6 +29,7 @@ from signalyard.settings import PlatformSettings, Settings
 from storage.common.db import Database
 from storage.phone import tenants
 from tests.peers.receiver import WebhookReceiver
+from tests.peers.s3 import S3Server
 from tests.peers.twilio import TwilioLookupServer
 from tests.photo_stack import PhotoStack, wait_for_photo_processor
 from topics.phone import PhoneTopics
@@ -198,6 +199,13 @@ async def stack(
     settings = stack_settings(tmp_path_factory.mktemp("data"), database_url, twilio)
     async with running_stack(settings, broker_bootstrap) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3-compatible server (moto's) on a local socket; each test makes buckets of its own."""
+    with S3Server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -4,11 +4,10 @@ commands and first-run demo customer."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from gateway.photo.app import create_photo_app
 from gateway.photo.auth import PhotoAuth
 from gateway.photo.deps import PhotoGateway
 from processors.common.outbox import Sweeper
+from processors.photo import retention
 from processors.photo import webhooks as webhooks_profile
 from processors.photo.checks import CheckPool
 from processors.photo.router import photo_router
@@ -135,11 +135,10 @@ def processors(p: Platform, s: PhotoSettings) -> list[Background]:
         ensure_topics=p.ensure_topics,
         timeout_s=p.settings.publish_timeout_s,
     )
-    retention = timedelta(days=s.retention_days)
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
         *webhook_engine(p, webhooks_profile.PROFILE),
-        lambda: _expire_images(p.db, blobs, retention),
+        lambda: retention.keep_images_for(p.db, blobs, timedelta(days=s.retention_days)),
     ]
 
 
@@ -148,25 +147,6 @@ def _closing(close: Callable[[], None]) -> Callable[[], Awaitable[None]]:
         close()
 
     return run
-
-
-async def _expire_images(db: Database, blobs: BlobStore, retention: timedelta, every_s: float = 3600) -> None:
-    """Retention: images older than `retention` are deleted; their verifications keep the verdict."""
-    while True:
-        try:
-            while (expired := await _expire_batch(db, blobs, datetime.now(UTC) - retention)) == 500:
-                log.info("image_retention_batch", deleted=expired)
-        except Exception:  # retried at the next pass; an image kept a little longer is no loss
-            log.exception("image_retention_failed")
-        await asyncio.sleep(every_s)
-
-
-async def _expire_batch(db: Database, blobs: BlobStore, cutoff: datetime, batch: int = 500) -> int:
-    expired = await db.run(lambda c: verifications.expired_images(c, cutoff, batch), write=False)
-    for _, image_key in expired:
-        await blobs.delete(image_key)
-    await db.run(lambda c: verifications.forget_images(c, [i for i, _ in expired]), write=True)
-    return len(expired)
 
 
 async def demo(db: Database, data_dir: Path, _settings: PhotoSettings) -> list[tuple[str, str]]:

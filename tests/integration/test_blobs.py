@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,12 +32,6 @@ from tests.peers.s3 import S3Server
 PREFIX = "signalyard-test"
 IMAGE = os.urandom(100_000)
 """About the size of a compressed ID photo."""
-
-
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    with S3Server() as server:
-        yield server
 
 
 def s3_store(server: S3Server, bucket: str, **options: Any) -> S3Blobs:

@@ -23,6 +23,7 @@ from storage.common.db import SchemaOutOfDate, check_schema
 from tests.conftest import PG_URL, Stack, fresh_postgres_database, running_stack, stack_settings
 from tests.contract.helpers import person
 from tests.integration.faults import run_cli
+from tests.photo_stack import PhotoStack, jpeg
 from topics.phone import PhoneTopics
 
 
@@ -33,18 +34,18 @@ def environment(**settings: str) -> dict[str, str]:
 
 
 @contextmanager
-def gateway_process(stack: Stack, log: Path) -> Iterator[str]:
-    """`signalyard gateway phone` as an operator runs a replica, on the stack's broker and database; its base URL."""
+def gateway_process(stack: Stack | PhotoStack, log: Path, service: str = "phone") -> Iterator[str]:
+    """`signalyard gateway SERVICE` as an operator runs a replica, on the stack's broker and database; its base URL."""
     port = free_port()
     env = environment(
         kafka_bootstrap=stack.platform.bootstrap,
         database_url=stack.settings.platform.database_url or "",
         topic_prefix=stack.settings.platform.topic_prefix,
         data_dir=str(log.parent),
-        phone_port=str(port),
+        **{f"{service}_port": str(port)},
     )
     process = subprocess.Popen(
-        [sys.executable, "-m", "signalyard.cli", "gateway", "phone"],
+        [sys.executable, "-m", "signalyard.cli", "gateway", service],
         env=env,
         stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
@@ -97,6 +98,44 @@ async def test_a_suspended_tenant_is_refused_at_once_by_every_gateway_process(st
         suspended = await asyncio.to_thread(run_cli, database_url, tmp_path, "tenants", "suspend", tenant.id)
         assert suspended.returncode == 0, suspended.stderr
         assert [await usage(second, tenant.test_key), await usage(first, tenant.test_key)] == [403, 403]
+
+
+async def test_a_revoked_photo_key_is_refused_at_once_by_another_gateway_process(
+    photo_stack: PhotoStack, tmp_path: Path
+) -> None:
+    customer = await photo_stack.new_customer()
+    created = (await photo_stack.call(customer.test_key, "POST", "/api/v1/api-keys", json={"name": "ci"})).json()
+    with gateway_process(photo_stack, tmp_path / "photo.log", "photo") as replica:
+        async with httpx.AsyncClient(base_url=replica) as client:
+            keys = await client.get("/api/v1/api-keys", headers={"X-API-Key": created["key"]})
+            assert keys.status_code == 200
+
+            revoked = await photo_stack.call(customer.test_key, "DELETE", f"/api/v1/api-keys/{created['id']}")
+            assert revoked.status_code == 200
+
+            # the very next request on the other process, with no wait in between
+            refused = await client.get("/api/v1/api-keys", headers={"X-API-Key": created["key"]})
+            assert (refused.status_code, refused.json()) == (401, {"error": "Invalid API key"})
+            other = await client.get("/api/v1/api-keys", headers={"X-API-Key": customer.test_key})
+            assert other.status_code == 200  # the account's other keys are untouched
+
+
+async def test_a_deactivated_photo_subscription_is_refused_at_once_by_another_gateway_process(
+    photo_stack: PhotoStack, tmp_path: Path
+) -> None:
+    customer = await photo_stack.new_customer()
+    with gateway_process(photo_stack, tmp_path / "photo.log", "photo") as replica:
+        async with httpx.AsyncClient(base_url=replica) as client:
+            database_url = photo_stack.settings.platform.database_url or ""
+            deactivated = await asyncio.to_thread(
+                run_cli, database_url, tmp_path, "customers", "deactivate", customer.id
+            )
+            assert deactivated.returncode == 0, deactivated.stderr
+            image = {"image": ("photo.jpg", jpeg(), "image/jpeg")}
+            refused = await client.post(
+                "/v1/verify", files=image, data={"policy": "icao"}, headers={"X-API-Key": customer.live_key}
+            )
+            assert (refused.status_code, refused.json()) == (403, {"error": "This account has no active subscription"})
 
 
 # ------------------------------------------------------------------------------------ replicas and the schema
