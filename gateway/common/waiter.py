@@ -12,7 +12,7 @@ from faststream.kafka import KafkaRouter
 from sqlalchemy.engine import Connection
 
 from storage.common.db import Database
-from topics.common.client import batch_subscription
+from topics.common.client import FETCH_MAX_WAIT_MS, batch_subscription
 
 LoadRows = Callable[[Connection, list[str]], Mapping[str, Any]]
 """load(connection, request ids) -> the stored row of each id found (a row has a `state`)."""
@@ -62,13 +62,14 @@ class ResultWaiter:
                 if not future.done():
                     future.set_result(row)
 
-    def router(self, completed_topic: str, title: str) -> KafkaRouter:
-        """A subscriber without a consumer group: every gateway instance sees every completion."""
+    def router(self, completed_topic: str, title: str, *, wait_ms: int = FETCH_MAX_WAIT_MS) -> KafkaRouter:
+        """A subscriber without a consumer group: every gateway instance sees every completion, `wait_ms` after it
+        is published at most (see `batch_subscription`)."""
         router = KafkaRouter()
 
         @router.subscriber(
             completed_topic,
-            **batch_subscription(self.ref),
+            **batch_subscription(self.ref, wait_ms=wait_ms),
             auto_offset_reset="latest",
             title=title,
         )

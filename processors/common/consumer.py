@@ -14,7 +14,7 @@ from faststream.kafka import KafkaMessage, KafkaRouter
 
 from processors.common.metrics import FAILED_BATCHES, LAG
 from processors.common.offsets import OffsetCommitter, records_of
-from topics.common.client import batch_subscription
+from topics.common.client import FETCH_MAX_WAIT_MS, batch_subscription
 
 log = structlog.get_logger("signalyard.processors")
 
@@ -31,6 +31,7 @@ def batch_consumer(
     *,
     group_id: str,
     max_records: int = 200,
+    wait_ms: int = FETCH_MAX_WAIT_MS,
 ) -> KafkaRouter:
     """Members of `group_id` share `topic`'s partitions (add members to scale out); each batch is decoded into
     `message_type` and handled whole. A batch is committed only once handled, so nothing is skipped."""
@@ -39,7 +40,7 @@ def batch_consumer(
 
     @router.subscriber(
         topic,
-        **batch_subscription(message_type),
+        **batch_subscription(message_type, wait_ms=wait_ms),
         group_id=group_id,
         max_records=max_records,
         auto_offset_reset="earliest",

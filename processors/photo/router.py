@@ -6,7 +6,7 @@ from faststream.kafka import KafkaRouter
 
 from processors.common.consumer import batch_consumer
 from processors.photo.service import PhotoProcessor
-from topics.photo import VerificationRequested
+from topics.photo import CONSUME_WAIT_MS, VerificationRequested
 
 GROUP_ID = "signalyard-photo-processors"
 
@@ -20,4 +20,5 @@ def photo_router(processor: PhotoProcessor, *, group_id: str = GROUP_ID, max_rec
         processor.handle_batch,
         group_id=group_id,
         max_records=max_records,
+        wait_ms=CONSUME_WAIT_MS,
     )

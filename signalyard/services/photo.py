@@ -88,7 +88,7 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
     """The photo gateway app; its result subscription is added to the platform's broker (start it afterwards)."""
     names = PhotoTopics(p.settings.topic_prefix)
     waiter = ResultWaiter(p.db, verifications.load, verifications.OPEN_STATES, id_field="verification_id")
-    p.broker.include_router(waiter.router(names.completed, "photo-gateway"))
+    p.broker.include_router(waiter.router(names.completed, "photo-gateway", wait_ms=photo_topics.CONSUME_WAIT_MS))
 
     async def publish(message: VerificationRequested) -> None:
         await p.publish(message, names.requested, partition_key(message.verification_id))

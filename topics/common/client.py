@@ -30,12 +30,13 @@ def _batch_decoder(message_type: type[T]) -> Callable[[Any], list[T]]:
     return decoder
 
 
-def batch_subscription(message_type: type[T]) -> dict[str, Any]:
+def batch_subscription(message_type: type[T], *, wait_ms: int = FETCH_MAX_WAIT_MS) -> dict[str, Any]:
     """What every batch subscriber of ours shares (`subscriber(topic, **batch_subscription(T), ...)`): the fetch
-    and batch waits above, and msgspec decoding into `message_type`."""
+    and batch waits above, and msgspec decoding into `message_type`. A subscriber that is not on a caller's path
+    may wait longer (`wait_ms`): its consume latency grows, and it polls the broker that many times less."""
     return {
         "batch": True,
-        "fetch_max_wait_ms": FETCH_MAX_WAIT_MS,
-        "batch_timeout_ms": BATCH_TIMEOUT_MS,
+        "fetch_max_wait_ms": wait_ms,
+        "batch_timeout_ms": max(BATCH_TIMEOUT_MS, wait_ms),
         "decoder": _batch_decoder(message_type),
     }
