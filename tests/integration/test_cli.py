@@ -1,5 +1,6 @@
 """The operator CLI, run as the operator runs it (a separate process), against every database under test; the keys
-and tenant changes it makes are checked against the running stack."""
+and tenant changes it makes are checked against the running stack, and the photo customers, plans and key limits it
+sets against the running photo gateway."""
 
 from __future__ import annotations
 
@@ -22,8 +23,12 @@ from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, assert_retry_after, person
 from tests.integration.faults import run_cli
 from tests.integration.test_storage import TABLES, empty_database
+from tests.photo_stack import PhotoStack, jpeg
 
 KEY = re.compile(r"sy_(test|live)_[0-9a-f]{40}")
+PHOTO_CUSTOMER = re.compile(
+    r"customer (cus_[0-9a-f]{32})\nsandbox key (pc_test_[0-9a-f]{40})\nlive key (pc_live_[0-9a-f]{40})\n"
+)
 Cli = Callable[..., Awaitable[subprocess.CompletedProcess[str]]]
 
 
@@ -43,6 +48,17 @@ def stack_cli(stack: Stack, tmp_path: Path) -> Cli:
 
     async def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return await asyncio.to_thread(run_cli, stack.settings.platform.database_url or "", tmp_path, *args, **env)
+
+    return run
+
+
+@pytest.fixture
+def photo_cli(photo_stack: PhotoStack, tmp_path: Path) -> Cli:
+    """The CLI on the running photo stack's database."""
+
+    async def run(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        url = photo_stack.settings.platform.database_url or ""
+        return await asyncio.to_thread(run_cli, url, tmp_path, *args, **env)
 
     return run
 
@@ -272,6 +288,54 @@ async def test_set_cap_makes_the_stack_refuse_past_the_cap(stack: Stack, stack_c
 
     ok(await stack_cli("tenants", "set-cap", tenant_id, "30000"))
     assert assert_result(await stack.verify(key, person("+14155550101")))["billing"]["disposition"] == "billable"
+
+
+# ------------------------------------------------------------------------------------------------ photo customers
+
+
+async def new_customer(cli: Cli, name: str, *extra: str) -> tuple[str, str, str]:
+    """`customers create`: the account id, its sandbox key and its live key, and nothing else."""
+    out = ok(await cli("customers", "create", name, *extra))
+    printed = PHOTO_CUSTOMER.fullmatch(out)
+    assert printed is not None, out
+    return printed[1], printed[2], printed[3]
+
+
+async def test_customers_create_prints_an_account_whose_keys_work(photo_stack: PhotoStack, photo_cli: Cli) -> None:
+    customer_id, sandbox, live = await new_customer(photo_cli, "Photo Booth Ltd")
+    listed = await photo_stack.call(sandbox, "GET", "/api/v1/api-keys")
+    assert listed.status_code == 200
+    assert {(key["name"], key["key_prefix"]) for key in listed.json()["data"]} == {
+        ("sandbox key", sandbox[:12] + "…"),
+        ("live key", live[:12] + "…"),
+    }
+    assert (await photo_stack.verify(live, jpeg())).json()["environment"] == "live"
+    assert f"{customer_id}\tstarter\t1000\tactive\tPhoto Booth Ltd" in ok(await photo_cli("customers", "list"))
+
+
+async def test_customers_set_plan_gives_the_plans_cap(photo_stack: PhotoStack, photo_cli: Cli) -> None:
+    customer_id, _, live = await new_customer(photo_cli, "capped", "--monthly-cap", "1")
+    assert (await photo_stack.verify(live, jpeg())).status_code == 200
+    refused = await photo_stack.verify(live, jpeg(colour=(1, 2, 3)))
+    assert refused.status_code == 429
+    assert refused.json()["error"].startswith("Monthly usage cap of 1 verifications reached")
+
+    out = ok(await photo_cli("customers", "set-plan", customer_id, "growth"))
+    assert out == f"customer {customer_id}: plan growth, monthly cap 10000\n"
+    assert (await photo_stack.verify(live, jpeg(colour=(1, 2, 3)))).status_code == 200
+    assert f"{customer_id}\tgrowth\t10000\tactive\tcapped" in ok(await photo_cli("customers", "list"))
+
+
+async def test_customers_key_limits_show_in_the_key_list(photo_stack: PhotoStack, photo_cli: Cli) -> None:
+    _, sandbox, live = await new_customer(photo_cli, "limited")
+    listed = (await photo_stack.call(sandbox, "GET", "/api/v1/api-keys")).json()["data"]
+    key_id = next(key["id"] for key in listed if key["key_prefix"] == live[:12] + "…")
+    out = ok(await photo_cli("customers", "key-limits", key_id, "--per-minute", "7", "--per-hour", "70"))
+    assert out == f"key {key_id}: 7/minute, 70/hour\n"
+    listed = (await photo_stack.call(sandbox, "GET", "/api/v1/api-keys")).json()["data"]
+    limits = {key["id"]: (key["rate_limit_per_minute"], key["rate_limit_per_hour"]) for key in listed}
+    assert limits.pop(key_id) == (7, 70)
+    assert list(limits.values()) == [(100, 6000)]  # the sandbox key keeps its own
 
 
 # ------------------------------------------------------------------------------------------------ unknown tenant

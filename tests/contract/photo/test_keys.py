@@ -1,10 +1,15 @@
 """Sections 2.1, 4.1 and 5: keys are listed newest first without their secret, created with the secret shown once,
-revoked at once and for good; scopes and accounts bound what a key may see and do."""
+revoked at once and for good; `key_prefix` is the key's first 12 characters and an ellipsis; `expires_at` without a
+zone is UTC, and a key past it is listed inactive and refused; scopes and accounts bound what a key may see and do."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -41,6 +46,18 @@ async def test_create_shows_the_key_once_with_the_contract_fields(photo_stack: P
     listed = (await photo_stack.call(customer.test_key, "GET", KEYS)).json()["data"]
     assert all("key" not in key and "customer_id" not in key for key in listed)
     assert created["key"] not in str(listed)
+
+
+@pytest.mark.parametrize("environment", ["test", "live"])
+async def test_key_prefix_is_the_first_12_characters_and_an_ellipsis(
+    photo_stack: PhotoStack, customer: CustomerKeys, environment: str
+) -> None:
+    created = await create(photo_stack, getattr(customer, f"{environment}_key"))
+    assert created["key_prefix"] == created["key"][:12] + "…"
+    assert len(created["key_prefix"]) == 13
+    assert created["key_prefix"].startswith(f"pc_{environment}_")
+    listed = (await photo_stack.call(customer.test_key, "GET", KEYS)).json()["data"]
+    assert next(key for key in listed if key["id"] == created["id"])["key_prefix"] == created["key_prefix"]
 
 
 async def test_only_the_sha256_of_a_key_is_stored(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
@@ -106,6 +123,46 @@ async def test_expires_at_in_the_future_is_kept(photo_stack: PhotoStack, custome
     at = (datetime.now(UTC) + timedelta(days=30)).replace(microsecond=0)
     created = await create(photo_stack, customer.test_key, expires_at=at.isoformat().replace("+00:00", "Z"))
     assert datetime.fromisoformat(created["expires_at"]) == at
+
+
+@contextmanager
+def server_zone(tz: str) -> Iterator[None]:
+    """The gateway (in this process) runs with another local time zone for the block."""
+    saved = os.environ.get("TZ")
+    os.environ["TZ"] = tz
+    time.tzset()
+    try:
+        yield
+    finally:
+        if saved is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = saved
+        time.tzset()
+
+
+async def test_expires_at_without_a_zone_is_utc(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    with server_zone("IST-5:30"):  # whatever the server's own zone
+        created = await create(photo_stack, customer.test_key, expires_at="2099-01-01T00:00:00")
+    assert created["expires_at"] == "2099-01-01T00:00:00.000Z"
+    listed = (await photo_stack.call(customer.test_key, "GET", KEYS)).json()["data"]
+    assert next(key for key in listed if key["id"] == created["id"])["expires_at"] == "2099-01-01T00:00:00.000Z"
+    elsewhere = await create(photo_stack, customer.test_key, expires_at="2099-01-01T02:00:00+02:00")
+    assert elsewhere["expires_at"] == "2099-01-01T00:00:00.000Z"
+
+
+async def test_an_expired_key_is_listed_inactive(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    created = await create(photo_stack, customer.test_key, expires_at="2099-01-01T00:00:00Z")
+    assert created["active"] is True
+    past = (datetime.now(UTC) - timedelta(minutes=1)).replace(microsecond=0)
+    async with photo_stack.db.write() as session:  # the API accepts only future times: let this one pass
+        await session.execute(update(ApiKey).where(ApiKey.id == created["id"]).values(expires_at=past))
+    listed = (await photo_stack.call(customer.test_key, "GET", KEYS)).json()["data"]
+    expired = next(key for key in listed if key["id"] == created["id"])
+    assert (expired["active"], datetime.fromisoformat(expired["expires_at"])) == (False, past)
+    assert next(key for key in listed if key["name"] == "sandbox")["active"] is True
+    refused = await photo_stack.call(created["key"], "GET", KEYS)
+    assert (refused.status_code, refused.json()) == (401, {"error": "Invalid API key"})
 
 
 async def test_an_expired_key_is_invalid(photo_stack: PhotoStack, customer: CustomerKeys) -> None:

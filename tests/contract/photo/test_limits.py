@@ -1,8 +1,10 @@
-"""Sections 5.6, 5.7, 7 and 8: per-key limits per minute and per hour, the monthly cap, subscriptions; a 429 is
-never processed or charged, and sandbox keys are free."""
+"""Sections 5.6, 5.7, 7 and 8: per-key limits per minute and per hour on every route, the monthly cap (held under
+concurrent requests), subscriptions; the order of checks (a full window before the body); a 429 or a 400 is never
+processed or charged, and sandbox keys are free."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -44,14 +46,38 @@ async def test_a_full_window_is_429_and_nothing_is_processed(photo_stack: PhotoS
     assert (await photo_stack.verify(customer.test_key, jpeg())).status_code == 200  # another key, its own budget
 
 
-async def test_limits_apply_to_management_too(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+@pytest.mark.parametrize("route", ["/api/v1/webhooks", "/api/v1/api-keys", "/api/v1/verifications"])
+async def test_limits_apply_to_management_too(photo_stack: PhotoStack, customer: CustomerKeys, route: str) -> None:
     key_id = await key_id_of(photo_stack, customer.test_key)
     async with photo_stack.db.write() as session:
         await customers.set_key_limits(session, key_id, 1, 100)
-    assert (await photo_stack.call(customer.test_key, "GET", "/api/v1/webhooks")).status_code == 200
-    response = await photo_stack.call(customer.test_key, "GET", "/api/v1/webhooks")
+    assert (await photo_stack.call(customer.test_key, "GET", route)).status_code == 200
+    response = await photo_stack.call(customer.test_key, "GET", route)
     assert response.status_code == 429
-    assert int(response.headers["retry-after"]) >= 1
+    assert response.json() == {"error": "Rate limit reached: 1 per 1 minute for this key"}
+    assert 1 <= int(response.headers["retry-after"]) <= 60
+
+
+async def test_a_full_window_is_429_whatever_the_body(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    key_id = await key_id_of(photo_stack, customer.test_key)
+    async with photo_stack.db.write() as session:
+        await customers.set_key_limits(session, key_id, 1, 100)
+    assert (await photo_stack.verify(customer.test_key, jpeg())).status_code == 200
+    headers = {"X-API-Key": customer.test_key, "Content-Type": "application/json"}
+    response = await photo_stack.client.post("/v1/verify", content=b"{not json", headers=headers)
+    assert response.status_code == 429
+    assert response.json() == {"error": "Rate limit reached: 1 per 1 minute for this key"}
+
+
+async def test_a_bad_body_is_never_stored_or_counted(photo_stack: PhotoStack) -> None:
+    customer = await photo_stack.new_customer(monthly_cap=1)
+    for image, policy in ((jpeg(), "drivers_license"), (b"%PDF-1.7", "icao"), (b"", "icao")):
+        assert (await photo_stack.verify(customer.live_key, image, policy)).status_code == 400
+    history = await photo_stack.call(customer.live_key, "GET", "/api/v1/verifications")
+    assert history.json()["data"] == []
+    assert (await stored(photo_stack, customer.id), await used(photo_stack, customer.id)) == (0, 0)
+    assert (await photo_stack.verify(customer.live_key, jpeg())).status_code == 200
+    assert (await photo_stack.verify(customer.live_key, jpeg(colour=(5, 5, 5)))).status_code == 429  # cap of 1
 
 
 async def test_keys_show_their_own_limits(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
@@ -74,6 +100,22 @@ async def test_the_monthly_cap_is_429_and_nothing_is_charged(photo_stack: PhotoS
     next_month = datetime(now.year + now.month // 12, now.month % 12 + 1, 1, tzinfo=UTC)
     assert abs(int(refused.headers["retry-after"]) - (next_month - now).total_seconds()) < 60
     assert (await stored(photo_stack, customer.id), await used(photo_stack, customer.id)) == (2, 2)
+
+
+async def test_the_monthly_cap_holds_under_concurrent_requests(photo_stack: PhotoStack) -> None:
+    customer = await photo_stack.new_customer(monthly_cap=5)
+    images = [jpeg(colour=(shade, 100, 100)) for shade in range(20)]
+    answers = await asyncio.gather(*(photo_stack.verify(customer.live_key, image) for image in images))
+    statuses = [answer.status_code for answer in answers]
+    assert (statuses.count(200), statuses.count(429)) == (5, 15), statuses
+    cap_reached = (
+        "Monthly usage cap of 5 verifications reached; it resets at the start of next month (UTC) or when the plan "
+        "is raised"
+    )
+    assert all(answer.json() == {"error": cap_reached} for answer in answers if answer.status_code == 429)
+    late = await photo_stack.verify(customer.live_key, jpeg(colour=(200, 100, 100)))
+    assert (late.status_code, late.json()) == (429, {"error": cap_reached})
+    assert (await stored(photo_stack, customer.id), await used(photo_stack, customer.id)) == (5, 5)
 
 
 async def test_a_replay_at_the_cap_returns_the_cached_result(photo_stack: PhotoStack) -> None:

@@ -1,5 +1,7 @@
-"""Section 4.3 and 8: both body forms, the type decided from the bytes, the 10 MB limit, unknown policies and missing
-fields, X-Request-Id on every answer, idempotency per route, and the signed image URL."""
+"""Sections 2.3, 4.3, 5 and 8: both body forms, the type decided from the bytes, the 10 MB limit, unknown policies and
+missing fields, a missing or invalid key, X-Request-Id on every answer, idempotency per route, account and environment
+and the Idempotency-Key's format, the signed image URL, and the verdicts of a compliant portrait and a blank image
+with the checks behind them."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from PIL import Image
 
 from storage.photo import customers
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
+from tests.unit import photos
 
 VERIFICATION_FIELDS = {
     "id", "status", "is_compliant", "confidence", "policy", "category", "violation_reasons", "feedback", "image_url",
@@ -171,6 +174,22 @@ async def test_malformed_bodies_are_400(photo_stack: PhotoStack, customer: Custo
 
 
 @pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        (None, "Missing API key: send it in the X-API-Key header"),
+        ("", "Missing API key: send it in the X-API-Key header"),
+        ("pc_live_0000000000000000000000000000000000000000", "Invalid API key"),
+        ("pc_test_0000000000000000000000000000000000000000", "Invalid API key"),
+        ("not-a-key", "Invalid API key"),
+    ],
+)
+async def test_verify_without_a_valid_key_is_401(photo_stack: PhotoStack, key: str | None, message: str) -> None:
+    response = await photo_stack.verify(key, jpeg())
+    assert response.status_code == 401
+    assert response.json() == {"error": message}
+
+
+@pytest.mark.parametrize(
     ("method", "path"),
     [("POST", "/v1/verify"), ("GET", "/api/v1/api-keys"), ("GET", "/nowhere"), ("GET", "/v1/images/ver_x")],
 )
@@ -213,6 +232,35 @@ async def test_idempotency_keys_are_per_account(photo_stack: PhotoStack, custome
     assert mine.json()["id"] != theirs.json()["id"]
 
 
+async def test_idempotency_keys_are_per_environment(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    key = f"shared-{uuid.uuid4()}"
+    sandbox = await photo_stack.verify(customer.test_key, jpeg(), idempotency_key=key)
+    live = await photo_stack.verify(customer.live_key, jpeg(), idempotency_key=key)
+    assert sandbox.status_code == live.status_code == 200
+    assert sandbox.json()["id"] != live.json()["id"]
+    assert (sandbox.json()["environment"], live.json()["environment"]) == ("test", "live")
+
+
+@pytest.mark.parametrize(
+    "idempotency_key", ["k" * 256, "", "retry\t1", "café".encode()], ids=["256", "empty", "tab", "utf8"]
+)
+async def test_a_malformed_idempotency_key_is_400(photo_stack: PhotoStack, customer: CustomerKeys, idempotency_key):
+    headers = {"X-API-Key": customer.test_key, "Idempotency-Key": idempotency_key}
+    body = {"image": base64.b64encode(jpeg()).decode(), "policy": "icao"}
+    response = await photo_stack.client.post("/v1/verify", json=body, headers=headers)
+    assert response.status_code == 400
+    assert response.json() == {"error": "Idempotency-Key must be 1 to 255 printable characters"}
+
+
+async def test_an_idempotency_key_of_255_printable_characters_is_accepted(photo_stack, customer: CustomerKeys):
+    key = ("a !~" + uuid.uuid4().hex * 8)[:255]
+    assert len(key) == 255
+    first = await photo_stack.verify(customer.test_key, jpeg(), idempotency_key=key)
+    again = await photo_stack.verify(customer.test_key, jpeg(), idempotency_key=key)
+    assert first.status_code == again.status_code == 200
+    assert first.json()["id"] == again.json()["id"]
+
+
 async def test_without_an_idempotency_key_each_call_is_new(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
     first = await photo_stack.verify(customer.test_key, jpeg())
     second = await photo_stack.verify(customer.test_key, jpeg())
@@ -231,6 +279,35 @@ async def test_image_url_is_signed_and_expiring(photo_stack: PhotoStack, custome
         response = await photo_stack.client.get(bad)
         assert response.status_code == 403
         assert message in response.json()["error"]
+
+
+async def test_a_compliant_passport_photo(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    image = photos.encode(photos.us_passport_image())
+    response = await photo_stack.verify(customer.test_key, image, "us_passport")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert_verification(body, "us_passport")
+    assert (body["is_compliant"], body["category"], body["violation_reasons"]) == (True, "compliant", [])
+    assert body["feedback"] == "The photo meets every check of the US passport policy."
+    checks = {check["code"]: check for check in body["checks"]}
+    assert all(check["passed"] for check in checks.values())
+    assert (checks["image_too_small"]["measured"], checks["image_too_small"]["threshold"]) == (600, ">= 600 px")
+    assert (checks["no_face"]["measured"], checks["multiple_faces"]["measured"]) == (1, 1)
+    head = checks["head_too_small"]
+    assert 0.5 <= head["measured"] <= 0.69
+    assert head["threshold"] == ">= 0.5 of image height"
+
+
+async def test_a_blank_image_is_categorised_no_face(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    """A grey blank image fails `grayscale` (quality) too, but what to fix first is the missing face."""
+    body = (await photo_stack.verify(customer.test_key, jpeg(), "us_passport")).json()
+    assert (body["is_compliant"], body["category"]) == (False, "no_face")
+    assert body["violation_reasons"] == ["grayscale", "no_face"]
+    assert body["feedback"] == (
+        "The photo is black and white; please submit a colour photo. "
+        "No face could be found; please take a photo that shows your face clearly."
+    )
+    assert {check["code"]: check["measured"] for check in body["checks"]}["no_face"] == 0
 
 
 def _now():
