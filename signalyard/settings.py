@@ -149,7 +149,8 @@ class PlatformSettings:
     host: str = setting("SIGNALYARD_HOST", "127.0.0.1", text)
     """Address the gateways and metrics endpoints listen on."""
     topic_prefix: str = setting("SIGNALYARD_TOPIC_PREFIX", "", text)
-    """Prefix for every topic name (lets several deployments or test runs share one cluster)."""
+    """Prefix for every topic and consumer-group name (lets several deployments or test runs share one cluster, each
+    with its own topics and groups)."""
     topic_partitions: int | None = setting("SIGNALYARD_TOPIC_PARTITIONS", None, positive(int))
     """Partitions of topics this launcher creates; the ceiling on useful processor replicas. Unset: 8 on a configured
     Kafka, 1 on the embedded broker (one machine, one processor; every partition adds fetch latency there)."""

@@ -21,7 +21,7 @@ from gateway.phone.enforcement import Enforcement
 from processors.common.outbox import Sweeper
 from processors.phone.lookup import Provider
 from processors.phone.providers import CarrierLookup, Sandbox
-from processors.phone.router import phone_router
+from processors.phone.router import GROUP_ID, phone_router
 from processors.phone.service import RECONCILE_OUTCOMES, PhoneProcessor, PhoneProcessorConfig, phone_outbox, reconcile
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping
@@ -94,7 +94,8 @@ def processors(p: Platform, s: PhoneSettings) -> list[Background]:
     providers: dict[str, Provider] = {"test": Sandbox(slow_delay_s=s.sandbox_slow_ms / 1000), "live": live}
     names = PhoneTopics(p.settings.topic_prefix)
     config = PhoneProcessorConfig(requested_topic=names.requested, completed_topic=names.completed)
-    p.broker.include_router(phone_router(PhoneProcessor(p.db, providers, p.publish, config)))
+    processor = PhoneProcessor(p.db, providers, p.publish, config)
+    p.broker.include_router(phone_router(processor, group_id=p.settings.topic_prefix + GROUP_ID))
     sweeper = Sweeper(
         p.db,
         phone_outbox(config),

@@ -90,7 +90,8 @@ async def test_the_processors_commit_what_they_processed_so_a_restart_does_not_r
         ends = await reader.end_offsets(partitions)
 
         async def caught_up() -> bool:
-            committed = await admin.list_consumer_group_offsets(GROUP_ID, partitions=partitions)
+            group = stack.settings.platform.topic_prefix + GROUP_ID
+            committed = await admin.list_consumer_group_offsets(group, partitions=partitions)
             return all(committed.get(tp) is not None and committed[tp].offset >= ends[tp] for tp in partitions)
 
         await until(caught_up, timeout_s=5, every_s=0.1)

@@ -47,7 +47,7 @@ def fanout_router(
         webhooks.events_topic(service, prefix),
         WebhookEventRecorded,
         handle,
-        group_id=group_id or f"signalyard-{service}-webhook-fanout",
+        group_id=group_id or f"{prefix}signalyard-{service}-webhook-fanout",
         wait_ms=FANOUT_WAIT_MS,
     )
 
