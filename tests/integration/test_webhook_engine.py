@@ -1,6 +1,6 @@
 """The webhook delivery engine on every database under test, delivering to a real HTTPS receiver: signed deliveries,
-the whole retry schedule on a fake clock, disabling, deletion, redelivered fan-out, restarts, slow endpoints, the SSRF
-guard and the attempt log.
+the whole retry schedule on a fake clock (one event id throughout), disabling, deletion, redelivered fan-out, restarts,
+rotation of the keys that encrypt signing secrets, slow endpoints, the SSRF guard and the attempt log.
 
 Every test uses a service name of its own, so its deliverer never sees another test's deliveries."""
 
@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,8 @@ from processors.common.webhooks import (
     events_outbox,
     fanout_router,
 )
+from signalyard import secrets
+from signalyard.settings import PlatformSettings, load
 from storage.common import webhooks
 from storage.common.db import Database, migrate
 from storage.common.webhooks import ATTEMPTS, DELIVERIES, ENDPOINTS, EVENTS
@@ -227,7 +230,7 @@ async def test_an_event_reaches_only_the_owners_active_subscribed_endpoints(hook
 async def test_500s_are_retried_through_the_whole_schedule_then_the_endpoint_is_disabled(hooks: Hooks) -> None:
     endpoint, path = await hooks.endpoint()
     hooks.receiver.respond(path, 500, "upstream exploded")
-    await hooks.event()
+    event_id = await hooks.event()
     engine = hooks.engine()
 
     assert await engine.deliver_due() == 1
@@ -240,6 +243,8 @@ async def test_500s_are_retried_through_the_whole_schedule_then_the_endpoint_is_
     requests = hooks.receiver.received(path)
     assert len(requests) == 10
     assert all(request.verified for request in requests)
+    assert {request.json["id"] for request in requests} == {event_id}, "one event id, for receivers to de-duplicate"
+    assert len({request.headers["x-verify-timestamp"] for request in requests}) == 10, "each attempt signed anew"
     assert hooks.clock() - START == timedelta(hours=71, minutes=36)
     [delivery] = await hooks.deliveries(endpoint.id)
     assert (delivery.state, delivery.attempts, delivery.next_attempt_at) == ("failed", 10, None)
@@ -248,6 +253,10 @@ async def test_500s_are_retried_through_the_whole_schedule_then_the_endpoint_is_
     assert {(a.status_code, a.error, a.response_body) for a in attempts} == {(500, "HTTP 500", "upstream exploded")}
     row = await hooks.endpoint_row(endpoint.id)
     assert (row.status, row.disabled_at) == ("disabled", hooks.clock())
+    listed = await hooks.db.run(  # what GET /api/v1/webhooks shows (it lists through this function)
+        lambda connection: webhooks.list_endpoints(connection, hooks.service, hooks.owner), write=False
+    )
+    assert [(shown.id, shown.status) for shown in listed] == [(endpoint.id, "disabled")]
 
     # A disabled endpoint gets no new deliveries, and the engine sends nothing more.
     hooks.clock.advance(timedelta(days=7))
@@ -391,6 +400,46 @@ async def test_a_delivery_claimed_by_a_member_that_died_is_sent_after_its_lease(
     [delivery] = await hooks.deliveries(endpoint.id)
     assert (delivery.state, delivery.attempts) == ("delivered", 2)
     assert dead.attempt == 1
+
+
+# ------------------------------------------------------------------------------------------------- key rotation
+
+
+def cipher_of(data_dir: Path, *keys: str) -> MultiFernet:
+    """The secret-encryption cipher every process builds from SIGNALYARD_WEBHOOK_SECRET_KEYS."""
+    environ = {"SIGNALYARD_DATA_DIR": str(data_dir), "SIGNALYARD_WEBHOOK_SECRET_KEYS": ",".join(keys)}
+    return secrets.webhook_cipher(load(PlatformSettings, environ))
+
+
+async def test_rotated_keys_still_sign_with_secrets_stored_under_the_old_one(hooks: Hooks, tmp_path: Path) -> None:
+    """Keys [A], then a restart with [B, A]: the old endpoint's deliveries are still signed with its secret, a new
+    endpoint's secret is stored under B. With A dropped ([B] alone) the old secret cannot be read: its deliveries
+    fail without a request (retried on the schedule like any failure) while the new endpoint's go on."""
+    a, b = Fernet.generate_key().decode(), Fernet.generate_key().decode()
+    hooks.cipher = cipher_of(tmp_path, a)
+    old, old_path = await hooks.endpoint()
+    hooks.cipher = cipher_of(tmp_path, b, a)
+    new, new_path = await hooks.endpoint()
+    await hooks.event()
+
+    assert await hooks.engine().deliver_due() == 2
+    assert [request.verified for request in hooks.receiver.received(old_path)] == [True]
+    assert [request.verified for request in hooks.receiver.received(new_path)] == [True]
+
+    hooks.cipher = cipher_of(tmp_path, b)
+    second = await hooks.event()
+    assert await hooks.engine().deliver_due() == 2
+
+    assert [request.verified for request in hooks.receiver.received(new_path)] == [True, True]
+    assert len(hooks.receiver.received(old_path)) == 1, "nothing was sent with a secret that cannot be read"
+    [unsigned] = [row for row in await hooks.deliveries(old.id) if row.event_id == second]
+    assert (unsigned.state, unsigned.next_attempt_at) == ("pending", START + timedelta(minutes=1))
+    [attempt] = await hooks.rows(ATTEMPTS, delivery_id=unsigned.id)
+    assert (attempt.status_code, attempt.error) == (
+        None,
+        "the signing secret cannot be decrypted with the configured keys",
+    )
+    assert (await hooks.endpoint_row(new.id)).status == "active"
 
 
 # -------------------------------------------------------------------------------------------------- concurrency

@@ -1,11 +1,20 @@
 """History and review (DESIGN.md, photo): a customer's verifications newest first in pages, one by id, and a human
-review that changes the verdict (firing `verification.reviewed`); another account's verification is 404."""
+review that changes the verdict (firing `verification.reviewed`); a review that agrees with the verdict changes
+nothing and fires nothing; another account's verification is 404."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
 
 HISTORY = "/api/v1/verifications"
+
+
+def without_url(verification: dict[str, Any]) -> dict[str, Any]:
+    """A verification without its `image_url`, which is signed afresh on every read."""
+    return {k: v for k, v in verification.items() if k != "image_url"}
 
 
 async def test_history_is_newest_first_in_pages(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
@@ -70,6 +79,38 @@ async def test_review_changes_the_verdict(photo_stack: PhotoStack, customer: Cus
     rejected = await photo_stack.call(customer.test_key, "POST", review, json={"is_compliant": False})
     assert rejected.json()["violation_reasons"] == ["rejected_by_review"]
     assert rejected.json()["review"]["original_is_compliant"] is False
+
+
+async def test_a_review_that_agrees_with_the_verdict_changes_nothing_and_fires_nothing(
+    photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
+) -> None:
+    path = receiver.new_path()
+    hook = await photo_stack.call(
+        customer.test_key,
+        "POST",
+        "/api/v1/webhooks",
+        json={"url": receiver.url(path), "events": ["verification.reviewed"]},
+    )
+    receiver.expect_secret(path, hook.json()["signing_secret"])
+    verified = (await photo_stack.verify(customer.test_key, jpeg())).json()
+    assert verified["is_compliant"] is False
+    one, review = f"{HISTORY}/{verified['id']}", f"{HISTORY}/{verified['id']}/review"
+    before = (await photo_stack.call(customer.test_key, "GET", one)).json()
+
+    agreed = await photo_stack.call(customer.test_key, "POST", review, json={"is_compliant": False, "note": "agreed"})
+    assert agreed.status_code == 200
+    assert without_url(agreed.json()) == without_url(before)
+    assert agreed.json()["review"] is None  # nothing is recorded, not even the note
+    assert without_url((await photo_stack.call(customer.test_key, "GET", one)).json()) == without_url(before)
+
+    # A later review that does change the verdict fires, and it is the only delivery the endpoint gets.
+    changed = await photo_stack.call(customer.test_key, "POST", review, json={"is_compliant": True, "note": "changed"})
+    assert changed.status_code == 200
+    [delivery] = await receiver.wait_for(path, 1)
+    assert delivery.verified
+    assert delivery.json["type"] == "verification.reviewed"
+    assert delivery.json["data"] == changed.json()  # the verification as the review answered it
+    assert (changed.json()["is_compliant"], changed.json()["review"]["note"]) == (True, "changed")
 
 
 async def test_bad_reviews(photo_stack: PhotoStack, customer: CustomerKeys) -> None:

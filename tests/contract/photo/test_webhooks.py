@@ -1,15 +1,19 @@
-"""Sections 2.2, 4.2 and 6: endpoints are created (the secret shown once), listed and deleted; deliveries of
+"""Sections 2.2, 4.2 and 6: endpoints are created (the secret shown once), listed and deleted, never updated; at
+most 16 per account; literal private addresses are refused unless private targets are allowed; deliveries of
 `verification.completed` and `verification.reviewed` are signed over the raw body and timestamped."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
 
+from signalyard.services import photo
 from storage.common.webhooks import WebhookEndpoint
+from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
 
@@ -59,6 +63,67 @@ async def test_bad_endpoints_are_400(photo_stack: PhotoStack, customer: Customer
     response = await photo_stack.call(customer.test_key, "POST", HOOKS, json=body)
     assert response.status_code == 400
     assert message in response.json()["error"]
+
+
+PRIVATE = "url must not point at a private, loopback or reserved address"
+
+
+async def test_literal_private_addresses_are_refused_unless_private_targets_are_allowed(
+    photo_stack: PhotoStack, customer: CustomerKeys, broker_bootstrap: str, database_url: str, tmp_path: Path
+) -> None:
+    """The session stack allows private targets (its receiver is on localhost); a gateway with the default refuses
+    them. A host name is accepted at creation: the address it resolves to is checked at every delivery."""
+    refused = {
+        "https://10.0.0.1/x": PRIVATE,
+        "https://127.0.0.1/x": PRIVATE,
+        "https://169.254.169.254/x": PRIVATE,
+        "https://[::1]/x": "url must be an HTTPS URL with a host name",  # the body's schema admits no IPv6 literal
+    }
+    settings = stack_settings(tmp_path, database_url, None, webhook_allow_private_targets=False)
+    async with running_stack(settings, broker_bootstrap, with_processor=False, service=photo.SERVICE) as strict:
+        owner = await strict.new_customer()
+        for url, message in refused.items():
+            response = await strict.call(owner.test_key, "POST", HOOKS, json={"url": url, "events": ALL_EVENTS})
+            assert (response.status_code, response.json()) == (400, {"error": message}), url
+        public = await create(strict, owner.test_key, "https://8.8.8.8/x", ALL_EVENTS)
+        named = await create(strict, owner.test_key, "https://localhost/x", ALL_EVENTS)
+        listed = (await strict.call(owner.test_key, "GET", HOOKS)).json()["data"]
+        assert {hook["id"] for hook in listed} == {public["id"], named["id"]}
+    allowed = await create(photo_stack, customer.test_key, "https://10.0.0.1/x", ALL_EVENTS)
+    assert allowed["url"] == "https://10.0.0.1/x"
+
+
+async def test_a_17th_endpoint_is_409_until_one_is_deleted(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    made = [
+        await create(photo_stack, customer.test_key, f"https://hooks.example.com/{n}", ALL_EVENTS) for n in range(16)
+    ]
+    refused = await photo_stack.call(
+        customer.test_key, "POST", HOOKS, json={"url": "https://hooks.example.com/17", "events": ALL_EVENTS}
+    )
+    assert refused.status_code == 409
+    assert refused.json() == {"error": "An account can have at most 16 webhook endpoints; delete one first"}
+    assert len((await photo_stack.call(customer.test_key, "GET", HOOKS)).json()["data"]) == 16
+    other = await photo_stack.new_customer()  # the limit is per account
+    await create(photo_stack, other.test_key, "https://hooks.example.com/theirs", ALL_EVENTS)
+
+    deleted = await photo_stack.call(customer.test_key, "DELETE", f"{HOOKS}/{made[0]['id']}")
+    assert deleted.status_code == 200
+    seventeenth = await create(photo_stack, customer.test_key, "https://hooks.example.com/17", ALL_EVENTS)
+    listed = (await photo_stack.call(customer.test_key, "GET", HOOKS)).json()["data"]
+    assert {hook["id"] for hook in listed} == {hook["id"] for hook in made[1:]} | {seventeenth["id"]}
+
+
+async def test_there_is_no_update_operation(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
+    hook = await create(photo_stack, customer.test_key, "https://hooks.example.com/p", ["verification.completed"])
+    for endpoint_id in (hook["id"], "whk_x"):
+        response = await photo_stack.call(
+            customer.test_key, "PATCH", f"{HOOKS}/{endpoint_id}", json={"events": ["verification.reviewed"]}
+        )
+        assert response.status_code == 405
+        assert set(response.headers["Allow"].split(", ")) == {"DELETE", "OPTIONS"}
+        assert response.json() == {"error": "Method PATCH is not allowed here"}
+    [listed] = (await photo_stack.call(customer.test_key, "GET", HOOKS)).json()["data"]
+    assert listed["events"] == ["verification.completed"]
 
 
 async def test_delete_and_another_accounts_endpoint(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
