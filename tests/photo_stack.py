@@ -16,6 +16,7 @@ from signalyard import bootstrap
 from signalyard.settings import Settings
 from storage.common.db import Database
 from storage.photo import customers
+from tests.peers.receiver import WebhookReceiver
 from topics.photo import PhotoTopics
 
 
@@ -84,6 +85,14 @@ class PhotoStack:
             data={"policy": policy},
             headers=headers,
         )
+
+    async def subscribe(self, key: str, receiver: WebhookReceiver, events: list[str]) -> str:
+        """A new webhook endpoint of the key's account at a new path of `receiver`, which checks signatures."""
+        path = receiver.new_path()
+        hook = await self.call(key, "POST", "/api/v1/webhooks", json={"url": receiver.url(path), "events": events})
+        assert hook.status_code == 201, hook.text
+        receiver.expect_secret(path, hook.json()["signing_secret"])
+        return path
 
     async def call(self, key: str | None, method: str, path: str, **kwargs: Any) -> httpx.Response:
         headers = {"X-API-Key": key} if key is not None else {}

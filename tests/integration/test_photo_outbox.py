@@ -86,14 +86,7 @@ async def test_a_work_order_delivered_twice_completes_once(
     photo_stack: PhotoStack, receiver: WebhookReceiver, broker_bootstrap: str
 ) -> None:
     customer = await photo_stack.new_customer(monthly_cap=1)
-    path = receiver.new_path()
-    hook = await photo_stack.call(
-        customer.live_key,
-        "POST",
-        "/api/v1/webhooks",
-        json={"url": receiver.url(path), "events": ["verification.completed"]},
-    )
-    receiver.expect_secret(path, hook.json()["signing_secret"])
+    path = await photo_stack.subscribe(customer.live_key, receiver, ["verification.completed"])
     async with gateway_alone(photo_stack, broker_bootstrap) as gateway:
         twice = await pending(gateway, customer.live_key, "twice-1")
         after = await pending(gateway, customer.test_key, "after-1")

@@ -84,14 +84,7 @@ async def test_review_changes_the_verdict(photo_stack: PhotoStack, customer: Cus
 async def test_a_review_that_agrees_with_the_verdict_changes_nothing_and_fires_nothing(
     photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
 ) -> None:
-    path = receiver.new_path()
-    hook = await photo_stack.call(
-        customer.test_key,
-        "POST",
-        "/api/v1/webhooks",
-        json={"url": receiver.url(path), "events": ["verification.reviewed"]},
-    )
-    receiver.expect_secret(path, hook.json()["signing_secret"])
+    path = await photo_stack.subscribe(customer.test_key, receiver, ["verification.reviewed"])
     verified = (await photo_stack.verify(customer.test_key, jpeg())).json()
     assert verified["is_compliant"] is False
     one, review = f"{HISTORY}/{verified['id']}", f"{HISTORY}/{verified['id']}/review"

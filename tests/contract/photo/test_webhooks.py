@@ -144,9 +144,7 @@ async def test_delete_and_another_accounts_endpoint(photo_stack: PhotoStack, cus
 async def test_completed_verification_is_delivered_signed(
     photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
 ) -> None:
-    path = receiver.new_path()
-    hook = await create(photo_stack, customer.test_key, receiver.url(path), ["verification.completed"])
-    receiver.expect_secret(path, hook["signing_secret"])
+    path = await photo_stack.subscribe(customer.test_key, receiver, ["verification.completed"])
     verification = (await photo_stack.verify(customer.test_key, jpeg(), "icao")).json()
     [delivery] = await receiver.wait_for(path, 1)
     assert delivery.verified  # hex HMAC-SHA256 of the raw body with the secret, timestamp within 5 minutes
