@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 
+from signalyard.services import photo
 from storage.photo import customers
 from storage.photo.models import Verification
+from tests.conftest import running_stack, stack_settings
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
 
 
@@ -145,3 +148,22 @@ async def test_no_active_subscription_is_403_for_live_keys(photo_stack: PhotoSta
     async with photo_stack.db.write() as session:
         await customers.update_customer(session, customer.id, subscription_active=True)
     assert (await photo_stack.verify(customer.live_key, jpeg())).status_code == 200
+
+
+async def test_an_unreachable_rate_limit_store_is_503_and_nothing_is_processed(
+    photo_stack: PhotoStack, customer: CustomerKeys, broker_bootstrap: str, tmp_path: Path
+) -> None:
+    """Limits fail closed: a gateway whose shared rate-limit store (Redis) is down refuses rather than guesses."""
+    settings = stack_settings(
+        tmp_path, photo_stack.settings.platform.database_url or "", None, redis_url="redis://127.0.0.1:1"
+    )
+    async with running_stack(settings, broker_bootstrap, with_processor=False, service=photo.SERVICE) as unlimited:
+        for response in (
+            await unlimited.verify(customer.live_key, jpeg()),
+            await unlimited.call(customer.test_key, "GET", "/api/v1/api-keys"),
+        ):
+            assert (response.status_code, response.json()) == (
+                503,
+                {"error": "Rate limits cannot be checked right now; retry"},
+            )
+    assert (await stored(photo_stack, customer.id), await used(photo_stack, customer.id)) == (0, 0)
