@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from storage.common.keys import ApiKey
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
@@ -261,3 +261,24 @@ async def test_a_revoked_key_stays_revoked_after_its_expiry_changes(photo_stack:
     assert (await photo_stack.call(created["key"], "GET", KEYS)).status_code == 401
     async with photo_stack.db.read() as session:
         assert (await session.scalar(select(ApiKey.revoked_at).where(ApiKey.id == created["id"]))) is not None
+
+
+async def test_an_unreachable_key_store_is_503_and_nothing_is_processed(
+    photo_stack: PhotoStack, customer: CustomerKeys
+) -> None:
+    """A real database failure on the key look-up (its table gone for the moment): the gateway cannot tell who is
+    calling, so it answers 503 rather than 401, and nothing is stored."""
+    async with photo_stack.db.write() as session:
+        await session.execute(text("ALTER TABLE api_keys RENAME TO api_keys_away"))
+    try:
+        for response in (
+            await photo_stack.verify(customer.test_key, jpeg()),
+            await photo_stack.call(customer.test_key, "GET", KEYS),
+        ):
+            assert response.status_code == 503
+            assert response.json() == {"error": "Authentication service unavailable; retry"}
+    finally:
+        async with photo_stack.db.write() as session:
+            await session.execute(text("ALTER TABLE api_keys_away RENAME TO api_keys"))
+    history = await photo_stack.call(customer.test_key, "GET", "/api/v1/verifications")
+    assert (history.status_code, history.json()["data"]) == (200, [])
