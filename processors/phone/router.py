@@ -11,13 +11,14 @@ from topics.phone import VerificationRequested
 GROUP_ID = "signalyard-phone-processors"
 
 
-def phone_router(processor: PhoneProcessor, *, group_id: str = GROUP_ID, max_records: int = 200) -> KafkaRouter:
-    """Consumer-group members share the requested topic's partitions; add members to scale out."""
+def phone_router(processor: PhoneProcessor, *, prefix: str = "", max_records: int = 200) -> KafkaRouter:
+    """Members of the group `<prefix>{GROUP_ID}` share the requested topic's partitions; add members to scale out.
+    The group carries the topic prefix, so deployments sharing a cluster never rebalance each other."""
     return batch_consumer(
         "phone",
         processor.config.requested_topic,
         VerificationRequested,
         processor.handle_batch,
-        group_id=group_id,
+        group_id=prefix + GROUP_ID,
         max_records=max_records,
     )

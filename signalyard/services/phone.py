@@ -21,7 +21,7 @@ from gateway.phone.enforcement import Enforcement
 from processors.common.outbox import Sweeper
 from processors.phone.lookup import Provider
 from processors.phone.providers import CarrierLookup, Sandbox
-from processors.phone.router import GROUP_ID, phone_router
+from processors.phone.router import phone_router
 from processors.phone.service import RECONCILE_OUTCOMES, PhoneProcessor, PhoneProcessorConfig, phone_outbox, reconcile
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping
@@ -95,7 +95,7 @@ def processors(p: Platform, s: PhoneSettings) -> list[Background]:
     names = PhoneTopics(p.settings.topic_prefix)
     config = PhoneProcessorConfig(requested_topic=names.requested, completed_topic=names.completed)
     processor = PhoneProcessor(p.db, providers, p.publish, config)
-    p.broker.include_router(phone_router(processor, group_id=p.settings.topic_prefix + GROUP_ID))
+    p.broker.include_router(phone_router(processor, prefix=p.settings.topic_prefix))
     sweeper = Sweeper(
         p.db,
         phone_outbox(config),

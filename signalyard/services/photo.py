@@ -22,7 +22,7 @@ from processors.common.outbox import Sweeper
 from processors.photo import retention
 from processors.photo import webhooks as webhooks_profile
 from processors.photo.checks import CheckPool
-from processors.photo.router import GROUP_ID, photo_router
+from processors.photo.router import photo_router
 from processors.photo.service import PhotoProcessor, PhotoProcessorConfig, photo_outbox
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
@@ -126,7 +126,7 @@ def processors(p: Platform, s: PhotoSettings) -> list[Background]:
         publish_event=_publish_event(p),
         config=config,
     )
-    p.broker.include_router(photo_router(processor, group_id=p.settings.topic_prefix + GROUP_ID))
+    p.broker.include_router(photo_router(processor, prefix=p.settings.topic_prefix))
     sweeper = Sweeper(
         p.db,
         photo_outbox(config),

@@ -29,9 +29,9 @@ def fanout_router(
     prefix: str = "",
     on_fanned_out: Callable[[], None] | None = None,
     clock: Callable[[], datetime] = utc_now,
-    group_id: str | None = None,
 ) -> KafkaRouter:
-    """Subscribes `<prefix><service>.webhook.events`; each batch becomes deliveries in one transaction. A redelivered
+    """Subscribes `<prefix><service>.webhook.events` as a member of the group `<prefix>signalyard-<service>-webhook-
+    fanout`; each batch becomes deliveries in one transaction. A redelivered
     message creates nothing (deliveries are unique per event and endpoint; a fanned-out event is not fanned out
     again). `on_fanned_out` (the deliverer's `wake`) runs when deliveries were created."""
 
@@ -47,7 +47,7 @@ def fanout_router(
         webhooks.events_topic(service, prefix),
         WebhookEventRecorded,
         handle,
-        group_id=group_id or f"{prefix}signalyard-{service}-webhook-fanout",
+        group_id=f"{prefix}signalyard-{service}-webhook-fanout",
         wait_ms=FANOUT_WAIT_MS,
     )
 
