@@ -5,6 +5,7 @@ processed or charged, and sandbox keys are free."""
 from __future__ import annotations
 
 import asyncio
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -50,15 +51,29 @@ async def test_a_full_window_is_429_and_nothing_is_processed(photo_stack: PhotoS
 
 
 @pytest.mark.parametrize("route", ["/api/v1/webhooks", "/api/v1/api-keys", "/api/v1/verifications"])
-async def test_limits_apply_to_management_too(photo_stack: PhotoStack, customer: CustomerKeys, route: str) -> None:
+@pytest.mark.parametrize(
+    ("per_minute", "per_hour", "window", "period_s"), [(1, 100, "1 per 1 minute", 60), (100, 1, "1 per 1 hour", 3600)]
+)
+async def test_limits_apply_to_management_too(
+    photo_stack: PhotoStack,
+    customer: CustomerKeys,
+    route: str,
+    per_minute: int,
+    per_hour: int,
+    window: str,
+    period_s: int,
+) -> None:
     key_id = await key_id_of(photo_stack, customer.test_key)
     async with photo_stack.db.write() as session:
-        await customers.set_key_limits(session, key_id, 1, 100)
+        await customers.set_key_limits(session, key_id, per_minute, per_hour)
+    before = time.time()
     assert (await photo_stack.call(customer.test_key, "GET", route)).status_code == 200
     response = await photo_stack.call(customer.test_key, "GET", route)
+    elapsed = time.time() - before
     assert response.status_code == 429
-    assert response.json() == {"error": "Rate limit reached: 1 per 1 minute for this key"}
-    assert 1 <= int(response.headers["retry-after"]) <= 60
+    assert response.json() == {"error": f"Rate limit reached: {window} for this key"}
+    # until the full window's first request leaves it: the rest of its period
+    assert period_s - elapsed - 1 <= int(response.headers["retry-after"]) <= period_s
 
 
 async def test_a_full_window_is_429_whatever_the_body(photo_stack: PhotoStack, customer: CustomerKeys) -> None:

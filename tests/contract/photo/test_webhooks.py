@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from signalyard.services import photo
-from storage.common.webhooks import WebhookEndpoint
+from storage.common.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
@@ -181,14 +181,23 @@ async def test_only_subscribed_events_are_delivered(
 async def test_another_accounts_events_are_not_delivered(
     photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
 ) -> None:
-    path = receiver.new_path()
-    await create(photo_stack, customer.test_key, receiver.url(path), ["verification.completed"])
+    path = await photo_stack.subscribe(customer.test_key, receiver, ["verification.completed"])
     other = await photo_stack.new_customer()
     await photo_stack.verify(other.test_key, jpeg())
-    await photo_stack.verify(customer.test_key, jpeg())
+    mine = (await photo_stack.verify(customer.test_key, jpeg())).json()
     await receiver.wait_for(path, 1)
-    await asyncio.sleep(0.5)
-    assert len(receiver.received(path)) == 1
+    # Deliveries are made at fan-out: once the other account's event is fanned out, none of it can ever come.
+    for _ in range(100):
+        async with photo_stack.db.read() as session:
+            states = (await session.execute(select(WebhookEvent.state).where(WebhookEvent.owner_id == other.id))).all()
+        if states and all(state != "pending" for (state,) in states):
+            break
+        await asyncio.sleep(0.1)
+    assert [state for (state,) in states] == ["fanned_out"]
+    async with photo_stack.db.read() as session:
+        theirs = select(WebhookEvent.id).where(WebhookEvent.owner_id == other.id)
+        assert (await session.execute(select(WebhookDelivery).where(WebhookDelivery.event_id.in_(theirs)))).all() == []
+    assert [delivery.json["data"]["id"] for delivery in receiver.received(path)] == [mine["id"]]
 
 
 async def test_a_deleted_endpoint_gets_nothing_more(
