@@ -1,1 +1,1 @@
-"""The phone verification gateway (contract: spec/phone-verification.md)."""
+"""The phone verification gateway (reference: docs/phone.md)."""

@@ -28,7 +28,7 @@ STATUS = {
     "provider_unconfigured": 503,
     "ledger_unavailable": 503,
 }
-"""HTTP status of every error code (DESIGN.md's decisions for what the contract leaves open)."""
+"""HTTP status of every error code (docs/phone.md, "Error codes")."""
 
 
 class ErrorBody(msgspec.Struct, omit_defaults=True):

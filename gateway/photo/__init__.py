@@ -1,1 +1,1 @@
-"""The photo compliance gateway (contract: spec/photo-compliance.md)."""
+"""The photo compliance gateway (reference: docs/photo.md)."""

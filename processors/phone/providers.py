@@ -278,7 +278,7 @@ class SandboxEntry:
     """One magic number: what it is for, and the answer, exception or delay it produces."""
 
     description: str
-    """One line for the README."""
+    """One line for the sandbox table in docs/phone.md."""
     answer: CarrierAnswer | None = None
     """Returned by `Sandbox.lookup` (after `slow_delay_s` when `slow`)."""
     raises: type[Exception] | None = None
@@ -287,7 +287,7 @@ class SandboxEntry:
 
     @property
     def returns(self) -> str:
-        """A short human summary of what this entry produces, for the README table."""
+        """A short human summary of what this entry produces, for the sandbox table in docs/phone.md."""
         prefix = "after `slow_delay_s`: " if self.slow else ""
         if self.raises is not None:
             return f"{prefix}raises {self.raises.__name__}"

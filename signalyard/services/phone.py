@@ -1,4 +1,4 @@
-"""The phone verification service (spec/phone-verification.md): its settings, topics, gateway, processors, operator
+"""The phone verification service (docs/phone.md): its settings, topics, gateway, processors, operator
 commands and first-run demo tenant."""
 
 from __future__ import annotations

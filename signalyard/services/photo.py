@@ -1,4 +1,4 @@
-"""The photo compliance service (spec/photo-compliance.md): its settings, topics, gateway, processors, operator
+"""The photo compliance service (docs/photo.md): its settings, topics, gateway, processors, operator
 commands and first-run demo customer."""
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ async def demo(db: Database, data_dir: Path, _settings: PhotoSettings) -> list[t
 
 def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
     key = dict(demo_lines)["sandbox key"]
-    return f"curl -s {base}/v1/verify -H 'X-API-Key: {key}' -F image=@photo.jpg -F policy=profile_photo"
+    return f"curl -s {base}/v1/verify -H 'X-API-Key: {key}' -F image=@photo.jpg -F policy=us_passport"
 
 
 # Operator commands: `signalyard customers ...`

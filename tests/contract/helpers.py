@@ -44,7 +44,7 @@ ERROR_CODES = {
 """Section 7: the only codes an error body may carry."""
 
 PRICE = 15000
-"""The default `core_phone` unit price in microdollars (DESIGN.md)."""
+"""The default `core_phone` unit price in microdollars (docs/phone.md, "Billing")."""
 FREE_RECHECK = "free_recheck_within_24h"
 
 
@@ -246,7 +246,7 @@ def business(phone: str = "+14155550101", name: str = "Acme Inc", **extra: Any) 
 
 
 def sandbox(last4: str, area: str = "415") -> str:
-    """A sandbox magic number (section "Sandbox" of the README): +1 <area> 555 <last4>."""
+    """A sandbox magic number (docs/phone.md, "Sandbox magic numbers"): +1 <area> 555 <last4>."""
     return f"+1{area}555{last4}"
 
 

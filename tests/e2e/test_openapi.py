@@ -58,7 +58,7 @@ def _us_area_codes() -> list[int]:
 
 
 SANDBOX_NUMBERS = [f"+1415555{line:04d}" for line in (*range(100, 113), 190, 191)]
-"""The sandbox's magic numbers that answer at once (README): every line type, caller-ID and result state."""
+"""The sandbox's magic numbers that answer at once (docs/phone.md): every line type, caller-ID and result state."""
 NOT_GENERATED = ("5550192", "5550199")
 """The sandbox's provider failure (502 by design) and its slow number (it waits): no property of the document."""
 STYLES = ("+1{a}{e}{l}", "({a}) {e}-{l}", "{a}-{e}-{l}", "{a}.{e}.{l}", "1 {a} {e} {l}", "+1 {a}-{e}-{l}")

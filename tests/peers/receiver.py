@@ -13,7 +13,7 @@ Usage::
 
 The server runs uvicorn in a daemon thread with its own event loop, so it keeps answering whatever the test's event
 loop is doing. Every request is recorded on arrival (before any hold or delay), in order. Deliveries are checked
-exactly as the README's receiver example checks them (`verify_delivery`), against the receiver's own clock, which a
+exactly as the receiver example of docs/photo.md checks them (`verify_delivery`), against the receiver's own clock, which a
 test may set to its fake clock.
 """
 
@@ -43,7 +43,7 @@ HOSTNAMES = ("localhost", "hooks.example.test")
 """The names the receiver's certificate is valid for (not its IP addresses: TLS must be checked on a host name)."""
 
 
-# The README's receiver example, verbatim: keep the two the same.
+# The receiver example of docs/photo.md, verbatim: keep the two the same.
 def verify_delivery(secret: str, body: bytes, signature: str, timestamp: str, now: float) -> bool:
     """True when `body` (the raw request body, before any JSON parsing) was signed with `secret` and sent within the
     last 5 minutes; `signature` and `timestamp` are the X-Verify-Signature and X-Verify-Timestamp headers."""
@@ -67,7 +67,7 @@ class Received:
     """Lower-cased names."""
     body: bytes
     verified: bool | None
-    """The README's check passed (None: no secret was given for the path)."""
+    """The docs' check passed (None: no secret was given for the path)."""
 
     @property
     def json(self) -> Any:

@@ -1,5 +1,5 @@
 """Webhook signing and retry schedules: the headers of a delivery, a known HMAC vector, the schedule arithmetic, and
-the receiver check the README shows."""
+the receiver check docs/photo.md shows."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_a_schedule_with_a_wait_that_is_not_positive_is_refused() -> None:
         WebhookProfile(service="x", signature_header="S", timestamp_header=None, schedule=(timedelta(0),))
 
 
-# The README's receiver check, as tests/peers/receiver.py runs it.
+# The receiver check of docs/photo.md, as tests/peers/receiver.py runs it.
 
 BODY = b'{"id":"evt_1","type":"verification.completed","created_at":"2026-11-23T14:00:00.000000Z","data":{}}'
 

@@ -1,4 +1,4 @@
-"""History and review (DESIGN.md, photo): a customer's verifications newest first in pages, one by id, and a human
+"""History and review (docs/photo.md): a customer's verifications newest first in pages, one by id, and a human
 review that changes the verdict (firing `verification.reviewed`); a review that agrees with the verdict changes
 nothing and fires nothing; another account's verification is 404."""
 
