@@ -59,6 +59,7 @@ from storage.phone import requests
 from storage.phone.models import PhoneRequest
 from storage.phone.tenants import KeyOwner
 from topics.phone import SKU, StoredRequestFailure, VerificationRequested, VerifyResult
+from wire.timestamps import iso
 
 log = structlog.get_logger("signalyard.gateway.phone")
 
@@ -410,7 +411,7 @@ class VerifyController(Controller):
             UsageSummary(
                 tenant_id=owner.tenant_id,
                 environment=owner.environment,  # type: ignore[arg-type]
-                period=Period(from_=_iso(start), to=_iso(_last_instant_before(end))),
+                period=Period(from_=iso(start), to=iso(_last_instant_before(end))),
                 by_sku=by_sku,
                 total_amount_microdollars=sum(usage.amount_microdollars for usage in by_sku),
             )
@@ -456,10 +457,6 @@ def _date_param(name: str, text: str) -> date:
 
 
 _CALENDAR_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-
-
-def _iso(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
 
 
 def _is_uuid(text: str) -> bool:

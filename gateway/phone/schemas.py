@@ -91,8 +91,8 @@ class UsageSummary(msgspec.Struct):
     total_amount_microdollars: int
 
 
-# Examples: real answers of the sandbox (docs/phone.md, "Sandbox magic numbers"), converted to their types so that an example
-# cannot drift from the schema it illustrates.
+# Examples: real answers of the sandbox (docs/phone.md, "Sandbox magic numbers"), converted to their types so that an
+# example cannot drift from the schema it illustrates.
 
 VERIFY_REQUEST_EXAMPLES: dict[str, tuple[str, VerifyRequest]] = {
     "person": (

@@ -39,6 +39,13 @@ from topics.photo import Verification, VerificationRequested
 log = structlog.get_logger("signalyard.gateway.photo")
 
 API_VERSION = "2026-11"
+IMAGES_PATH = "/v1/images"
+"""Where `image_url`s point: the signed URLs of stored images."""
+IMAGE_URL_REFUSALS = {
+    "unsigned": "This image URL is not signed",
+    "forged": "This image URL's signature is not valid",
+    "expired": "This image URL has expired: fetch the verification again for a fresh one",
+}
 JSON = "application/json"
 
 
@@ -138,7 +145,7 @@ class VerifyController(Controller):
         signature: Annotated[str | None, Parameter(query="signature")] = None,
     ) -> Response[bytes]:
         if (refusal := photo.urls.refusal(verification_id, expires, signature)) is not None:
-            raise PhotoError(403, refusal)
+            raise PhotoError(403, IMAGE_URL_REFUSALS[refusal])
         rows = await photo.db.run(lambda connection: verifications.load(connection, [verification_id]), write=False)
         row = rows.get(verification_id)
         if row is None or row.image_key is None:

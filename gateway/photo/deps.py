@@ -11,8 +11,8 @@ from gateway.common.waiter import ResultWaiter
 from gateway.photo.auth import PhotoAuth
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
-from storage.photo.image_urls import UrlSigner
 from topics.photo import VerificationRequested
+from wire.signed_urls import SignedUrls
 
 Publish = Callable[[VerificationRequested], Awaitable[None]]
 PublishEvent = Callable[[str, str], Awaitable[None]]
@@ -27,7 +27,7 @@ class PhotoGateway:
     waiter: ResultWaiter
     publish: Publish
     publish_event: PublishEvent
-    urls: UrlSigner
+    urls: SignedUrls
     cipher: MultiFernet
     """Encrypts webhook signing secrets: they are stored encrypted, beside their SHA-256."""
     allow_private_targets: bool

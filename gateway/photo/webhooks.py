@@ -3,9 +3,7 @@ Deliveries are the shared engine's work (processors/common/webhooks.py)."""
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
-from urllib.parse import urlsplit
 
 import msgspec
 from litestar import Controller, Request, Response, delete, get, post
@@ -19,6 +17,7 @@ from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookD
 from storage.common import webhooks
 from storage.photo.verifications import iso
 from topics.photo import EVENTS
+from wire.addresses import TargetUrlRefused, check_target_url
 
 SERVICE = "photo"
 MAX_ENDPOINTS = 16
@@ -38,25 +37,11 @@ def endpoint_object(endpoint: webhooks.Endpoint) -> WebhookEndpoint:
 
 
 def checked_url(url: str, *, allow_private: bool) -> str:
-    """An HTTPS URL with a host. A literal private address is refused here already; host names are resolved, and
-    the address dialled checked, at every delivery."""
-    parts = urlsplit(url)
-    if parts.scheme.lower() != "https":
-        raise PhotoError(400, "url must be an HTTPS URL")
-    if not parts.hostname:
-        raise PhotoError(400, "url must name a host")
-    if parts.username is not None or parts.password is not None:
-        raise PhotoError(400, "url must not carry credentials")
+    """An HTTPS URL with a host, not a literal address the address policy refuses."""
     try:
-        _ = parts.port
-        address = ipaddress.ip_address(parts.hostname)
-    except ValueError as error:
-        if "port" in str(error).lower():
-            raise PhotoError(400, "url has an invalid port") from None
-        return url  # a host name
-    if not allow_private and (not address.is_global or address.is_multicast):
-        raise PhotoError(400, "url must not point at a private, loopback or reserved address")
-    return url
+        return check_target_url(url, schemes=("https",), allow_private=allow_private)
+    except TargetUrlRefused as refused:
+        raise PhotoError(400, str(refused)) from None
 
 
 def _explain(message: str) -> PhotoError:

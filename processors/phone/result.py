@@ -26,6 +26,7 @@ from topics.phone import (
     Subject,
     VerifyResult,
 )
+from wire.timestamps import iso
 
 PRODUCT_VERSION = "core_phone-2026-10-15.2"
 RULE_VERSION = "name_match-2026-11"
@@ -52,10 +53,6 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     subject_type: str
     supplied_name: str
     reference_id: str | None
-
-
-def iso(at: datetime) -> str:
-    return at.isoformat().replace("+00:00", "Z")
 
 
 @lru_cache(maxsize=4096)

@@ -20,8 +20,8 @@ from storage.common import webhooks
 from storage.common.blobs import BlobNotFound, BlobStore
 from storage.common.db import Database
 from storage.photo import verifications
-from storage.photo.image_urls import UrlSigner
 from topics.photo import Verdict, VerificationCompleted, VerificationRequested, partition_key
+from wire.signed_urls import SignedUrls
 
 log = structlog.get_logger("signalyard.processors.photo")
 
@@ -52,7 +52,7 @@ class PhotoProcessor:
         *,
         blobs: BlobStore,
         checks: CheckPool,
-        urls: UrlSigner,
+        urls: SignedUrls,
         publish: Publish,
         publish_event: PublishEvent,
         config: PhotoProcessorConfig,

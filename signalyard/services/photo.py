@@ -15,7 +15,7 @@ import structlog
 from litestar.types import ASGIApp
 
 from gateway.common.waiter import ResultWaiter
-from gateway.photo.app import create_photo_app
+from gateway.photo.app import IMAGES_PATH, create_photo_app
 from gateway.photo.auth import PhotoAuth
 from gateway.photo.deps import PhotoGateway
 from processors.common.outbox import Sweeper
@@ -32,9 +32,9 @@ from storage.common import webhooks
 from storage.common.blobs import BlobStore, open_blobs
 from storage.common.db import Database
 from storage.photo import customers, verifications
-from storage.photo.image_urls import UrlSigner
 from topics import photo as photo_topics
 from topics.photo import PhotoTopics, VerificationRequested, partition_key
+from wire.signed_urls import SignedUrls
 
 log = structlog.get_logger("signalyard.photo")
 
@@ -66,9 +66,9 @@ def _public_url(p: Platform, s: PhotoSettings) -> str:
     return s.public_url or f"http://{p.settings.host}:{s.port}"
 
 
-def _signer(p: Platform, s: PhotoSettings) -> UrlSigner:
+def _signer(p: Platform, s: PhotoSettings) -> SignedUrls:
     key = s.url_signing_key or secrets.kept(p.settings.data_dir, "photo-url-signing-key")
-    return UrlSigner(_public_url(p, s), key.encode(), s.image_url_ttl_s)
+    return SignedUrls(_public_url(p, s), IMAGES_PATH, key.encode(), s.image_url_ttl_s)
 
 
 def _blobs(p: Platform, s: PhotoSettings) -> BlobStore:

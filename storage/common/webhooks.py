@@ -41,6 +41,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base, UtcDateTime
 from topics.common.asyncapi import Channel
+from wire.timestamps import iso
 
 EVENTS_TOPIC = "webhook.events"
 """Under `<prefix><service>.`: one message per recorded event, which the service's fan-out turns into deliveries."""
@@ -287,7 +288,7 @@ _encode = msgspec.json.Encoder().encode
 
 
 def timestamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return iso(moment, "microseconds")
 
 
 def event_body(event_id: str, event_type: str, created_at: datetime, data: Any) -> bytes:

@@ -13,9 +13,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.common.db import per_dialect
 from storage.photo import customers
-from storage.photo.image_urls import UrlSigner
 from storage.photo.models import Verification as VerificationRow
 from topics.photo import Review, Verdict, Verification
+from wire import timestamps
+from wire.signed_urls import SignedUrls
 
 VERIFICATIONS = cast(Table, VerificationRow.__table__)
 OPEN_STATES = ("pending",)
@@ -151,11 +152,11 @@ REVIEW_FEEDBACK = {True: "A reviewer accepted this photo.", False: "A reviewer r
 
 
 def iso(at: datetime) -> str:
-    """An instant as the API shows it: ISO 8601 in UTC with a `Z`, to the millisecond."""
-    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    """An instant as the photo API shows it: to the millisecond."""
+    return timestamps.iso(at, "milliseconds")
 
 
-def verification_of(row: Any, urls: UrlSigner) -> Verification:
+def verification_of(row: Any, urls: SignedUrls) -> Verification:
     """The verification object (section 2.3) of a stored row, with a freshly signed `image_url`."""
     verdict = decode_verdict(row.verdict) if row.verdict is not None else None
     return Verification(

@@ -34,7 +34,7 @@ def read_until(fd: int, wanted: str, timeout_s: float) -> str:
     deadline = time.monotonic() + timeout_s
     while True:
         text = output.decode(errors="replace")
-        if wanted in text and text.endswith("\n") or (remaining := deadline - time.monotonic()) <= 0:
+        if (wanted in text and text.endswith("\n")) or (remaining := deadline - time.monotonic()) <= 0:
             return text
         if not select.select([fd], [], [], remaining)[0]:
             return text

@@ -13,8 +13,8 @@ Usage::
 
 The server runs uvicorn in a daemon thread with its own event loop, so it keeps answering whatever the test's event
 loop is doing. Every request is recorded on arrival (before any hold or delay), in order. Deliveries are checked
-exactly as the receiver example of docs/photo.md checks them (`verify_delivery`), against the receiver's own clock, which a
-test may set to its fake clock.
+exactly as the receiver example of docs/photo.md checks them (`verify_delivery`), against the receiver's own clock,
+which a test may set to its fake clock.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from processors.common.webhooks import refusal
+from wire.addresses import refusal
 
 
 @pytest.mark.parametrize(

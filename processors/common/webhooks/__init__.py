@@ -16,7 +16,7 @@ and where the service changes something a webhook reports (storage.common.webhoo
 
 from processors.common.webhooks.deliverer import WebhookDeliverer, utc_now
 from processors.common.webhooks.fanout import events_outbox, fanout_router
-from processors.common.webhooks.guard import TargetRefused, guarded_client, refusal, system_resolve
+from processors.common.webhooks.guard import TargetRefused, guarded_client, system_resolve
 from processors.common.webhooks.profile import (
     BACKOFF_OVER_3_DAYS,
     FIVE_RETRIES_OVER_A_DAY,
@@ -34,7 +34,6 @@ __all__ = [
     "fanout_router",
     "guarded_client",
     "hex_hmac_sha256",
-    "refusal",
     "system_resolve",
     "utc_now",
 ]

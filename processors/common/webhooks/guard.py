@@ -15,41 +15,10 @@ import httpcore
 import httpx
 
 from processors.common.webhooks.stream import dial
+from wire.addresses import ALLOW_PRIVATE_SETTING, refusal
 
 Resolve = Callable[[str, int], Awaitable[list[str]]]
 """(host, port) -> its addresses, in the order to try them."""
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-
-ALLOW_PRIVATE_SETTING = "SIGNALYARD_WEBHOOK_ALLOW_PRIVATE_TARGETS"
-_SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
-_NAT64 = ipaddress.ip_network("64:ff9b::/96")
-
-
-def refusal(address: IPAddress) -> str | None:
-    """Why a delivery must not go to `address` (a word for the attempt log), or None for a public unicast address.
-    IPv6 forms that carry an IPv4 address (mapped, NAT64) are judged by that address."""
-    if isinstance(address, ipaddress.IPv6Address):
-        embedded = address.ipv4_mapped or (
-            ipaddress.IPv4Address(int(address) & 0xFFFFFFFF) if address in _NAT64 else None
-        )
-        if embedded is not None:
-            reason = refusal(embedded)
-            return f"{reason}, IPv4 inside IPv6" if reason else None
-        if address.is_site_local:
-            return "site-local"
-    checks = (
-        ("unspecified", address.is_unspecified),
-        ("loopback", address.is_loopback),
-        ("link-local", address.is_link_local),
-        ("multicast", address.is_multicast),
-        ("shared address space", isinstance(address, ipaddress.IPv4Address) and address in _SHARED_ADDRESS_SPACE),
-        ("private", address.is_private),
-        ("reserved", address.is_reserved),
-    )
-    for reason, applies in checks:
-        if applies:
-            return reason
-    return None if address.is_global else "not globally routable"
 
 
 class TargetRefused(httpcore.ConnectError):
