@@ -18,11 +18,12 @@ import sys
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from litestar import Litestar, Request, Response, get, post
+from litestar import Litestar, Response, get, post
+from litestar.datastructures import State
 
-from gateway.phone.auth import authorize, phone_authenticator
+from gateway.common.auth import AUTHENTICATOR, NO_AUTHENTICATION, authentication, requires
+from gateway.phone.auth import VERIFY, PhoneAuthenticator, sku_scope
 from gateway.phone.errors import EXCEPTION_HANDLERS
 from signalyard import bootstrap, logs
 from signalyard.settings import PlatformSettings, load
@@ -63,22 +64,23 @@ def sample_result() -> bytes:
 
 
 def create_bare_app(db: Database, canned: bytes) -> Litestar:
-    auth = phone_authenticator(db)
+    """The gateway's own authentication step and guard in front of a canned answer."""
+    authenticator = PhoneAuthenticator(db)
 
-    @post("/v1/verify", status_code=200)
-    async def verify(request: Request[Any, Any, Any]) -> Response[bytes]:
-        owner = await auth.owner(request.headers)
-        authorize(owner, "verify", SKU)
+    @post("/v1/verify", status_code=200, guards=[requires(VERIFY, sku_scope(SKU))])
+    async def verify() -> Response[bytes]:
         return Response(canned, media_type=JSON)
 
-    @get("/readyz")
+    @get("/readyz", opt=NO_AUTHENTICATION)
     async def readyz() -> dict[str, str]:
         await db.ping()
         return {"status": "ok"}
 
     return Litestar(
         route_handlers=[verify, readyz],
-        exception_handlers=EXCEPTION_HANDLERS,  # type: ignore[arg-type]
+        middleware=[authentication(authenticator)],
+        state=State({AUTHENTICATOR: authenticator}),
+        exception_handlers=EXCEPTION_HANDLERS,
         on_shutdown=[db.dispose],
         openapi_config=None,
     )

@@ -149,7 +149,7 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
                 events=["verification.completed"],
             )
 
-    await db.run(create, write=True)
+    await db.write(create)
     events = -(-deliveries // endpoints)
     for start in range(0, events, 500):
 
@@ -160,7 +160,7 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
             }
             webhooks.fan_out(connection, ids, now=datetime.now(UTC))
 
-        await db.run(record, write=True)
+        await db.write(record)
 
 
 async def engine_round(

@@ -17,7 +17,7 @@ import asyncpg
 import httpx
 import pytest
 import structlog
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Connection, make_url
 
 from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker, free_port
@@ -163,11 +163,13 @@ class Stack:
     async def new_tenant(
         self, *, scopes: list[str] | None = None, skus: list[str] | None = None, spend_cap: int | None = None
     ) -> TenantKeys:
-        async with self.db.write() as session:
-            tenant_id = await tenants.create_tenant(session, "test", skus=skus, spend_cap_microdollars=spend_cap)
-            _, test_key = await tenants.create_key(session, tenant_id, "test", scopes)
-            _, live_key = await tenants.create_key(session, tenant_id, "live", scopes)
-        return TenantKeys(tenant_id, test_key, live_key)
+        def create(connection: Connection) -> TenantKeys:
+            tenant_id = tenants.create_tenant(connection, "test", skus=skus, spend_cap_microdollars=spend_cap)
+            _, test_key = tenants.create_key(connection, tenant_id, "test", scopes)
+            _, live_key = tenants.create_key(connection, tenant_id, "live", scopes)
+            return TenantKeys(tenant_id, test_key, live_key)
+
+        return await self.db.write(create)
 
     async def verify(
         self, key: str, body: Any, *, idempotency_key: str | None = "auto", **headers: str
@@ -300,9 +302,9 @@ class running_stack:
 
 async def _wait_for_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
     """The processors' consumer group takes a few seconds to join; a warm-up check tells when it has."""
-    async with p.db.write() as session:
-        tenant_id = await tenants.create_tenant(session, "warm-up")
-        _, key = await tenants.create_key(session, tenant_id, "test")
+    _, key = await p.db.write(
+        lambda connection: tenants.create_key(connection, tenants.create_tenant(connection, "warm-up"), "test")
+    )
     for attempt in range(60):
         response = await client.post(
             "/v1/verify",

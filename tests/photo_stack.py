@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 from PIL import Image
+from sqlalchemy.engine import Connection
 
 from signalyard import bootstrap
 from signalyard.settings import Settings
@@ -51,13 +52,15 @@ class PhotoStack:
     async def new_customer(
         self, *, plan: str = "starter", monthly_cap: int | None = None, subscription_active: bool = True
     ) -> CustomerKeys:
-        async with self.db.write() as session:
-            customer_id = await customers.create_customer(
-                session, "test", plan=plan, monthly_cap=monthly_cap, subscription_active=subscription_active
+        def create(connection: Connection) -> CustomerKeys:
+            customer_id = customers.create_customer(
+                connection, "test", plan=plan, monthly_cap=monthly_cap, subscription_active=subscription_active
             )
-            _, test_key = await customers.create_key(session, customer_id, "test", name="sandbox")
-            _, live_key = await customers.create_key(session, customer_id, "live", name="live")
-        return CustomerKeys(customer_id, test_key, live_key)
+            _, test_key = customers.create_key(connection, customer_id, "test", name="sandbox")
+            _, live_key = customers.create_key(connection, customer_id, "live", name="live")
+            return CustomerKeys(customer_id, test_key, live_key)
+
+        return await self.db.write(create)
 
     async def verify(
         self,
@@ -101,9 +104,12 @@ class PhotoStack:
 
 async def wait_for_photo_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
     """The processors' consumer group takes a few seconds to join; a warm-up verification tells when it has."""
-    async with p.db.write() as session:
-        customer_id = await customers.create_customer(session, "warm-up")
-        _, key = await customers.create_key(session, customer_id, "test", name="warm-up")
+
+    def create(connection: Connection) -> str:
+        customer_id = customers.create_customer(connection, "warm-up")
+        return customers.create_key(connection, customer_id, "test", name="warm-up")[1]
+
+    key = await p.db.write(create)
     image = jpeg()
     for _ in range(60):
         response = await client.post(

@@ -7,13 +7,13 @@ from typing import Annotated, Final, Literal
 import msgspec
 
 from topics.common.asyncapi import Channel
+from topics.common.environment import Environment
 
 VERIFICATION_REQUESTED = "phone.verification.requested"
 """A gateway accepted a verify request and stored it as `pending`; a processor must look it up."""
 VERIFICATION_COMPLETED = "phone.verification.completed"
 """A request reached a terminal state; carries the stored result or failure for stream consumers."""
 
-Environment = Literal["live", "test"]
 SubjectType = Literal["person", "business"]
 ResultState = Literal["completed", "unavailable", "error"]
 FailureStatus = Literal["failed", "rejected", "pending_reconciliation"]

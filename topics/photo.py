@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from topics.common.asyncapi import Channel
+from topics.common.environment import Environment
 
 VERIFICATION_REQUESTED = "photo.verification.requested"
 """A gateway stored an image and a `pending` verification; an image-check processor must judge it."""
@@ -23,7 +24,6 @@ POLICIES = ("us_passport", "icao", "profile_photo")
 EVENTS = ("verification.completed", "verification.reviewed", "inspection.submitted")
 """Event types a webhook endpoint may subscribe to (section 6). `inspection.submitted` is accepted, never fired."""
 
-Environment = Literal["live", "test"]
 Status = Literal["pending", "completed", "failed"]
 
 VerificationId = Annotated[str, msgspec.Meta(extra_json_schema={"examples": ["ver_4f1c9a0b7d2e4e8a9c3b5d6f7a8e9b0c"]})]

@@ -6,14 +6,16 @@ the situations every HTTP API meets (no such route, a method not allowed, a malf
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, TypeVar
 
+import msgspec
 import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
 log = structlog.get_logger("signalyard.gateway")
+T = TypeVar("T")
 
 
 class ServiceError(Exception):
@@ -35,6 +37,11 @@ class ErrorStyle(Protocol):
     def not_found(self) -> ServiceError: ...
     def method_not_allowed(self, method: str, allowed: Mapping[str, str]) -> ServiceError: ...
     def bad_request(self, status: int, message: str, details: Any = None) -> ServiceError: ...
+    def invalid_body(self, message: str) -> ServiceError:
+        """A JSON body that does not fit its type; `message` is msgspec's (see `field_of` and `readable`)."""
+        ...
+
+    def not_json(self, message: str) -> ServiceError: ...
     def internal(self) -> ServiceError: ...
 
 
@@ -61,6 +68,22 @@ def exception_handlers(style: ErrorStyle) -> dict[Any, Any]:
         return on_unexpected(request, error)
 
     return {ServiceError: on_service_error, HTTPException: on_http_exception, Exception: on_unexpected}
+
+
+def decode_body(
+    decode: Callable[[bytes], T],
+    body: bytes,
+    style: ErrorStyle,
+    explain: Callable[[str], ServiceError] | None = None,
+) -> T:
+    """A JSON body as its Struct, or the service's error: `not_json` for what is not JSON, and `invalid_body` (or
+    `explain`, where a route words some fields' errors itself) for what does not fit the Struct."""
+    try:
+        return decode(body)
+    except msgspec.ValidationError as error:
+        raise (explain or style.invalid_body)(str(error)) from error
+    except msgspec.DecodeError as error:
+        raise style.not_json(str(error)) from error
 
 
 _FIELD = re.compile(r"`\$\.?([^`]*)`")

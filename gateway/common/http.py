@@ -13,6 +13,8 @@ from litestar.handlers import HTTPRouteHandler
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Histogram, generate_latest
 
+from gateway.common.auth import NO_AUTHENTICATION
+
 REQUESTS = Counter("signalyard_http_requests_total", "HTTP requests answered", ["service", "route", "status"])
 LATENCY = Histogram(
     "signalyard_http_request_seconds",
@@ -99,11 +101,11 @@ def complete_allow(app: Litestar) -> ASGIApp:
 def health_routes(checks: Mapping[str, ReadinessCheck]) -> list[HTTPRouteHandler]:
     """`/healthz` (the process answers) and `/readyz` (every dependency answers), plus `/metrics`."""
 
-    @get("/healthz", operation_id="healthz", include_in_schema=False, sync_to_thread=False)
+    @get("/healthz", operation_id="healthz", include_in_schema=False, sync_to_thread=False, opt=NO_AUTHENTICATION)
     def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @get("/readyz", operation_id="readyz", include_in_schema=False)
+    @get("/readyz", operation_id="readyz", include_in_schema=False, opt=NO_AUTHENTICATION)
     async def readyz() -> Response[dict[str, object]]:
         failing: dict[str, str] = {}
         for name, check in checks.items():
@@ -115,8 +117,9 @@ def health_routes(checks: Mapping[str, ReadinessCheck]) -> list[HTTPRouteHandler
             return Response({"status": "unavailable", "failing": failing}, status_code=503)
         return Response({"status": "ok", "checks": sorted(checks)})
 
-    @get("/metrics", operation_id="metrics", include_in_schema=False, sync_to_thread=False)
+    @get("/metrics", operation_id="metrics", include_in_schema=False, sync_to_thread=False, opt=NO_AUTHENTICATION)
     def metrics() -> Response[bytes]:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+        # As a header, not a media type: Litestar would append a second `charset` to a text/* media type.
+        return Response(generate_latest(), headers={"content-type": CONTENT_TYPE_LATEST})
 
     return [healthz, readyz, metrics]

@@ -15,12 +15,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import msgspec
+import swagger_ui_bundle
+from litestar import Router
 
 # Litestar's own msgspec schema plugin, which MsgspecSchemaPlugin extends: private modules (litestar>=2.25,<3).
 from litestar._openapi.schema_generation.plugins.struct import StructSchemaPlugin
 from litestar._openapi.schema_generation.schema import SchemaCreator
+from litestar.datastructures import CacheControlHeader
 from litestar.di import Provide
 from litestar.openapi import ResponseSpec
+from litestar.openapi.plugins import OpenAPIRenderPlugin, SwaggerRenderPlugin
 from litestar.openapi.spec import (
     Example,
     Link,
@@ -33,9 +37,37 @@ from litestar.openapi.spec import (
     RequestBody,
     Schema,
 )
+from litestar.static_files import create_static_files_router
 from litestar.typing import FieldDefinition
 
+from gateway.common.auth import NO_AUTHENTICATION
+
 JSON = "application/json"
+DOCS_ASSETS = "/docs-assets"
+"""Where a gateway serves the files of its documentation page."""
+
+
+def docs_render_plugins() -> list[OpenAPIRenderPlugin]:
+    """`/docs`: Swagger UI from the files the `swagger-ui-bundle` package ships, served by the gateway itself
+    (`docs_assets`), so the page works offline and never changes under us (a CDN at `@latest` did both)."""
+    return [
+        SwaggerRenderPlugin(
+            js_url=f"{DOCS_ASSETS}/swagger-ui-bundle.js",
+            css_url=f"{DOCS_ASSETS}/swagger-ui.css",
+            standalone_preset_js_url=f"{DOCS_ASSETS}/swagger-ui-standalone-preset.js",
+            favicon=f"<link rel='icon' type='image/png' href='{DOCS_ASSETS}/favicon-32x32.png'>",
+        )
+    ]
+
+
+def docs_assets() -> Router:
+    """The Swagger UI files under DOCS_ASSETS: no key needed, cacheable for a day."""
+    return create_static_files_router(
+        DOCS_ASSETS,
+        directories=[swagger_ui_bundle.swagger_ui_path],
+        opt=NO_AUTHENTICATION,
+        cache_control=CacheControlHeader(max_age=86400),
+    )
 
 
 class MsgspecSchemaPlugin(StructSchemaPlugin):
@@ -110,12 +142,15 @@ def documented_operation(
     links: Mapping[int, Mapping[str, Link]] | None = None,
     never_answered: Sequence[int] = (),
     request_body: RequestBody | None = None,
+    keyless: bool = False,
 ) -> type[Operation]:
     """An `operation_class` for a route: Litestar's operation plus, for the document only, the header and query
     `parameters` the route reads itself, named examples of its JSON body, headers of its responses (`Retry-After`
     on a 429) and links from a response to the operations that take its values; minus the statuses Litestar
     documents by default that the route `never_answered` (a 400 for a path parameter any string satisfies). A
-    `request_body` replaces the documented one (a body of several media types, such as multipart or JSON)."""
+    `request_body` replaces the documented one (a body of several media types, such as multipart or JSON). A
+    `keyless` route needs no credentials: `security: []` overrides the document's requirement (Litestar drops an
+    empty `security` given to a route)."""
     headers = response_headers or {}
     response_links = links or {}
 
@@ -123,6 +158,8 @@ def documented_operation(
     class DocumentedOperation(Operation):
         def __post_init__(self) -> None:
             self.parameters = [*(self.parameters or []), *parameters] or None
+            if keyless:
+                self.security = []
             if request_body is not None:
                 self.request_body = request_body
             for status in never_answered:
@@ -161,9 +198,11 @@ def header(name: str, schema: Schema, description: str, *, required: bool, examp
     )
 
 
-def query(name: str, schema: Schema, description: str, *, example: str) -> Parameter:
-    """An optional query parameter a route reads itself (see `documented_operation`)."""
-    return Parameter(name=name, param_in="query", schema=schema, description=description, example=example)
+def query(name: str, schema: Schema, description: str, *, example: str, required: bool = False) -> Parameter:
+    """A query parameter a route reads itself (see `documented_operation`)."""
+    return Parameter(
+        name=name, param_in="query", schema=schema, description=description, example=example, required=required
+    )
 
 
 @dataclasses.dataclass

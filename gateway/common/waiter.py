@@ -1,18 +1,22 @@
-"""Waiting for one's own results: futures resolved from the completed topic, each confirmed from storage."""
+"""Waiting for one's own results: futures resolved from the completed topic, each confirmed from storage, and the
+publish -> wait -> answer-from-storage step every service's accepting route ends with."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 import msgspec
+import structlog
 from faststream.kafka import KafkaRouter
 from sqlalchemy.engine import Connection
 
 from storage.common.db import Database
 from topics.common.client import FETCH_MAX_WAIT_MS, batch_subscription
+
+log = structlog.get_logger("signalyard.gateway")
 
 LoadRows = Callable[[Connection, list[str]], Mapping[str, Any]]
 """load(connection, request ids) -> the stored row of each id found (a row has a `state`)."""
@@ -50,11 +54,37 @@ class ResultWaiter:
             if not waiting and self._waiting.get(request_id) is waiting:
                 del self._waiting[request_id]
 
+    async def outcome(
+        self, request_id: str, wait_s: float, publish: Callable[[], Awaitable[None]] | None = None
+    ) -> Any:
+        """The request's stored row once it is finished, or as it stands after `wait_s`.
+
+        With `publish` (a request just accepted, or one run again) its work order is published first; should that
+        fail, the row, which is the outbox, is answered as it stands at once (the sweeper publishes it again later
+        than anyone would wait). Without `publish` (a replay) the order is already out, and the request may have
+        finished before this started listening."""
+        with self.expecting(request_id) as finished:
+            if publish is not None:
+                try:
+                    await publish()
+                except Exception:
+                    log.exception("publish_failed", request_id=request_id)
+                    return await self.stored(request_id)
+            else:
+                row = await self.stored(request_id)
+                if row.state not in self.open_states:
+                    return row
+            return await within(finished, wait_s) or await self.stored(request_id)
+
+    async def stored(self, request_id: str) -> Any:
+        """The request's row as it is stored now."""
+        return (await self.db.read(self.load, [request_id]))[request_id]
+
     async def confirm(self, request_ids: list[str]) -> None:
         wanted = [request_id for request_id in request_ids if request_id in self._waiting]
         if not wanted:
             return
-        rows = await self.db.run(lambda connection: self.load(connection, wanted), write=False)
+        rows = await self.db.read(self.load, wanted)
         for request_id, row in rows.items():
             if row.state in self.open_states:
                 continue  # a stale announcement; the real one is still to come

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from limits import RateLimitItem
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from gateway.common.limits import RateLimits, seconds_to_next_month
@@ -24,6 +25,11 @@ def _unavailable() -> PhoneError:
     return PhoneError("enforcement_unavailable", "rate limits cannot be checked right now; retry")
 
 
+def _price_and_spend(connection: Connection, owner: KeyOwner, now: datetime) -> tuple[int, int]:
+    price = tenants.unit_price(connection, owner.tenant_id, SKU)
+    return price, requests.month_spend(connection, owner.tenant_id, owner.environment, now)
+
+
 class Enforcement:
     def __init__(self, db: Database, rate_limit: Sequence[RateLimitItem], redis_url: str | None) -> None:
         self.db = db
@@ -38,9 +44,7 @@ class Enforcement:
             return
         now = datetime.now(UTC)
         try:
-            async with self.db.read() as session:
-                price = await tenants.unit_price(session, owner.tenant_id, SKU)
-                spent = await requests.month_spend(session, owner.tenant_id, owner.environment, now)
+            price, spent = await self.db.read(_price_and_spend, owner, now)
         except SQLAlchemyError as error:
             raise PhoneError("enforcement_unavailable", "the spend cap cannot be checked right now") from error
         if spent + price > owner.spend_cap_microdollars:

@@ -66,11 +66,6 @@ class PhoneError(ServiceError):
         self.code = code
 
 
-def invalid_body(message: str) -> PhoneError:
-    field = field_of(message)
-    return PhoneError("invalid_request", readable(message), details={"field": field} if field else None)
-
-
 class PhoneErrors:
     """The phone contract's answers where no route decided (`ErrorStyle`)."""
 
@@ -85,8 +80,16 @@ class PhoneErrors:
     def bad_request(self, status: int, message: str, details: Any = None) -> PhoneError:
         return PhoneError("invalid_request", message, details=details, status=status)
 
+    def invalid_body(self, message: str) -> PhoneError:
+        field = field_of(message)
+        return PhoneError("invalid_request", readable(message), details={"field": field} if field else None)
+
+    def not_json(self, message: str) -> PhoneError:
+        return PhoneError("invalid_request", f"the body is not valid JSON: {message}")
+
     def internal(self) -> PhoneError:
         return PhoneError("internal_error", "an internal error occurred; it has been logged")
 
 
-EXCEPTION_HANDLERS = exception_handlers(PhoneErrors())
+ERRORS = PhoneErrors()
+EXCEPTION_HANDLERS = exception_handlers(ERRORS)

@@ -310,6 +310,10 @@ ERROR_EXAMPLES: dict[str, tuple[str, ErrorEnvelope]] = {
         "The rate limit or the spend cap cannot be checked",
         _error("enforcement_unavailable", "rate limits cannot be checked right now; retry"),
     ),
+    "keys_unavailable": (
+        "The API key cannot be checked (the key store does not answer)",
+        _error("enforcement_unavailable", "API keys cannot be checked right now; retry"),
+    ),
     "provider_unconfigured": (
         "Live keys, with no carrier lookup credentials configured",
         _error(

@@ -1,15 +1,17 @@
-"""Photo keys: `X-API-Key: pc_live_...` or `pc_test_...`, owned by a customer; scopes, subscription and budgets."""
+"""Photo's authentication step: `X-API-Key: pc_live_...` or `pc_test_...`, a key owned by a customer, as a principal
+whose scopes come from the key's (`full`: `*`; `verify_only`: `verify`), then each admitted request's budget."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from typing import Any
 
 from limits import RateLimitItem, parse
-from sqlalchemy.exc import SQLAlchemyError
+from litestar.connection import ASGIConnection
+from litestar.handlers.base import BaseRouteHandler
 
-from gateway.common.auth import KeyAuthenticator, KeyHeader, LastUsed, Refusal
+from gateway.common.auth import KeyAuthenticator, KeyHeader, LastUsed, Principal, Refusal, Scopes
 from gateway.common.limits import RateLimits
 from gateway.photo.errors import INVALID_KEY, PhotoError
 from storage.common.db import Database
@@ -19,11 +21,21 @@ from storage.photo.customers import KeyOwner
 PREFIXES = tuple(f"{customers.KEY_PREFIX}_{environment}_" for environment in ("live", "test"))
 KEY_HEADER = KeyHeader("x-api-key", scheme=None, prefixes=PREFIXES)
 _OTHER_SERVICE_KEY = re.compile(r"[a-z]{2,8}_(live|test)_")
+PhotoPrincipal = Principal[KeyOwner]
+
+VERIFY = "verify"
+KEYS_READ, KEYS_WRITE = "keys:read", "keys:write"
+WEBHOOKS_READ, WEBHOOKS_WRITE = "webhooks:read", "webhooks:write"
+VERIFICATIONS_READ, VERIFICATIONS_WRITE = "verifications:read", "verifications:write"
+SCOPES = {"full": ("*",), "verify_only": (VERIFY,)}
+"""A key's scope (section 5.3) as the scopes it grants: `full` everything, `verify_only` the verify call alone."""
 
 
 def _refuse(reason: Refusal) -> PhotoError:
     if reason == "missing":
         return PhotoError(401, "Missing API key: send it in the X-API-Key header")
+    if reason == "unavailable":
+        return PhotoError(503, "Authentication service unavailable; retry")
     return PhotoError(401, INVALID_KEY)
 
 
@@ -44,36 +56,41 @@ def _window(per: str, amount: int) -> RateLimitItem:
     return parse(f"{amount}/{per}")
 
 
-class PhotoAuth:
-    """Who is calling and what they may do: the key (401), the service and scope (403), the key's budget (429)."""
+class PhotoAuthenticator:
+    """The key (401; 403 for another service's key; 503 when the key store does not answer), then, once the route's
+    scopes are granted (403 otherwise), the key's per-minute and per-hour budgets (429). A refused request is
+    counted against nothing else and is never processed."""
 
     def __init__(self, db: Database, redis_url: str | None) -> None:
         self.keys = KeyAuthenticator(db, KEY_HEADER, customers.key_owners, _refuse)
         self.last_used = LastUsed(db)
         self.limits = RateLimits(redis_url, limited=_limited, unavailable=_unavailable)
 
-    async def owner(self, headers: Mapping[str, str], *, full_scope: bool) -> KeyOwner:
-        """The key's owner, after its scope and its per-minute and per-hour budgets. A refused request is counted
-        against nothing else and is never processed."""
-        key = KEY_HEADER.key_in(headers)
+    async def authenticate(self, connection: ASGIConnection[Any, Any, Any, Any]) -> PhotoPrincipal:
+        key = KEY_HEADER.key_in(connection.headers)
         if key is not None and not key.startswith(PREFIXES) and _OTHER_SERVICE_KEY.match(key):
             raise PhotoError(403, "This API key is not valid for the photo compliance service")
-        try:
-            owner = await self.keys.owner(headers)
-        except SQLAlchemyError as error:
-            raise PhotoError(503, "Authentication service unavailable; retry") from error
-        if full_scope and owner.scope != "full":
-            raise PhotoError(403, "This key's scope is verify_only: it can only submit images to verify")
-        limits = owner.rate_limits
-        await self.limits.hit(owner.key_id, [_window(per, limits[per]) for per in PERIODS if per in limits])
-        self.last_used.note(owner.key_id)
-        return owner
+        owner = await self.keys.owner(connection.headers)
+        scopes = Scopes(SCOPES.get(owner.scope, ()))
+        return Principal(owner.customer_id, owner.environment, scopes, "api_key", owner.key_id, owner)
+
+    def forbidden(self, principal: PhotoPrincipal, scope: str) -> PhotoError:
+        return PhotoError(403, f"This key's scope is {principal.account.scope}: it can only submit images to verify")
+
+    async def admit(self, principal: PhotoPrincipal) -> None:
+        """Section 8: a key's limits apply to every route, counted once the key may call it."""
+        limits = principal.account.rate_limits
+        key_id = principal.account.key_id
+        await self.limits.hit(key_id, [_window(per, limits[per]) for per in PERIODS if per in limits])
+        self.last_used.note(key_id)
 
     async def ping(self) -> None:
         await self.limits.ping()
 
 
-def require_subscription(owner: KeyOwner) -> None:
-    """Section 5.6: live verification needs an active subscription; sandbox keys are free and always work."""
+def subscribed(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+    """A guard: live verification needs an active subscription (section 5.6); sandbox keys are free and always
+    work."""
+    owner: KeyOwner = connection.user.account
     if owner.environment == "live" and not owner.subscription_active:
         raise PhotoError(403, "This account has no active subscription")

@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from cryptography.fernet import MultiFernet
 
 from gateway.common.waiter import ResultWaiter
-from gateway.photo.auth import PhotoAuth
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from topics.photo import VerificationRequested
@@ -22,7 +21,6 @@ PublishEvent = Callable[[str, str], Awaitable[None]]
 @dataclass(frozen=True, slots=True)
 class PhotoGateway:
     db: Database
-    auth: PhotoAuth
     blobs: BlobStore
     waiter: ResultWaiter
     publish: Publish

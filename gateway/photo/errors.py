@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from collections.abc import Mapping
+from typing import Any
 
 import msgspec
 
@@ -36,27 +36,8 @@ class PhotoError(ServiceError):
         )
 
 
-T = TypeVar("T")
-
 INVALID_KEY = "Invalid API key"
 """Section 5.5: the exact message for a revoked, expired or unknown key."""
-
-
-def invalid_body(message: str) -> PhotoError:
-    field = field_of(message)
-    text = readable(message)
-    return PhotoError(400, f"{text}" if field is None or field in text else f"{text} (field `{field}`)")
-
-
-def decode_body(decode: Callable[[bytes], T], body: bytes, explain: Callable[[str], PhotoError] = invalid_body) -> T:
-    """A JSON body as its Struct; 400 for what is not JSON, and `explain(message)` for what does not fit the Struct
-    (a route may word some fields' errors itself)."""
-    try:
-        return decode(body)
-    except msgspec.ValidationError as error:
-        raise explain(str(error)) from error
-    except msgspec.DecodeError as error:
-        raise PhotoError(400, f"The body is not valid JSON: {error}") from error
 
 
 class PhotoErrors:
@@ -75,8 +56,17 @@ class PhotoErrors:
             return PhotoError(400, "Image too large: the limit is 10 MB")
         return PhotoError(status, message)
 
+    def invalid_body(self, message: str) -> PhotoError:
+        field = field_of(message)
+        text = readable(message)
+        return PhotoError(400, text if field is None or field in text else f"{text} (field `{field}`)")
+
+    def not_json(self, message: str) -> PhotoError:
+        return PhotoError(400, f"The body is not valid JSON: {message}")
+
     def internal(self) -> PhotoError:
         return PhotoError(500, "Internal error; it has been logged. Retry with the same Idempotency-Key")
 
 
-EXCEPTION_HANDLERS = exception_handlers(PhotoErrors())
+ERRORS = PhotoErrors()
+EXCEPTION_HANDLERS = exception_handlers(ERRORS)

@@ -9,20 +9,22 @@ import msgspec
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import NamedDependency
 
+from gateway.common.auth import requires
+from gateway.common.errors import decode_body
 from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
+from gateway.photo.auth import KEYS_READ, KEYS_WRITE, PhotoPrincipal
 from gateway.photo.deps import PhotoGateway
-from gateway.photo.errors import PhotoError, decode_body
+from gateway.photo.errors import ERRORS, PhotoError
 from gateway.photo.schemas import CreateKeyRequest, KeyCreated, KeyList, KeyObject, KeyRevoked
 from storage.common import keys
-from storage.common.keys import ApiKey
 from storage.photo import customers
 from storage.photo.verifications import iso
 
 _decode_create = msgspec.json.Decoder(CreateKeyRequest).decode
 
 
-def key_object(key: ApiKey, now: datetime) -> KeyObject:
+def key_object(key: Any, now: datetime) -> KeyObject:
     limits = key.rate_limits or customers.DEFAULT_RATE_LIMITS
     return KeyObject(
         id=key.id,
@@ -60,13 +62,14 @@ class KeysController(Controller):
         "/",
         operation_id="listKeys",
         summary="List this account's keys, newest first (never the secret)",
+        guards=[requires(KEYS_READ)],
         operation_class=docs.MANAGED,
         responses={200: response(KeyList, "The account's keys"), **docs.errors(*docs.MANAGEMENT)},
     )
-    async def list_keys(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> KeyList:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        async with photo.db.read() as session:
-            rows = await keys.owner_keys(session, customers.SERVICE, owner.customer_id)
+    async def list_keys(
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
+    ) -> KeyList:
+        rows = await photo.db.read(keys.owner_keys, customers.SERVICE, request.user.owner_id)
         now = datetime.now(UTC)
         return KeyList([key_object(row, now) for row in rows])
 
@@ -74,6 +77,7 @@ class KeysController(Controller):
         "/",
         operation_id="createKey",
         summary="Create a key; its secret is shown in this response only",
+        guards=[requires(KEYS_WRITE)],
         dependencies=documented_body(CreateKeyRequest),
         operation_class=docs.MANAGED_WITH_BODY,
         responses={
@@ -82,24 +86,23 @@ class KeysController(Controller):
         },
     )
     async def create_key(
-        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[KeyCreated]:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        body = decode_body(_decode_create, await request.body())
+        owner = request.user.account
+        body = decode_body(_decode_create, await request.body(), ERRORS)
         if not body.name.strip():
             raise PhotoError(400, "name must not be blank")
         now = datetime.now(UTC)
         expires_at = expiry(body.expires_at, now)
-        async with photo.db.write() as session:
-            row, secret = await customers.create_key(
-                session,
-                owner.customer_id,
-                owner.environment,
-                name=body.name,
-                scope=body.scope,
-                expires_at=expires_at,
-                now=now,
-            )
+        row, secret = await photo.db.write(
+            customers.create_key,
+            owner.customer_id,
+            owner.environment,
+            name=body.name,
+            scope=body.scope,
+            expires_at=expires_at,
+            now=now,
+        )
         listed = key_object(row, now)
         created = KeyCreated(key=secret, **{f: getattr(listed, f) for f in KeyCreated.__struct_fields__ if f != "key"})
         return Response(created, status_code=201)
@@ -108,19 +111,17 @@ class KeysController(Controller):
         "/{key_id:str}",
         operation_id="revokeKey",
         summary="Revoke a key: at once and for good",
+        guards=[requires(KEYS_WRITE)],
         status_code=200,
         operation_class=docs.MANAGED,
         responses={200: response(KeyRevoked, "The revoked key"), **docs.errors(404, *docs.MANAGEMENT)},
     )
     async def revoke_key(
-        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], key_id: str
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], key_id: str
     ) -> KeyRevoked:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        async with photo.db.write() as session:
-            key = await session.get(ApiKey, key_id)
-            if key is None or key.service != customers.SERVICE or key.owner_id != owner.customer_id:
-                raise PhotoError(404, "No key with that id on this account")
-            if key.revoked_at is None:  # revoking twice answers the first revocation
-                key.revoked_at = datetime.now(UTC)
-            revoked_at = key.revoked_at
+        revoked_at = await photo.db.write(
+            keys.revoke_owner_key, customers.SERVICE, request.user.owner_id, key_id, datetime.now(UTC)
+        )
+        if revoked_at is None:
+            raise PhotoError(404, "No key with that id on this account")
         return KeyRevoked(id=key_id, active=False, revoked_at=iso(revoked_at))

@@ -11,15 +11,17 @@ from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
 from litestar.params import Parameter
 
+from gateway.common.auth import requires
+from gateway.common.errors import decode_body
 from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
+from gateway.photo.auth import VERIFICATIONS_READ, VERIFICATIONS_WRITE, PhotoPrincipal
 from gateway.photo.deps import PhotoGateway
-from gateway.photo.errors import PhotoError, decode_body
+from gateway.photo.errors import ERRORS, PhotoError
 from gateway.photo.schemas import ReviewRequest, VerificationList
 from storage.common import webhooks
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner
-from storage.photo.models import Verification as VerificationRow
 from topics.photo import Review, Verification
 
 _decode_review_request = msgspec.json.Decoder(ReviewRequest).decode
@@ -34,12 +36,13 @@ class VerificationsController(Controller):
         "/",
         operation_id="listVerifications",
         summary="This account's verifications in the key's environment, newest first",
+        guards=[requires(VERIFICATIONS_READ)],
         operation_class=docs.MANAGED_WITH_BODY,
         responses={200: response(VerificationList, "A page"), **docs.errors(400, 404, *docs.MANAGEMENT)},
     )
     async def list_verifications(
         self,
-        request: Request[Any, Any, Any],
+        request: Request[PhotoPrincipal, Any, Any],
         photo: NamedDependency[PhotoGateway],
         limit: Annotated[int, Parameter(ge=1, le=100, description="Page size, 1 to 100")] = 20,
         starting_after: Annotated[
@@ -50,15 +53,14 @@ class VerificationsController(Controller):
             ),
         ] = None,
     ) -> VerificationList:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
+        owner = request.user.account
         before = None
         if starting_after is not None:
             cursor = await _own(photo, owner, starting_after, missing="starting_after names no verification")
             before = (cursor.created_at, cursor.id)
-        async with photo.db.read() as session:
-            rows = await verifications.history(
-                session, owner.customer_id, owner.environment, limit=limit + 1, before=before
-            )
+        rows = await photo.db.read(
+            verifications.history, owner.customer_id, owner.environment, limit=limit + 1, before=before
+        )
         page = [verifications.verification_of(row, photo.urls) for row in rows[:limit]]
         has_more = len(rows) > limit
         return VerificationList(data=page, has_more=has_more, next_cursor=page[-1].id if has_more else None)
@@ -67,19 +69,20 @@ class VerificationsController(Controller):
         "/{verification_id:str}",
         operation_id="getVerification",
         summary="One verification",
+        guards=[requires(VERIFICATIONS_READ)],
         operation_class=docs.MANAGED,
         responses={200: response(Verification, "The verification"), **docs.errors(404, *docs.MANAGEMENT)},
     )
     async def get_verification(
-        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
     ) -> Verification:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
+        return verifications.verification_of(await _own(photo, request.user.account, verification_id), photo.urls)
 
     @post(
         "/{verification_id:str}/review",
         operation_id="reviewVerification",
         summary="Record a human review; a changed verdict fires verification.reviewed",
+        guards=[requires(VERIFICATIONS_WRITE)],
         status_code=200,
         dependencies=documented_body(ReviewRequest),
         operation_class=docs.MANAGED_WITH_BODY,
@@ -89,10 +92,10 @@ class VerificationsController(Controller):
         },
     )
     async def review(
-        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
     ) -> Verification:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        body = decode_body(_decode_review_request, await request.body())
+        owner = request.user.account
+        body = decode_body(_decode_review_request, await request.body(), ERRORS)
         row = await _own(photo, owner, verification_id)
         if row.state != "completed" or row.verdict is None:
             raise PhotoError(409, "Only a completed verification can be reviewed")
@@ -116,7 +119,7 @@ class VerificationsController(Controller):
             data = msgspec.to_builtins(updated)
             return webhooks.record_event(connection, "photo", owner.customer_id, "verification.reviewed", data), updated
 
-        stored = await photo.db.run(store, write=True)
+        stored = await photo.db.write(store)
         if stored is None:
             return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
         event_id, updated = stored
@@ -126,10 +129,9 @@ class VerificationsController(Controller):
 
 async def _own(
     photo: PhotoGateway, owner: KeyOwner, verification_id: str, missing: str = "No verification with that id"
-) -> VerificationRow:
+) -> Any:
     """The customer's verification in the key's environment; anyone else's is as absent as a made-up id."""
-    async with photo.db.read() as session:
-        row = await session.get(VerificationRow, verification_id)
+    row = (await photo.db.read(verifications.load, [verification_id])).get(verification_id)
     if row is None or row.customer_id != owner.customer_id or row.environment != owner.environment:
         raise PhotoError(404, missing + " on this account")
     return row

@@ -9,10 +9,13 @@ import msgspec
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import NamedDependency
 
+from gateway.common.auth import requires
+from gateway.common.errors import decode_body
 from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
+from gateway.photo.auth import WEBHOOKS_READ, WEBHOOKS_WRITE, PhotoPrincipal
 from gateway.photo.deps import PhotoGateway
-from gateway.photo.errors import PhotoError, decode_body, invalid_body
+from gateway.photo.errors import ERRORS, PhotoError
 from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookDeleted, WebhookEndpoint, WebhookList
 from storage.common import webhooks
 from storage.photo.verifications import iso
@@ -50,7 +53,7 @@ def _explain(message: str) -> PhotoError:
         return PhotoError(400, "url must be an HTTPS URL with a host name")
     if "events" in message and "Expected" not in message and "length" not in message:
         return PhotoError(400, "events must name known event types: " + ", ".join(EVENTS))
-    return invalid_body(message)
+    return ERRORS.invalid_body(message)
 
 
 class WebhooksController(Controller):
@@ -61,6 +64,7 @@ class WebhooksController(Controller):
         "/",
         operation_id="createWebhook",
         summary="Create a webhook endpoint; its signing secret is shown once",
+        guards=[requires(WEBHOOKS_WRITE)],
         dependencies=documented_body(CreateWebhookRequest),
         operation_class=docs.MANAGED_WITH_BODY,
         responses={
@@ -69,10 +73,10 @@ class WebhooksController(Controller):
         },
     )
     async def create_webhook(
-        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[WebhookCreated]:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        body = decode_body(_decode_create, await request.body(), _explain)
+        owner = request.user.account
+        body = decode_body(_decode_create, await request.body(), ERRORS, _explain)
         url = checked_url(body.url, allow_private=photo.allow_private_targets)
 
         def create(connection: Any) -> tuple[webhooks.Endpoint, str] | None:
@@ -82,7 +86,7 @@ class WebhooksController(Controller):
                 connection, photo.cipher, service=SERVICE, owner_id=owner.customer_id, url=url, events=body.events
             )
 
-        created = await photo.db.run(create, write=True)
+        created = await photo.db.write(create)
         if created is None:
             raise PhotoError(409, f"An account can have at most {MAX_ENDPOINTS} webhook endpoints; delete one first")
         endpoint, secret = created
@@ -103,32 +107,29 @@ class WebhooksController(Controller):
         "/",
         operation_id="listWebhooks",
         summary="List this account's webhook endpoints (without secrets)",
+        guards=[requires(WEBHOOKS_READ)],
         operation_class=docs.MANAGED,
         responses={200: response(WebhookList, "The account's endpoints"), **docs.errors(*docs.MANAGEMENT)},
     )
-    async def list_webhooks(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> WebhookList:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        endpoints = await photo.db.run(
-            lambda connection: webhooks.list_endpoints(connection, SERVICE, owner.customer_id), write=False
-        )
+    async def list_webhooks(
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
+    ) -> WebhookList:
+        endpoints = await photo.db.read(webhooks.list_endpoints, SERVICE, request.user.owner_id)
         return WebhookList([endpoint_object(endpoint) for endpoint in endpoints])
 
     @delete(
         "/{webhook_id:str}",
         operation_id="deleteWebhook",
         summary="Delete an endpoint: its deliveries stop at once and pending retries are dropped",
+        guards=[requires(WEBHOOKS_WRITE)],
         status_code=200,
         operation_class=docs.MANAGED,
         responses={200: response(WebhookDeleted, "Deleted"), **docs.errors(404, *docs.MANAGEMENT)},
     )
     async def delete_webhook(
-        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], webhook_id: str
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], webhook_id: str
     ) -> WebhookDeleted:
-        owner = await photo.auth.owner(request.headers, full_scope=True)
-        deleted = await photo.db.run(
-            lambda connection: webhooks.delete_endpoint(connection, SERVICE, owner.customer_id, webhook_id),
-            write=True,
-        )
+        deleted = await photo.db.write(webhooks.delete_endpoint, SERVICE, request.user.owner_id, webhook_id)
         if not deleted:
             raise PhotoError(404, "No webhook endpoint with that id on this account")
         return WebhookDeleted(id=webhook_id, deleted=True)

@@ -65,11 +65,18 @@ class Sweeper:
         """One pass; returns how many messages were published again."""
         now = datetime.now(UTC)
         table = self.box.table
-        pending = await self.db.run(lambda connection: outbox.count_pending(connection, table), write=False)
+        pending = await self.db.read(outbox.count_pending, table)
         OUTBOX_PENDING.labels(self.box.service).set(pending)
         sent = 0
         while pending:
-            rows = await self.db.run(self._claim(now), write=True)
+            rows = await self.db.write(
+                outbox.claim_stale,
+                self.box.table,
+                self.box.columns,
+                published_before=now - self.after,
+                now=now,
+                limit=self.batch,
+            )
             if not rows:
                 break
             if sent == 0 and self.ensure_topics is not None:
@@ -82,12 +89,6 @@ class Sweeper:
         if sent:
             log.info("sweeper_republished", service=self.box.service, count=sent)
         return sent
-
-    def _claim(self, now: datetime) -> Callable[[Any], list[Any]]:
-        box, before = self.box, now - self.after
-        return lambda connection: outbox.claim_stale(
-            connection, box.table, box.columns, published_before=before, now=now, limit=self.batch
-        )
 
     async def _publish_all(self, rows: list[Any]) -> int:
         """Publish concurrently; on the first failure stop starting new ones and return how many went out."""

@@ -91,7 +91,7 @@ class PhoneProcessor:
             pending = [row for row in rows.values() if row.state == "pending"]
             return rows, pending, _Context.load(connection, pending, now) if pending else None
 
-        rows, pending, context = await self.db.run(load, write=False)
+        rows, pending, context = await self.db.read(load)
         for request_id in set(request_ids) - rows.keys():
             log.warning("request_not_found", request_id=request_id)
             PROCESSED.labels("phone", "unknown_request").inc()
@@ -107,14 +107,14 @@ class PhoneProcessor:
         """Store a round's outcomes in one transaction; returns the finished requests, as stored, to announce."""
         caps = context.spend_caps()
         try:
-            won = await self.db.run(lambda connection: requests.finish_many(connection, decided, caps), write=True)
+            won = await self.db.write(requests.finish_many, decided, caps)
             return [_Stored.of(row, outcome) for row, outcome in decided if row.id in won]
         except (requests.SpendCapReached, SQLAlchemyError):
             # One request at a time: the cap decides each in order, and a write failure stays with its request.
             for row, outcome in decided:
                 await self._store(row, outcome, context.terms[row.tenant_id].spend_cap_microdollars)
             ids = [row.id for row, _ in decided]
-            stored = await self.db.run(lambda connection: requests.load_requests(connection, ids), write=False)
+            stored = await self.db.read(requests.load_requests, ids)
             return [row for row in stored.values() if row.state != "pending"]
 
     async def _decide(self, request: Any, context: _Context) -> requests.Outcome:
@@ -179,12 +179,7 @@ class PhoneProcessor:
         """One request's outcome in its own transaction (the careful path when a round's write fails)."""
 
         async def finish(decided: requests.Outcome) -> None:
-            await self.db.run(
-                lambda connection: requests.finish_many(
-                    connection, [(request, decided)], {request.tenant_id: spend_cap}
-                ),
-                write=True,
-            )
+            await self.db.write(requests.finish_many, [(request, decided)], {request.tenant_id: spend_cap})
 
         try:
             await finish(outcome)
@@ -310,27 +305,30 @@ async def reconcile(db: Database, request_id: str, outcome: str) -> str:
     """
     if outcome not in RECONCILE_OUTCOMES:
         raise ValueError(f"outcome must be one of {', '.join(RECONCILE_OUTCOMES)}")
-    async with db.write() as session:
-        request = await requests.get_request(session, request_id)
-        if request is None or request.state != "pending_reconciliation":
-            raise LookupError(f"no request {request_id} awaiting reconciliation")
-        now = datetime.now(UTC)
-        if outcome == "failed" or request.result is None:
-            decided = _refusal("failed", "ledger_unavailable", "the check could not be recorded and was voided", now)
-        else:
-            result = msgspec.json.decode(request.result, type=VerifyResult)
-            billable = outcome == "billable"
-            price = await tenants.unit_price(session, request.tenant_id, SKU)
-            result.billing.disposition = outcome  # type: ignore[assignment]
-            result.billing.unit_price_microdollars = price if billable else 0
-            decided = requests.Outcome(
-                state=result.result_state,
-                completed_at=now,
-                billing_disposition=outcome,
-                result=_result_encoder.encode(result),
-                lookup=request.lookup,
-                billable=billable,
-                unit_price_microdollars=price,
-            )
-        await requests.finish(session, request, decided, from_state="pending_reconciliation")
-        return decided.state
+    return await db.write(_reconcile, request_id, outcome)
+
+
+def _reconcile(connection: Connection, request_id: str, outcome: str) -> str:
+    request = requests.get_request(connection, request_id)
+    if request is None or request.state != "pending_reconciliation":
+        raise LookupError(f"no request {request_id} awaiting reconciliation")
+    now = datetime.now(UTC)
+    if outcome == "failed" or request.result is None:
+        decided = _refusal("failed", "ledger_unavailable", "the check could not be recorded and was voided", now)
+    else:
+        result = msgspec.json.decode(request.result, type=VerifyResult)
+        billable = outcome == "billable"
+        price = tenants.unit_price(connection, request.tenant_id, SKU)
+        result.billing.disposition = outcome  # type: ignore[assignment]
+        result.billing.unit_price_microdollars = price if billable else 0
+        decided = requests.Outcome(
+            state=result.result_state,
+            completed_at=now,
+            billing_disposition=outcome,
+            result=_result_encoder.encode(result),
+            lookup=request.lookup,
+            billable=billable,
+            unit_price_microdollars=price,
+        )
+    requests.finish(connection, request, decided, from_state="pending_reconciliation")
+    return decided.state

@@ -5,7 +5,6 @@ writing its row) are deleted a day later than that."""
 from __future__ import annotations
 
 import asyncio
-import functools
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -26,10 +25,10 @@ async def expire_images(db: Database, blobs: BlobStore, retention: timedelta, no
     forgotten, in batches; then any blob written before `now - retention - ORPHAN_MARGIN`. How many were deleted."""
     deleted = 0
     while True:
-        expired = await db.run(lambda c: verifications.expired_images(c, now - retention, BATCH), write=False)
+        expired = await db.read(verifications.expired_images, now - retention, BATCH)
         for _, image_key in expired:
             await blobs.delete(image_key)
-        await db.run(functools.partial(verifications.forget_images, ids=[i for i, _ in expired]), write=True)
+        await db.write(verifications.forget_images, [i for i, _ in expired])
         deleted += len(expired)
         if len(expired) < BATCH:
             break

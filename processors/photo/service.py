@@ -67,13 +67,13 @@ class PhotoProcessor:
 
     async def handle_batch(self, batch: list[VerificationRequested]) -> None:
         ids = list(dict.fromkeys(message.verification_id for message in batch))
-        rows = await self.db.run(lambda connection: verifications.load(connection, ids), write=False)
+        rows = await self.db.read(verifications.load, ids)
         pending = [rows[i] for i in ids if i in rows and rows[i].state == "pending"]
         if not pending:
             return
         judged = await asyncio.gather(*(self._judge(row) for row in pending))
         now = datetime.now(UTC)
-        stored = await self.db.run(lambda connection: self._store(connection, judged, now), write=True)
+        stored = await self.db.write(self._store, judged, now)
         await asyncio.gather(*(self._announce(message, event_id) for message, event_id in stored))
 
     async def _judge(self, row: Any) -> Judged:

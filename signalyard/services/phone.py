@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 from litestar.types import ASGIApp
-from sqlalchemy import select
+from sqlalchemy.engine import Connection
 
 from gateway.common.limits import windows
 from gateway.common.waiter import ResultWaiter
-from gateway.phone.app import PhoneGateway, batched_accept, create_phone_app
-from gateway.phone.auth import phone_authenticator
+from gateway.phone.app import create_phone_app
+from gateway.phone.auth import PhoneAuthenticator
+from gateway.phone.deps import PhoneGateway, batched_accept
 from gateway.phone.enforcement import Enforcement
 from processors.common.outbox import Sweeper
 from processors.phone.lookup import Provider
@@ -29,7 +30,6 @@ from signalyard.service import Service, WithDb
 from signalyard.settings import at_least, port, positive, rate_limits, setting, text, url
 from storage.common.db import Database
 from storage.phone import requests, tenants
-from storage.phone.models import Tenant
 from topics import phone as phone_topics
 from topics.phone import PhoneTopics, VerificationRequested, partition_key
 
@@ -70,7 +70,6 @@ def gateway(p: Platform, s: PhoneSettings) -> ASGIApp:
 
     phone = PhoneGateway(
         db=p.db,
-        auth=phone_authenticator(p.db),
         enforcement=enforcement,
         waiter=waiter,
         publish=publish,
@@ -78,7 +77,7 @@ def gateway(p: Platform, s: PhoneSettings) -> ASGIApp:
         wait_s=s.wait_ms / 1000,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": enforcement.ping}
-    return create_phone_app(phone, readiness)
+    return create_phone_app(phone, PhoneAuthenticator(p.db), readiness)
 
 
 def processors(p: Platform, s: PhoneSettings) -> list[Background]:
@@ -110,12 +109,15 @@ def processors(p: Platform, s: PhoneSettings) -> list[Background]:
 async def demo(db: Database, data_dir: Path, _settings: PhoneSettings) -> list[tuple[str, str]]:
     """First run: a demo tenant and its sandbox key, kept in the data directory so later runs can print it again."""
     path = data_dir / "demo-sandbox-key"
-    if (key := secrets.read(path)) is None:
-        async with db.write() as session:
-            tenant_id = await tenants.create_tenant(session, "demo")
-            _key_id, key = await tenants.create_key(session, tenant_id, "test")
+    key = secrets.read(path)
+    if key is None:
+        key = (await db.write(_demo_tenant))[1]
         secrets.keep(path, key)
     return [("sandbox key", key)]
+
+
+def _demo_tenant(connection: Connection) -> tuple[str, str]:
+    return tenants.create_key(connection, tenants.create_tenant(connection, "demo"), "test")
 
 
 def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
@@ -133,53 +135,46 @@ def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
 def commands(parent: Any, command: Callable[..., Any], with_db: WithDb) -> None:
     @with_db
     async def tenants_create(db: Database, args: argparse.Namespace) -> None:
-        async with db.write() as session:
-            tenant_id = await tenants.create_tenant(
-                session, args.name, skus=args.sku, spend_cap_microdollars=args.spend_cap_microdollars
-            )
+        tenant_id = await db.write(
+            tenants.create_tenant, args.name, skus=args.sku, spend_cap_microdollars=args.spend_cap_microdollars
+        )
         print(tenant_id)
 
     def tenant_update(**values: object) -> Callable[..., Awaitable[Any]]:
         @with_db
         async def run(db: Database, args: argparse.Namespace) -> None:
-            async with db.write() as session:
-                if not await tenants.update_tenant(session, args.tenant_id, **values):
-                    raise LookupError(f"no tenant {args.tenant_id}")
+            if not await db.write(tenants.update_tenant, args.tenant_id, **values):
+                raise LookupError(f"no tenant {args.tenant_id}")
             print(f"tenant {args.tenant_id}: {values}")
 
         return run
 
     @with_db
     async def tenants_set_cap(db: Database, args: argparse.Namespace) -> None:
-        async with db.write() as session:
-            if not await tenants.update_tenant(session, args.tenant_id, spend_cap_microdollars=args.microdollars):
-                raise LookupError(f"no tenant {args.tenant_id}")
+        if not await db.write(tenants.update_tenant, args.tenant_id, spend_cap_microdollars=args.microdollars):
+            raise LookupError(f"no tenant {args.tenant_id}")
         print(f"tenant {args.tenant_id}: monthly spend cap {args.microdollars} microdollars")
 
     @with_db
     async def tenants_list(db: Database, _: argparse.Namespace) -> None:
-        async with db.read() as session:
-            for tenant in await session.scalars(select(Tenant).order_by(Tenant.created_at)):
-                print(f"{tenant.id}\t{tenant.status}\t{tenant.name}")
+        for tenant in await db.read(tenants.list_tenants):
+            print(f"{tenant.id}\t{tenant.status}\t{tenant.name}")
 
     @with_db
     async def keys_create(db: Database, args: argparse.Namespace) -> None:
-        async with db.write() as session:
-            scopes = list(dict.fromkeys(args.scope)) if args.scope else None
-            _, key = await tenants.create_key(session, args.tenant, args.env, scopes)
+        scopes = list(dict.fromkeys(args.scope)) if args.scope else None
+        _, key = await db.write(tenants.create_key, args.tenant, args.env, scopes)
         print(key)
 
     @with_db
     async def keys_revoke(db: Database, args: argparse.Namespace) -> None:
-        async with db.write() as session:
-            if not await tenants.revoke_key(session, args.key):
-                raise LookupError("no such active key")
+        if not await db.write(tenants.revoke_key, args.key):
+            raise LookupError("no such active key")
         print("revoked")
 
     @with_db
     async def prices_set(db: Database, args: argparse.Namespace) -> None:
-        async with db.write() as session:
-            await tenants.set_price(session, args.tenant, args.sku, args.microdollars)
+        await db.write(tenants.set_price, args.tenant, args.sku, args.microdollars)
         print(f"{args.sku} for tenant {args.tenant}: {args.microdollars} microdollars")
 
     @with_db

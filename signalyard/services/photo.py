@@ -13,11 +13,13 @@ from typing import Any
 
 import structlog
 from litestar.types import ASGIApp
+from sqlalchemy.engine import Connection
 
 from gateway.common.waiter import ResultWaiter
-from gateway.photo.app import IMAGES_PATH, create_photo_app
-from gateway.photo.auth import PhotoAuth
+from gateway.photo.app import create_photo_app
+from gateway.photo.auth import PhotoAuthenticator
 from gateway.photo.deps import PhotoGateway
+from gateway.photo.images import IMAGES_PATH
 from processors.common.outbox import Sweeper
 from processors.photo import retention
 from processors.photo import webhooks as webhooks_profile
@@ -93,10 +95,9 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
     async def publish(message: VerificationRequested) -> None:
         await p.publish(message, names.requested, partition_key(message.verification_id))
 
-    auth = PhotoAuth(p.db, p.settings.redis_url)
+    authenticator = PhotoAuthenticator(p.db, p.settings.redis_url)
     photo = PhotoGateway(
         db=p.db,
-        auth=auth,
         blobs=_blobs(p, s),
         waiter=waiter,
         publish=publish,
@@ -106,8 +107,8 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
         allow_private_targets=p.settings.webhook_allow_private_targets,
         wait_s=s.wait_ms / 1000,
     )
-    readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": auth.ping}
-    return create_photo_app(photo, readiness)
+    readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
+    return create_photo_app(photo, authenticator, readiness)
 
 
 def processors(p: Platform, s: PhotoSettings) -> list[Background]:
@@ -152,12 +153,16 @@ def _closing(close: Callable[[], None]) -> Callable[[], Awaitable[None]]:
 async def demo(db: Database, data_dir: Path, _settings: PhotoSettings) -> list[tuple[str, str]]:
     """First run: a demo customer and its sandbox key, kept in the data directory so later runs print it again."""
     path = data_dir / "demo-photo-sandbox-key"
-    if (key := secrets.read(path)) is None:
-        async with db.write() as session:
-            customer_id = await customers.create_customer(session, "demo")
-            _row, key = await customers.create_key(session, customer_id, "test", name="demo sandbox key")
+    key = secrets.read(path)
+    if key is None:
+        key = (await db.write(_demo_customer))[1]
         secrets.keep(path, key)
     return [("sandbox key", key)]
+
+
+def _demo_customer(connection: Connection) -> tuple[Any, str]:
+    customer_id = customers.create_customer(connection, "demo")
+    return customers.create_key(connection, customer_id, "test", name="demo sandbox key")
 
 
 def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
@@ -168,55 +173,56 @@ def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
 # Operator commands: `signalyard customers ...`
 
 
+def _new_customer(connection: Connection, args: argparse.Namespace) -> tuple[str, str, str]:
+    """A customer with its first sandbox and live keys: (customer id, sandbox key, live key)."""
+    customer_id = customers.create_customer(
+        connection,
+        args.name,
+        plan=args.plan,
+        monthly_cap=args.monthly_cap,
+        subscription_active=not args.no_subscription,
+    )
+    _, sandbox = customers.create_key(connection, customer_id, "test", name="sandbox key")
+    _, live = customers.create_key(connection, customer_id, "live", name="live key")
+    return customer_id, sandbox, live
+
+
 def commands(parent: Any, command: Callable[..., Any], with_db: WithDb) -> None:
     @with_db
     async def customers_create(db: Database, args: argparse.Namespace) -> None:
-        async with db.write() as session:
-            customer_id = await customers.create_customer(
-                session,
-                args.name,
-                plan=args.plan,
-                monthly_cap=args.monthly_cap,
-                subscription_active=not args.no_subscription,
-            )
-            _, sandbox = await customers.create_key(session, customer_id, "test", name="sandbox key")
-            _, live = await customers.create_key(session, customer_id, "live", name="live key")
+        customer_id, sandbox, live = await db.write(_new_customer, args)
         print(f"customer {customer_id}")
         print(f"sandbox key {sandbox}")
         print(f"live key {live}")
 
     @with_db
     async def customers_list(db: Database, _: argparse.Namespace) -> None:
-        async with db.read() as session:
-            for customer in await customers.list_customers(session):
-                active = "active" if customer.subscription_active else "no-subscription"
-                print(f"{customer.id}\t{customer.plan}\t{customer.monthly_cap}\t{active}\t{customer.name}")
+        for customer in await db.read(customers.list_customers):
+            active = "active" if customer.subscription_active else "no-subscription"
+            print(f"{customer.id}\t{customer.plan}\t{customer.monthly_cap}\t{active}\t{customer.name}")
 
     @with_db
     async def customers_plan(db: Database, args: argparse.Namespace) -> None:
         if args.plan not in customers.PLANS and args.monthly_cap is None:
             raise ValueError(f"unknown plan {args.plan!r}: one of {', '.join(customers.PLANS)}, or give --monthly-cap")
         cap = args.monthly_cap if args.monthly_cap is not None else customers.PLANS[args.plan]
-        async with db.write() as session:
-            if not await customers.update_customer(session, args.customer_id, plan=args.plan, monthly_cap=cap):
-                raise LookupError(f"no customer {args.customer_id}")
+        if not await db.write(customers.update_customer, args.customer_id, plan=args.plan, monthly_cap=cap):
+            raise LookupError(f"no customer {args.customer_id}")
         print(f"customer {args.customer_id}: plan {args.plan}, monthly cap {cap}")
 
     def subscription(active: bool) -> Callable[..., Awaitable[Any]]:
         @with_db
         async def run(db: Database, args: argparse.Namespace) -> None:
-            async with db.write() as session:
-                if not await customers.update_customer(session, args.customer_id, subscription_active=active):
-                    raise LookupError(f"no customer {args.customer_id}")
+            if not await db.write(customers.update_customer, args.customer_id, subscription_active=active):
+                raise LookupError(f"no customer {args.customer_id}")
             print(f"customer {args.customer_id}: subscription {'active' if active else 'inactive'}")
 
         return run
 
     @with_db
     async def key_limits(db: Database, args: argparse.Namespace) -> None:
-        async with db.write() as session:
-            if not await customers.set_key_limits(session, args.key_id, args.per_minute, args.per_hour):
-                raise LookupError(f"no photo key {args.key_id}")
+        if not await db.write(customers.set_key_limits, args.key_id, args.per_minute, args.per_hour):
+            raise LookupError(f"no photo key {args.key_id}")
         print(f"key {args.key_id}: {args.per_minute}/minute, {args.per_hour}/hour")
 
     group = parent.add_parser("customers", help="photo: customer accounts, plans, subscriptions and key limits")

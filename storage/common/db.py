@@ -6,11 +6,10 @@ import asyncio
 import fcntl
 import functools
 import sqlite3
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import sqlalchemy
 from alembic import command
@@ -21,15 +20,11 @@ from sqlalchemy import event, make_url, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import OperationalError
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 MIGRATIONS = Path(__file__).parent.parent / "migrations"
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 def per_dialect(build: Callable[[Any], Any]) -> dict[str, Any]:
@@ -75,42 +70,42 @@ def _is_busy(error: OperationalError) -> bool:
 
 
 class Database:
-    """One engine and its session factory; a `write()` block is the unit of work of one handler call."""
+    """One engine; `read(work, ...)` and `write(work, ...)` run a unit of work, the one way our code reaches storage.
+
+    A unit of work is a plain function `work(connection, *args, **kwargs)` that runs in one transaction, committed
+    when it returns and rolled back when it raises. Units of work are synchronous Core code: on SQLite they run on
+    the event loop itself (a hot-path transaction takes a fraction of a millisecond, less than handing it to a
+    thread), and they are testable with no event loop at all."""
 
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
         self.engine = create_engine(url, pool_size=pool_size)
-        self.sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # SQLite has one writer at a time; queueing writers here is far cheaper than its busy-wait back-off.
-        self._write_lock = asyncio.Lock() if url.startswith("sqlite") else None
+        self._write_lock = asyncio.Lock()
         self._sqlite: Engine | None = None
         if url.startswith("sqlite"):
-            # Units of work run on the event loop itself, on connections that never wait for a lock: a unit's
-            # transaction takes a fraction of a millisecond, less than handing it to a thread (measured: bench/).
-            # When another connection or process holds the lock, the unit runs again on a thread that may wait.
+            # Units of work run on the event loop itself, on connections that never wait for a lock (measured:
+            # bench/). When another connection or process holds the lock, the unit runs again on a thread that may
+            # wait.
             self._sqlite_inline = _sync_sqlite_engine(url, busy_timeout_ms=0)
             self._sqlite = _sync_sqlite_engine(url, busy_timeout_ms=30_000)
             self._sqlite_threads = ThreadPoolExecutor(2, thread_name_prefix="sqlite")
 
-    @asynccontextmanager
-    async def write(self) -> AsyncIterator[AsyncSession]:
-        if self._write_lock is None:
-            async with self.sessions() as session, session.begin():
-                yield session
-            return
-        async with self._write_lock, self.sessions() as session, session.begin():
-            yield session
+    async def read(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`work(connection, *args, **kwargs)` in a transaction that only reads."""
+        return await self._run(lambda connection: work(connection, *args, **kwargs), write=False)
 
-    async def run(self, work: Callable[[Connection], T], *, write: bool) -> T:
-        """One unit of work: `work(connection)` in one transaction, committed when it returns (rolled back when it
-        raises), so it may run more than once. PostgreSQL runs it on the async engine; SQLite runs it whole at once,
-        on the event loop unless another connection holds the lock."""
+    async def write(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`work(connection, *args, **kwargs)` in a transaction that writes (one writer at a time on SQLite)."""
+        return await self._run(lambda connection: work(connection, *args, **kwargs), write=True)
+
+    async def _run(self, work: Callable[[Connection], T], *, write: bool) -> T:
         if self._sqlite is None:
             async with self.engine.begin() as connection:
                 return await connection.run_sync(work)
         if not write:
             return await self._run_sqlite(work)
-        async with self._write_lock:  # type: ignore[union-attr]
+        async with self._write_lock:
             return await self._run_sqlite(work)
 
     async def _run_sqlite(self, work: Callable[[Connection], T]) -> T:
@@ -121,11 +116,6 @@ class Database:
                 raise
         assert self._sqlite is not None
         return await asyncio.get_running_loop().run_in_executor(self._sqlite_threads, _transaction, self._sqlite, work)
-
-    @asynccontextmanager
-    async def read(self) -> AsyncIterator[AsyncSession]:
-        async with self.sessions() as session:
-            yield session
 
     async def ping(self) -> None:
         async with self.engine.connect() as connection:

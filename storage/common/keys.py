@@ -19,17 +19,16 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
     bindparam,
+    insert,
     or_,
     select,
     update,
 )
-from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base
-
-ENVIRONMENTS = ("live", "test")
+from topics.common.environment import ENVIRONMENTS
 
 
 class ApiKey(Base):
@@ -66,8 +65,12 @@ def new_key(prefix: str, environment: str) -> str:
     return f"{prefix}_{environment}_{secrets.token_hex(20)}"
 
 
-async def create_key(
-    session: AsyncSession,
+KEYS = cast(Table, ApiKey.__table__)
+_KEY = select(KEYS).where(KEYS.c.id == bindparam("key_id"))
+
+
+def create_key(
+    connection: Connection,
     *,
     service: str,
     owner_id: str,
@@ -79,46 +82,64 @@ async def create_key(
     expires_at: datetime | None = None,
     rate_limits: dict[str, int] | None = None,
     now: datetime | None = None,
-) -> tuple[ApiKey, str]:
+) -> tuple[Row[Any], str]:
     """A new key for `owner_id`; returns the stored row and the key itself, which is shown this once."""
     if environment not in ENVIRONMENTS:
         raise ValueError(f"environment must be one of {', '.join(ENVIRONMENTS)}")
     key = new_key(prefix, environment)
-    row = ApiKey(
-        id=key_id or str(uuid.uuid4()),
-        service=service,
-        owner_id=owner_id,
-        environment=environment,
-        key_hash=hash_key(key),
-        display_prefix=key[: len(prefix) + len(environment) + 6],
-        name=name,
-        scopes=list(scopes),
-        created_at=now or datetime.now(UTC),
-        expires_at=expires_at,
-        rate_limits=rate_limits,
+    key_id = key_id or str(uuid.uuid4())
+    connection.execute(
+        insert(KEYS).values(
+            id=key_id,
+            service=service,
+            owner_id=owner_id,
+            environment=environment,
+            key_hash=hash_key(key),
+            display_prefix=key[: len(prefix) + len(environment) + 6],
+            name=name,
+            scopes=list(scopes),
+            created_at=now or datetime.now(UTC),
+            expires_at=expires_at,
+            rate_limits=rate_limits,
+        )
     )
-    session.add(row)
-    return row, key
+    return connection.execute(_KEY, {"key_id": key_id}).one(), key
 
 
-async def revoke_key(
-    session: AsyncSession, service: str, key_or_id: str, *, owner_id: str | None = None
+def owner_key(connection: Connection, service: str, owner_id: str, key_id: str) -> Row[Any] | None:
+    """One of the owner's keys, revoked and expired ones included; None for anyone else's or no such key."""
+    row = connection.execute(_KEY, {"key_id": key_id}).first()
+    return row if row is not None and row.service == service and row.owner_id == owner_id else None
+
+
+def revoke_owner_key(
+    connection: Connection, service: str, owner_id: str, key_id: str, now: datetime
+) -> datetime | None:
+    """Revoke one of the owner's keys by its id; returns when it was revoked (now, or when it first was: there is no
+    un-revoke), or None when the owner has no such key."""
+    revoked = update(KEYS).where(
+        KEYS.c.service == service, KEYS.c.owner_id == owner_id, KEYS.c.id == key_id, KEYS.c.revoked_at.is_(None)
+    )
+    if connection.execute(revoked.values(revoked_at=now)).rowcount:
+        return now
+    key = owner_key(connection, service, owner_id, key_id)
+    return key.revoked_at if key is not None else None
+
+
+def revoke_key(
+    connection: Connection, service: str, key_or_id: str, *, owner_id: str | None = None, now: datetime | None = None
 ) -> datetime | None:
     """Revoke a service's key, named by its id or by the key itself (and only the owner's, when given); returns when,
     or None when there is no such active key. Every gateway sees it on the next request: nothing caches keys."""
-    now = datetime.now(UTC)
-    statement = update(ApiKey).where(
-        ApiKey.service == service,
-        or_(ApiKey.id == key_or_id, ApiKey.key_hash == hash_key(key_or_id)),
-        ApiKey.revoked_at.is_(None),
+    now = now or datetime.now(UTC)
+    statement = update(KEYS).where(
+        KEYS.c.service == service,
+        or_(KEYS.c.id == key_or_id, KEYS.c.key_hash == hash_key(key_or_id)),
+        KEYS.c.revoked_at.is_(None),
     )
     if owner_id is not None:
-        statement = statement.where(ApiKey.owner_id == owner_id)
-    result = await session.execute(statement.values(revoked_at=now))
-    return now if result.rowcount else None  # type: ignore[attr-defined]
-
-
-KEYS = cast(Table, ApiKey.__table__)
+        statement = statement.where(KEYS.c.owner_id == owner_id)
+    return now if connection.execute(statement.values(revoked_at=now)).rowcount else None
 
 
 def usable_keys(service: str, *owner_columns: ColumnElement[Any]) -> Select[Any]:
@@ -140,14 +161,14 @@ def usable_keys(service: str, *owner_columns: ColumnElement[Any]) -> Select[Any]
     )
 
 
-async def owner_keys(session: AsyncSession, service: str, owner_id: str) -> Sequence[ApiKey]:
+def owner_keys(connection: Connection, service: str, owner_id: str) -> list[Row[Any]]:
     """Every key of one owner, revoked and expired ones included, newest first."""
     statement = (
-        select(ApiKey)
-        .where(ApiKey.service == service, ApiKey.owner_id == owner_id)
-        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+        select(KEYS)
+        .where(KEYS.c.service == service, KEYS.c.owner_id == owner_id)
+        .order_by(KEYS.c.created_at.desc(), KEYS.c.id.desc())
     )
-    return (await session.scalars(statement)).all()
+    return list(connection.execute(statement))
 
 
 _TOUCH = (

@@ -8,42 +8,44 @@ from datetime import datetime
 from typing import Any, Protocol, cast
 
 from sqlalchemy import Table, bindparam, case, func, insert, select, update
-from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.engine import Connection, Row
 
 from storage.common.db import per_dialect
 from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest
 from topics.phone import ErrorDetail, StoredRequestFailure
 
 OPEN_STATES = ("pending", "pending_reconciliation")
+REQUESTS = cast(Table, PhoneRequest.__table__)
+LEDGER = cast(Table, LedgerEntry.__table__)
+SPEND = cast(Table, MonthlySpend.__table__)
 
 
-async def get_request(session: AsyncSession, request_id: str) -> PhoneRequest | None:
-    return await session.get(PhoneRequest, request_id)
+def get_request(connection: Connection, request_id: str) -> Row[Any] | None:
+    return connection.execute(select(REQUESTS).where(REQUESTS.c.id == request_id)).first()
 
 
-async def find_by_idempotency_key(
-    session: AsyncSession, tenant_id: str, environment: str, idempotency_key: str
-) -> PhoneRequest | None:
-    return await session.scalar(
-        select(PhoneRequest).where(
-            PhoneRequest.tenant_id == tenant_id,
-            PhoneRequest.environment == environment,
-            PhoneRequest.idempotency_key == idempotency_key,
+def find_by_idempotency_key(
+    connection: Connection, tenant_id: str, environment: str, idempotency_key: str
+) -> Row[Any] | None:
+    return connection.execute(
+        select(REQUESTS).where(
+            REQUESTS.c.tenant_id == tenant_id,
+            REQUESTS.c.environment == environment,
+            REQUESTS.c.idempotency_key == idempotency_key,
         )
-    )
+    ).first()
 
 
-async def find_open_check(session: AsyncSession, tenant_id: str, environment: str, phone_e164: str) -> str | None:
+def find_open_check(connection: Connection, tenant_id: str, environment: str, phone_e164: str) -> str | None:
     """The id of this number's check that is still pending or awaiting an operator, if any."""
-    return await session.scalar(
-        select(PhoneRequest.id).where(
-            PhoneRequest.tenant_id == tenant_id,
-            PhoneRequest.environment == environment,
-            PhoneRequest.phone_e164 == phone_e164,
-            PhoneRequest.state.in_(OPEN_STATES),
+    return connection.execute(
+        select(REQUESTS.c.id).where(
+            REQUESTS.c.tenant_id == tenant_id,
+            REQUESTS.c.environment == environment,
+            REQUESTS.c.phone_e164 == phone_e164,
+            REQUESTS.c.state.in_(OPEN_STATES),
         )
-    )
+    ).scalar_one_or_none()
 
 
 FAILURE_STATES = ("failed", "rejected", "pending_reconciliation")
@@ -93,30 +95,31 @@ class SpendCapReached(Exception):
     """Billing this request would take the tenant past its monthly cap; the caller's transaction must roll back."""
 
 
-async def finish(
-    session: AsyncSession,
+def finish(
+    connection: Connection,
     request: Any,
     outcome: Outcome,
     *,
     from_state: str = "pending",
     spend_cap: int | None = None,
 ) -> bool:
-    """`finish_many` for one request, in the caller's ORM session and transaction."""
-    won = await session.run_sync(
-        lambda sync: finish_many(
-            sync.connection(), [(request, outcome)], {request.tenant_id: spend_cap}, from_state=from_state
-        )
+    """`finish_many` for one request."""
+    return request.id in finish_many(
+        connection, [(request, outcome)], {request.tenant_id: spend_cap}, from_state=from_state
     )
-    return request.id in won
 
 
 def month_of(at: datetime) -> str:
     return at.strftime("%Y-%m")
 
 
-async def month_spend(session: AsyncSession, tenant_id: str, environment: str, at: datetime) -> int:
-    spent = await session.get(MonthlySpend, (tenant_id, environment, month_of(at)))
-    return spent.amount_microdollars if spent is not None else 0
+def month_spend(connection: Connection, tenant_id: str, environment: str, at: datetime) -> int:
+    spent = connection.execute(
+        select(SPEND.c.amount_microdollars).where(
+            SPEND.c.tenant_id == tenant_id, SPEND.c.environment == environment, SPEND.c.month == month_of(at)
+        )
+    ).scalar_one_or_none()
+    return spent or 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,36 +130,29 @@ class SkuUsage:
     amount_microdollars: int
 
 
-async def usage(
-    session: AsyncSession, tenant_id: str, environment: str, start: datetime, end: datetime
-) -> list[SkuUsage]:
+def usage(connection: Connection, tenant_id: str, environment: str, start: datetime, end: datetime) -> list[SkuUsage]:
     """Ledger totals per SKU for rows created in [start, end)."""
-    billable = LedgerEntry.disposition == "billable"
-    rows = await session.execute(
+    billable = LEDGER.c.disposition == "billable"
+    rows = connection.execute(
         select(
-            LedgerEntry.sku,
+            LEDGER.c.sku,
             func.sum(case((billable, 1), else_=0)),
-            func.sum(case((LedgerEntry.cache_hit, 1), else_=0)),
-            func.sum(case((billable, LedgerEntry.unit_price_microdollars), else_=0)),
+            func.sum(case((LEDGER.c.cache_hit, 1), else_=0)),
+            func.sum(case((billable, LEDGER.c.unit_price_microdollars), else_=0)),
         )
         .where(
-            LedgerEntry.tenant_id == tenant_id,
-            LedgerEntry.environment == environment,
-            LedgerEntry.created_at >= start,
-            LedgerEntry.created_at < end,
+            LEDGER.c.tenant_id == tenant_id,
+            LEDGER.c.environment == environment,
+            LEDGER.c.created_at >= start,
+            LEDGER.c.created_at < end,
         )
-        .group_by(LedgerEntry.sku)
-        .order_by(LedgerEntry.sku)
+        .group_by(LEDGER.c.sku)
+        .order_by(LEDGER.c.sku)
     )
-    return [SkuUsage(sku, int(b or 0), int(c or 0), int(a or 0)) for sku, b, c, a in rows.all()]
+    return [SkuUsage(sku, int(b or 0), int(c or 0), int(a or 0)) for sku, b, c, a in rows]
 
 
-# Hot paths: synchronous units of work (see `Database.run`), a whole batch per call.
-
-REQUESTS = cast(Table, PhoneRequest.__table__)
-LEDGER = cast(Table, LedgerEntry.__table__)
-SPEND = cast(Table, MonthlySpend.__table__)
-
+# Hot paths: a whole batch per unit of work.
 
 # The hot statements are built once: building one per call cost as much as running it (measured: bench/README.md).
 # INSERT ... ON CONFLICT is the dialect's own construct on both of our backends, so those are built per dialect.

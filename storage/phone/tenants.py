@@ -5,14 +5,15 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select, update
-from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.engine import Connection, Row
 
 from storage.common import keys
+from storage.common.db import per_dialect
 from storage.phone.models import Price, Tenant
+from topics.common.environment import Environment
 
 SERVICE = "phone"
 KEY_PREFIX = "sy"
@@ -27,19 +28,22 @@ class KeyOwner:
 
     key_id: str
     tenant_id: str
-    environment: str
+    environment: Environment
     scopes: frozenset[str]
     tenant_status: str
     allowed_skus: frozenset[str]
     spend_cap_microdollars: int | None
 
 
-async def create_tenant(
-    session: AsyncSession, name: str, *, skus: list[str] | None = None, spend_cap_microdollars: int | None = None
+_TENANTS, _PRICES = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
+
+
+def create_tenant(
+    connection: Connection, name: str, *, skus: list[str] | None = None, spend_cap_microdollars: int | None = None
 ) -> str:
     tenant_id = str(uuid.uuid4())
-    session.add(
-        Tenant(
+    connection.execute(
+        insert(_TENANTS).values(
             id=tenant_id,
             name=name,
             status="active",
@@ -51,22 +55,30 @@ async def create_tenant(
     return tenant_id
 
 
-async def update_tenant(session: AsyncSession, tenant_id: str, **values: object) -> bool:
+def update_tenant(connection: Connection, tenant_id: str, **values: object) -> bool:
     """Set status, allowed_skus or spend_cap_microdollars; False when the tenant does not exist."""
-    result = await session.execute(update(Tenant).where(Tenant.id == tenant_id).values(**values))
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(connection.execute(update(_TENANTS).where(_TENANTS.c.id == tenant_id).values(**values)).rowcount)
 
 
-async def create_key(
-    session: AsyncSession, tenant_id: str, environment: str, scopes: list[str] | None = None
+def list_tenants(connection: Connection) -> list[Row[Any]]:
+    """Every tenant, oldest first."""
+    return list(connection.execute(select(_TENANTS).order_by(_TENANTS.c.created_at)))
+
+
+def _require_tenant(connection: Connection, tenant_id: str) -> None:
+    if connection.execute(select(_TENANTS.c.id).where(_TENANTS.c.id == tenant_id)).first() is None:
+        raise LookupError(f"no tenant {tenant_id}")
+
+
+def create_key(
+    connection: Connection, tenant_id: str, environment: str, scopes: list[str] | None = None
 ) -> tuple[str, str]:
     """Returns (key id, the key itself). Only the key's SHA-256 is stored: it is shown this once."""
     if environment not in keys.ENVIRONMENTS:
         raise ValueError("environment must be live or test")
-    if await session.get(Tenant, tenant_id) is None:
-        raise LookupError(f"no tenant {tenant_id}")
-    row, key = await keys.create_key(
-        session,
+    _require_tenant(connection, tenant_id)
+    row, key = keys.create_key(
+        connection,
         service=SERVICE,
         owner_id=tenant_id,
         environment=environment,
@@ -76,12 +88,11 @@ async def create_key(
     return row.id, key
 
 
-async def revoke_key(session: AsyncSession, key_or_id: str) -> bool:
+def revoke_key(connection: Connection, key_or_id: str) -> bool:
     """Revoke by key id or by the key itself."""
-    return await keys.revoke_key(session, SERVICE, key_or_id) is not None
+    return keys.revoke_key(connection, SERVICE, key_or_id) is not None
 
 
-_TENANTS, _PRICES = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
 _KEY_OWNERS = keys.usable_keys(
     SERVICE, _TENANTS.c.status, _TENANTS.c.allowed_skus, _TENANTS.c.spend_cap_microdollars
 ).join_from(keys.KEYS, _TENANTS, _TENANTS.c.id == keys.KEYS.c.owner_id)
@@ -103,21 +114,33 @@ def key_owners(connection: Connection, key_hashes: list[str], now: datetime) -> 
     }
 
 
-async def find_key_owner(session: AsyncSession, key: str) -> KeyOwner | None:
+def find_key_owner(connection: Connection, key: str) -> KeyOwner | None:
     key_hash = keys.hash_key(key)
-    owners = await session.run_sync(lambda sync: key_owners(sync.connection(), [key_hash], datetime.now(UTC)))
-    return owners.get(key_hash)
+    return key_owners(connection, [key_hash], datetime.now(UTC)).get(key_hash)
 
 
-async def set_price(session: AsyncSession, tenant_id: str, sku: str, unit_price_microdollars: int) -> None:
-    if await session.get(Tenant, tenant_id) is None:
-        raise LookupError(f"no tenant {tenant_id}")
-    await session.merge(Price(tenant_id=tenant_id, sku=sku, unit_price_microdollars=unit_price_microdollars))
+def set_price(connection: Connection, tenant_id: str, sku: str, unit_price_microdollars: int) -> None:
+    _require_tenant(connection, tenant_id)
+    price = {"tenant_id": tenant_id, "sku": sku, "unit_price_microdollars": unit_price_microdollars}
+    connection.execute(_SET_PRICE[connection.dialect.name], price)
 
 
-async def unit_price(session: AsyncSession, tenant_id: str, sku: str) -> int:
-    price = await session.get(Price, (tenant_id, sku))
-    return price.unit_price_microdollars if price is not None else DEFAULT_PRICES[sku]
+def unit_price(connection: Connection, tenant_id: str, sku: str) -> int:
+    price = connection.execute(
+        select(_PRICES.c.unit_price_microdollars).where(_PRICES.c.tenant_id == tenant_id, _PRICES.c.sku == sku)
+    ).scalar_one_or_none()
+    return price if price is not None else DEFAULT_PRICES[sku]
+
+
+def _price_upsert(insert_: Any) -> Any:
+    statement = insert_(_PRICES)
+    return statement.on_conflict_do_update(
+        index_elements=["tenant_id", "sku"],
+        set_={"unit_price_microdollars": statement.excluded.unit_price_microdollars},
+    )
+
+
+_SET_PRICE = per_dialect(_price_upsert)
 
 
 @dataclass(frozen=True, slots=True)

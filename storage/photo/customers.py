@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select, update
-from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy.engine import Connection, Row
 
 from storage.common import keys
 from storage.common.db import per_dialect
-from storage.common.keys import ApiKey
 from storage.photo.models import Customer, MonthlyUsage
+from topics.common.environment import Environment
+from wire.ids import new_id
 
 SERVICE = "photo"
 KEY_PREFIX = "pc"
@@ -27,25 +25,24 @@ DEFAULT_RATE_LIMITS = {"minute": 100, "hour": 6000}
 """Every new key's own budget (section 8); raised per key by an operator."""
 
 
-def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex}"
-
-
 @dataclass(frozen=True, slots=True)
 class KeyOwner:
     """What a presented API key stands for: its customer, environment, scope and budget."""
 
     key_id: str
     customer_id: str
-    environment: str
+    environment: Environment
     scope: str
     rate_limits: dict[str, int]
     subscription_active: bool
     monthly_cap: int
 
 
-async def create_customer(
-    session: AsyncSession,
+_CUSTOMERS = cast(Table, Customer.__table__)
+
+
+def create_customer(
+    connection: Connection,
     name: str,
     *,
     plan: str = DEFAULT_PLAN,
@@ -55,8 +52,8 @@ async def create_customer(
     if plan not in PLANS and monthly_cap is None:
         raise ValueError(f"unknown plan {plan!r}: one of {', '.join(PLANS)}, or give a monthly cap")
     customer_id = new_id("cus")
-    session.add(
-        Customer(
+    connection.execute(
+        insert(_CUSTOMERS).values(
             id=customer_id,
             name=name,
             plan=plan,
@@ -68,18 +65,17 @@ async def create_customer(
     return customer_id
 
 
-async def update_customer(session: AsyncSession, customer_id: str, **values: Any) -> bool:
+def update_customer(connection: Connection, customer_id: str, **values: Any) -> bool:
     """Set plan, monthly_cap or subscription_active; False when there is no such customer."""
-    result = await session.execute(update(Customer).where(Customer.id == customer_id).values(**values))
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(connection.execute(update(_CUSTOMERS).where(_CUSTOMERS.c.id == customer_id).values(**values)).rowcount)
 
 
-async def list_customers(session: AsyncSession) -> Sequence[Customer]:
-    return (await session.scalars(select(Customer).order_by(Customer.created_at))).all()
+def list_customers(connection: Connection) -> list[Row[Any]]:
+    return list(connection.execute(select(_CUSTOMERS).order_by(_CUSTOMERS.c.created_at)))
 
 
-async def create_key(
-    session: AsyncSession,
+def create_key(
+    connection: Connection,
     customer_id: str,
     environment: str,
     *,
@@ -87,14 +83,14 @@ async def create_key(
     scope: str = "full",
     expires_at: datetime | None = None,
     now: datetime | None = None,
-) -> tuple[ApiKey, str]:
+) -> tuple[Row[Any], str]:
     """Returns the stored key and the key itself (`pc_live_...` / `pc_test_...`), which is shown this once."""
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(SCOPES)}")
-    if await session.get(Customer, customer_id) is None:
+    if connection.execute(select(_CUSTOMERS.c.id).where(_CUSTOMERS.c.id == customer_id)).first() is None:
         raise LookupError(f"no customer {customer_id}")
-    return await keys.create_key(
-        session,
+    return keys.create_key(
+        connection,
         service=SERVICE,
         owner_id=customer_id,
         environment=environment,
@@ -108,16 +104,15 @@ async def create_key(
     )
 
 
-async def set_key_limits(session: AsyncSession, key_id: str, per_minute: int, per_hour: int) -> bool:
-    result = await session.execute(
-        update(ApiKey)
-        .where(ApiKey.service == SERVICE, ApiKey.id == key_id)
+def set_key_limits(connection: Connection, key_id: str, per_minute: int, per_hour: int) -> bool:
+    statement = (
+        update(keys.KEYS)
+        .where(keys.KEYS.c.service == SERVICE, keys.KEYS.c.id == key_id)
         .values(rate_limits={"minute": per_minute, "hour": per_hour})
     )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
+    return bool(connection.execute(statement).rowcount)
 
 
-_CUSTOMERS = cast(Table, Customer.__table__)
 _KEY_OWNERS = keys.usable_keys(SERVICE, _CUSTOMERS.c.subscription_active, _CUSTOMERS.c.monthly_cap).join_from(
     keys.KEYS, _CUSTOMERS, _CUSTOMERS.c.id == keys.KEYS.c.owner_id
 )
@@ -176,8 +171,8 @@ def refund(connection: Connection, customer_id: str, month: str) -> None:
     )
 
 
-async def usage(session: AsyncSession, customer_id: str, month: str) -> int:
-    used = await session.scalar(
-        select(MonthlyUsage.used).where(MonthlyUsage.customer_id == customer_id, MonthlyUsage.month == month)
-    )
+def usage(connection: Connection, customer_id: str, month: str) -> int:
+    used = connection.execute(
+        select(_USAGE.c.used).where(_USAGE.c.customer_id == customer_id, _USAGE.c.month == month)
+    ).scalar_one_or_none()
     return used or 0

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
 import msgspec
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.engine import Connection, Row
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.common.db import per_dialect
 from storage.photo import customers
@@ -107,26 +105,21 @@ def review(connection: Connection, verification_id: str, verdict: bytes, review_
     )
 
 
-async def history(
-    session: AsyncSession,
+def history(
+    connection: Connection,
     customer_id: str,
     environment: str,
     *,
     limit: int,
     before: tuple[datetime, str] | None,
-) -> Sequence[VerificationRow]:
+) -> list[Row[Any]]:
     """A customer's verifications in one environment, newest first; `before` (created_at, id) is the cursor."""
-    statement = select(VerificationRow).where(
-        VerificationRow.customer_id == customer_id, VerificationRow.environment == environment
-    )
+    v = VERIFICATIONS.c
+    statement = select(VERIFICATIONS).where(v.customer_id == customer_id, v.environment == environment)
     if before is not None:
         at, verification_id = before
-        statement = statement.where(
-            (VerificationRow.created_at < at)
-            | ((VerificationRow.created_at == at) & (VerificationRow.id < verification_id))
-        )
-    statement = statement.order_by(VerificationRow.created_at.desc(), VerificationRow.id.desc()).limit(limit)
-    return (await session.scalars(statement)).all()
+        statement = statement.where((v.created_at < at) | ((v.created_at == at) & (v.id < verification_id)))
+    return list(connection.execute(statement.order_by(v.created_at.desc(), v.id.desc()).limit(limit)))
 
 
 def expired_images(connection: Connection, created_before: datetime, limit: int) -> list[tuple[str, str]]:

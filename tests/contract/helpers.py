@@ -265,10 +265,10 @@ def live_number() -> str:
             return candidate
 
 
-async def ledger(stack: Stack, tenant_id: str) -> list[LedgerEntry]:
+async def ledger(stack: Stack, tenant_id: str) -> list[Any]:
     """The tenant's ledger rows (both environments)."""
-    async with stack.db.read() as session:
-        return list(await session.scalars(select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)))
+    statement = select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)
+    return await stack.db.read(lambda connection: list(connection.execute(statement)))
 
 
 async def billable_total(stack: Stack, tenant_id: str) -> int:

@@ -7,8 +7,10 @@ import uuid
 
 import httpx
 import pytest
+from sqlalchemy import func, select, text
 
 from storage.phone import tenants
+from storage.phone.models import PhoneRequest
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, live_number, person
 from tests.peers.twilio import TwilioLookupServer
@@ -48,8 +50,7 @@ async def test_unknown_key_is_unauthorized(stack: Stack, endpoint: str) -> None:
 async def test_revoked_key_is_unauthorized(stack: Stack) -> None:
     tenant = await stack.new_tenant()
     assert_result(await stack.verify(tenant.test_key, person()))
-    async with stack.db.write() as session:
-        assert await tenants.revoke_key(session, tenant.test_key)
+    assert await stack.db.write(tenants.revoke_key, tenant.test_key)
     assert_error(await stack.verify(tenant.test_key, person()), 401, "unauthorized")
     assert_error(await stack.get(tenant.test_key, "/v1/usage"), 401, "unauthorized")
 
@@ -82,8 +83,7 @@ async def test_tenant_without_core_phone_sku_is_forbidden_sku(stack: Stack) -> N
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
 async def test_suspended_tenant_is_tenant_suspended(stack: Stack, endpoint: str) -> None:
     tenant = await stack.new_tenant()
-    async with stack.db.write() as session:
-        assert await tenants.update_tenant(session, tenant.id, status="suspended")
+    assert await stack.db.write(tenants.update_tenant, tenant.id, status="suspended")
     response = await call(stack, endpoint, f"Bearer {tenant.test_key}")
     assert_error(response, 403, "tenant_suspended")
 
@@ -123,3 +123,20 @@ async def test_same_tenants_request_id_from_the_other_environment_is_not_found(s
 async def test_malformed_request_id_is_not_found(stack: Stack, request_id: str) -> None:
     tenant = await stack.new_tenant()
     assert_error(await stack.get(tenant.test_key, f"/v1/requests/{request_id}"), 404, "not_found")
+
+
+async def test_an_unreachable_key_store_is_503_enforcement_unavailable_and_nothing_is_stored(stack: Stack) -> None:
+    """A real database failure on the key look-up (its table gone for the moment): the gateway cannot tell who is
+    calling, so every route answers 503 `enforcement_unavailable` (never a 500, never a 401), and nothing is kept."""
+    tenant = await stack.new_tenant()
+    away = text("ALTER TABLE api_keys RENAME TO api_keys_away")
+    await stack.db.write(lambda connection: connection.execute(away))
+    try:
+        for endpoint in ENDPOINTS:
+            response = await call(stack, endpoint, f"Bearer {tenant.test_key}")
+            assert_error(response, 503, "enforcement_unavailable")
+    finally:
+        back = text("ALTER TABLE api_keys_away RENAME TO api_keys")
+        await stack.db.write(lambda connection: connection.execute(back))
+    stored = select(func.count()).select_from(PhoneRequest).where(PhoneRequest.tenant_id == tenant.id)
+    assert await stack.db.read(lambda connection: connection.execute(stored).scalar_one()) == 0

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from sqlalchemy import update
 
-from storage.phone import tenants
+from storage.phone import requests, tenants
 from storage.phone.models import PhoneRequest
 from tests.conftest import Stack, TenantKeys
 from tests.contract.helpers import (
@@ -105,15 +105,15 @@ async def test_recheck_of_the_same_number_within_24_hours_is_free(stack: Stack, 
 
 async def age_billable_check(stack: Stack, request_id: str, hours: float) -> None:
     """Test data set-up: make an earlier billable check `hours` older than it is."""
-    async with stack.db.write() as session:
-        row = await session.get(PhoneRequest, request_id)
-        assert row is not None
-        assert row.billable_at is not None
-        await session.execute(
-            update(PhoneRequest)
-            .where(PhoneRequest.id == request_id)
-            .values(billable_at=row.billable_at - timedelta(hours=hours))
-        )
+    row = await stack.db.read(requests.get_request, request_id)
+    assert row is not None
+    assert row.billable_at is not None
+    older = (
+        update(PhoneRequest)
+        .where(PhoneRequest.id == request_id)
+        .values(billable_at=row.billable_at - timedelta(hours=hours))
+    )
+    await stack.db.write(lambda connection: connection.execute(older))
 
 
 async def test_recheck_after_24_hours_is_billable_again(stack: Stack, tenant: TenantKeys) -> None:
@@ -159,8 +159,7 @@ async def test_recheck_after_a_non_billable_result_is_not_a_free_recheck(stack: 
 
 
 async def test_tenant_price_is_the_unit_price(stack: Stack, tenant: TenantKeys) -> None:
-    async with stack.db.write() as session:
-        await tenants.set_price(session, tenant.id, "core_phone", 12345)
+    await stack.db.write(tenants.set_price, tenant.id, "core_phone", 12345)
     result = assert_result(await stack.verify(tenant.test_key, person()))
     assert_billable(result, price=12345)
     rows = await ledger(stack, tenant.id)

@@ -35,8 +35,7 @@ async def test_rate_limit_per_key_is_429_rate_limited_with_retry_after(
 async def test_rate_limit_of_one_key_does_not_limit_another_key_of_the_same_tenant(
     stack: Stack, gateway_only: GatewayOnly, tenant: TenantKeys
 ) -> None:
-    async with stack.db.write() as session:
-        _, second_key = await tenants.create_key(session, tenant.id, "test")
+    _, second_key = await stack.db.write(tenants.create_key, tenant.id, "test")
     async with gateway_only(phone_rate_limit="3/minute") as strict:
         for last4 in ("0100", "0101", "0102"):
             assert_pending(await strict.verify(tenant.test_key, person(phone=sandbox(last4))))

@@ -163,11 +163,8 @@ async def test_new_key_after_confirmed_nonbillable_failure_starts_a_new_check(st
     again = assert_error(await stack.verify(tenant.test_key, person(phone=PROVIDER_DOWN)), 502, "provider_unavailable")
     if "request_id" in first and "request_id" in again:
         assert first["request_id"] != again["request_id"]
-    async with stack.db.read() as session:
-        stored = await session.scalar(
-            select(func.count()).select_from(PhoneRequest).where(PhoneRequest.tenant_id == tenant.id)
-        )
-    assert stored == 2
+    count = select(func.count()).select_from(PhoneRequest).where(PhoneRequest.tenant_id == tenant.id)
+    assert await stack.db.read(lambda connection: connection.execute(count).scalar_one()) == 2
     assert [row for row in await ledger(stack, tenant.id) if row.disposition == "billable"] == []
 
 
@@ -180,17 +177,17 @@ async def test_new_key_after_completed_check_starts_a_new_check(stack: Stack) ->
 
 async def hold_for_reconciliation(stack: Stack, request_id: str) -> None:
     """Test data set-up: the state a request is left in when its check ran but its billing could not be recorded."""
-    async with stack.db.write() as session:
-        await session.execute(
-            update(PhoneRequest)
-            .where(PhoneRequest.id == request_id)
-            .values(
-                state="pending_reconciliation",
-                billing_disposition="pending_reconciliation",
-                error_code="ledger_unavailable",
-                error_message="the check ran but its billing could not be recorded",
-            )
+    held = (
+        update(PhoneRequest)
+        .where(PhoneRequest.id == request_id)
+        .values(
+            state="pending_reconciliation",
+            billing_disposition="pending_reconciliation",
+            error_code="ledger_unavailable",
+            error_message="the check ran but its billing could not be recorded",
         )
+    )
+    await stack.db.write(lambda connection: connection.execute(held))
 
 
 async def test_fresh_key_for_a_number_awaiting_reconciliation_is_409(stack: Stack, gateway_only: GatewayOnly) -> None:

@@ -54,8 +54,8 @@ async def usage(stack: Stack, key: str, **params: str) -> dict:
 
 async def move_ledger_row(stack: Stack, request_id: str, at: datetime) -> None:
     """Test data set-up: date a ledger row elsewhere in time."""
-    async with stack.db.write() as session:
-        await session.execute(update(LedgerEntry).where(LedgerEntry.request_id == request_id).values(created_at=at))
+    moved = update(LedgerEntry).where(LedgerEntry.request_id == request_id).values(created_at=at)
+    await stack.db.write(lambda connection: connection.execute(moved))
 
 
 async def test_usage_defaults_to_the_current_month_up_to_today(stack: Stack) -> None:

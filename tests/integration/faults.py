@@ -11,6 +11,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 
 from sqlalchemy import text
+from sqlalchemy.engine import Connection
 
 from tests.conftest import Stack
 
@@ -21,33 +22,30 @@ async def ledger_refused(stack: Stack, tenant_id: str) -> AsyncIterator[None]:
     duration of the block. Each block installs a trigger of its own name and removes it whatever happens, so one
     test's fault never meets another's."""
     name = f"refuse_ledger_{uuid.uuid4().hex[:12]}"
-    async with stack.db.write() as session:
-        if session.get_bind().dialect.name == "postgresql":
-            await session.execute(
-                text(
-                    f"CREATE FUNCTION {name}() RETURNS trigger AS $$ BEGIN "
-                    f"IF NEW.tenant_id = '{tenant_id}' THEN RAISE EXCEPTION 'ledger offline'; END IF; "
-                    "RETURN NEW; END $$ LANGUAGE plpgsql"
-                )
-            )
-            await session.execute(
-                text(f"CREATE TRIGGER {name} BEFORE INSERT ON phone_ledger FOR EACH ROW EXECUTE FUNCTION {name}()")
-            )
-            drops = [f"DROP TRIGGER {name} ON phone_ledger", f"DROP FUNCTION {name}()"]
-        else:
-            await session.execute(
-                text(
-                    f"CREATE TRIGGER {name} BEFORE INSERT ON phone_ledger "
-                    f"WHEN NEW.tenant_id = '{tenant_id}' BEGIN SELECT RAISE(ABORT, 'ledger offline'); END"
-                )
-            )
-            drops = [f"DROP TRIGGER {name}"]
+    if stack.db.engine.dialect.name == "postgresql":
+        installs = [
+            f"CREATE FUNCTION {name}() RETURNS trigger AS $$ BEGIN "
+            f"IF NEW.tenant_id = '{tenant_id}' THEN RAISE EXCEPTION 'ledger offline'; END IF; "
+            "RETURN NEW; END $$ LANGUAGE plpgsql",
+            f"CREATE TRIGGER {name} BEFORE INSERT ON phone_ledger FOR EACH ROW EXECUTE FUNCTION {name}()",
+        ]
+        drops = [f"DROP TRIGGER {name} ON phone_ledger", f"DROP FUNCTION {name}()"]
+    else:
+        installs = [
+            f"CREATE TRIGGER {name} BEFORE INSERT ON phone_ledger "
+            f"WHEN NEW.tenant_id = '{tenant_id}' BEGIN SELECT RAISE(ABORT, 'ledger offline'); END"
+        ]
+        drops = [f"DROP TRIGGER {name}"]
+    await stack.db.write(_execute_all, installs)
     try:
         yield
     finally:
-        async with stack.db.write() as session:
-            for drop in drops:
-                await session.execute(text(drop))
+        await stack.db.write(_execute_all, drops)
+
+
+def _execute_all(connection: Connection, statements: list[str]) -> None:
+    for statement in statements:
+        connection.execute(text(statement))
 
 
 def run_cli(database_url: str, data_dir: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

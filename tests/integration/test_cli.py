@@ -18,7 +18,6 @@ from sqlalchemy import inspect
 
 from storage.common.db import Database, create_engine
 from storage.phone import tenants
-from storage.phone.models import Tenant
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, assert_result, assert_retry_after, person
 from tests.integration.faults import run_cli
@@ -87,17 +86,15 @@ async def new_key(cli: Cli, tenant_id: str, env: str = "test", *extra: str) -> s
 async def owner_of(database_url: str, key: str) -> tenants.KeyOwner | None:
     db = Database(database_url)
     try:
-        async with db.read() as session:
-            return await tenants.find_key_owner(session, key)
+        return await db.read(tenants.find_key_owner, key)
     finally:
         await db.dispose()
 
 
-async def tenant_row(database_url: str, tenant_id: str) -> Tenant | None:
+async def tenant_row(database_url: str, tenant_id: str) -> Any:
     db = Database(database_url)
     try:
-        async with db.read() as session:
-            return await session.get(Tenant, tenant_id)
+        return next((row for row in await db.read(tenants.list_tenants) if row.id == tenant_id), None)
     finally:
         await db.dispose()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
@@ -13,6 +14,8 @@ from contextlib import AbstractAsyncContextManager
 import httpx
 import pytest
 import structlog
+import swagger_ui_bundle
+from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 from signalyard import logs
@@ -32,6 +35,31 @@ async def samples(client: httpx.AsyncClient) -> Samples:
         for family in text_string_to_metric_families(response.text)
         for sample in family.samples
     ]
+
+
+async def test_the_metrics_content_type_is_prometheus_text_with_one_charset(stack: Stack) -> None:
+    response = await stack.client.get("/metrics")
+    assert response.headers["content-type"] == CONTENT_TYPE_LATEST
+    assert response.headers["content-type"].count("charset") == 1
+
+
+async def test_the_docs_page_works_offline_from_assets_the_gateway_serves(stack: Stack) -> None:
+    """/docs references no other host (a CDN would fail offline and change under us); every asset it loads is served
+    by the gateway itself, without a key."""
+    page = await stack.client.get("/docs")
+    assert page.status_code == 200
+    assert "text/html" in page.headers["content-type"]
+    assert not re.findall(r"(?:src|href)=[\"']https?://", page.text), page.text
+    assets = re.findall(r"(?:src|href)=[\"'](/docs-assets/[^\"']+)", page.text)
+    assert {asset.rsplit("/", 1)[1] for asset in assets} >= {
+        "swagger-ui-bundle.js",
+        "swagger-ui.css",
+        "swagger-ui-standalone-preset.js",
+    }
+    for asset in assets:
+        served = await stack.client.get(asset)
+        assert served.status_code == 200, asset
+        assert served.content == (swagger_ui_bundle.swagger_ui_path / asset.rsplit("/", 1)[1]).read_bytes()
 
 
 def value(found: Samples, name: str, **labels: str) -> float:

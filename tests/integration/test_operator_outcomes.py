@@ -9,9 +9,10 @@ import uuid
 from datetime import UTC, datetime
 
 from sqlalchemy import select
+from sqlalchemy.engine import Connection
 
-from storage.phone import tenants
-from storage.phone.models import LedgerEntry, PhoneRequest
+from storage.phone import requests, tenants
+from storage.phone.models import LedgerEntry
 from tests.conftest import Stack
 from tests.contract.helpers import assert_error, person
 from tests.integration.faults import ledger_refused, run_cli
@@ -56,8 +57,8 @@ async def test_a_check_whose_ledger_write_fails_waits_for_the_operator_and_is_ne
         "unit_price_microdollars": 15000,
         "cache_hit": False,
     }
-    async with stack.db.read() as session:
-        ledger = list(await session.scalars(select(LedgerEntry).where(LedgerEntry.tenant_id == tenant.id)))
+    entries = select(LedgerEntry).where(LedgerEntry.tenant_id == tenant.id)
+    ledger = await stack.db.read(lambda connection: list(connection.execute(entries)))
     assert [(row.request_id, row.disposition) for row in ledger] == [(request_id, "billable")]
 
     again = await asyncio.to_thread(signalyard, stack, "requests", "reconcile", request_id, "--outcome", "billable")
@@ -85,24 +86,26 @@ async def test_a_request_accepted_before_its_tenant_was_suspended_is_rejected_an
     tenant = await stack.new_tenant()
     now = datetime.now(UTC)
     request_id = str(uuid.uuid4())
-    async with stack.db.write() as session:  # accepted, exactly as the gateway stores it ...
-        session.add(
-            PhoneRequest(
-                id=request_id,
-                tenant_id=tenant.id,
-                environment="test",
-                idempotency_key="accepted-then-suspended",
-                body_hash="0" * 64,
-                phone_e164="+12125550102",
-                subject_type="person",
-                supplied_name="John Smith",
-                reference_id=None,
-                state="pending",
-                created_at=now,
-                published_at=now,
-            )
-        )
-        await tenants.update_tenant(session, tenant.id, status="suspended")  # ... then the tenant is suspended
+    accepted = {  # accepted, exactly as the gateway stores it ...
+        "id": request_id,
+        "tenant_id": tenant.id,
+        "environment": "test",
+        "idempotency_key": "accepted-then-suspended",
+        "body_hash": "0" * 64,
+        "phone_e164": "+12125550102",
+        "subject_type": "person",
+        "supplied_name": "John Smith",
+        "reference_id": None,
+        "state": "pending",
+        "created_at": now,
+        "published_at": now,
+    }
+
+    def accept_then_suspend(connection: Connection) -> None:
+        assert requests.insert_pending(connection, [accepted]) == {request_id}
+        tenants.update_tenant(connection, tenant.id, status="suspended")  # ... then the tenant is suspended
+
+    await stack.db.write(accept_then_suspend)
     await stack.platform.publish(
         VerificationRequested(
             request_id=request_id, tenant_id=tenant.id, environment="test", phone_e164="+12125550102"
@@ -111,18 +114,15 @@ async def test_a_request_accepted_before_its_tenant_was_suspended_is_rejected_an
         b"+12125550102",
     )
     for _ in range(100):
-        async with stack.db.read() as session:
-            row = await session.get(PhoneRequest, request_id)
-            assert row is not None
-            await session.refresh(row)
+        row = await stack.db.read(requests.get_request, request_id)
+        assert row is not None
         if row.state != "pending":
             break
         await asyncio.sleep(0.1)
     assert row.state == "rejected"
 
     assert_error(await stack.get(tenant.test_key, f"/v1/requests/{request_id}"), 403, "tenant_suspended")
-    async with stack.db.write() as session:
-        await tenants.update_tenant(session, tenant.id, status="active")
+    await stack.db.write(tenants.update_tenant, tenant.id, status="active")
     stored = await stack.get(tenant.test_key, f"/v1/requests/{request_id}")
     assert stored.status_code == 200
     assert stored.json()["status"] == "rejected"

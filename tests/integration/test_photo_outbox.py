@@ -40,12 +40,12 @@ async def pending(gateway: PhotoStack, key: str, idempotency_key: str) -> str:
 
 
 async def published_ago(stack: PhotoStack, verification_id: str, ago: timedelta) -> None:
-    async with stack.db.write() as session:
-        await session.execute(
-            update(verifications.VERIFICATIONS)
-            .where(verifications.VERIFICATIONS.c.id == verification_id)
-            .values(published_at=datetime.now(UTC) - ago)
-        )
+    moved = (
+        update(verifications.VERIFICATIONS)
+        .where(verifications.VERIFICATIONS.c.id == verification_id)
+        .values(published_at=datetime.now(UTC) - ago)
+    )
+    await stack.db.write(lambda connection: connection.execute(moved))
 
 
 async def settled(stack: PhotoStack, key: str, verification_id: str, timeout_s: float = 30) -> httpx.Response:

@@ -182,9 +182,9 @@ async def _restore(data_dir: Path, key: str, image: bytes) -> None:
 
 async def _created_days_ago(stack: PhotoStack, verification_id: str, days: int) -> None:
     created_at = datetime.now(UTC) - timedelta(days=days)
-    async with stack.db.write() as session:
-        await session.execute(
-            update(verifications.VERIFICATIONS)
-            .where(verifications.VERIFICATIONS.c.id == verification_id)
-            .values(created_at=created_at)
-        )
+    moved = (
+        update(verifications.VERIFICATIONS)
+        .where(verifications.VERIFICATIONS.c.id == verification_id)
+        .values(created_at=created_at)
+    )
+    await stack.db.write(lambda connection: connection.execute(moved))

@@ -10,6 +10,7 @@ import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -31,18 +32,17 @@ def distinct_numbers(count: int) -> Iterator[str]:
 
 
 async def states(db: Database, tenant_id: str) -> dict[str, int]:
-    async with db.read() as session:
-        rows = await session.execute(
-            select(PhoneRequest.state, func.count())
-            .where(PhoneRequest.tenant_id == tenant_id)
-            .group_by(PhoneRequest.state)
-        )
-        return dict(rows.all())
+    counts = (
+        select(PhoneRequest.state, func.count().label("requests"))
+        .where(PhoneRequest.tenant_id == tenant_id)
+        .group_by(PhoneRequest.state)
+    )
+    return await db.read(lambda connection: {row.state: row.requests for row in connection.execute(counts)})
 
 
-async def ledger_rows(db: Database, tenant_id: str) -> list[LedgerEntry]:
-    async with db.read() as session:
-        return list(await session.scalars(select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)))
+async def ledger_rows(db: Database, tenant_id: str) -> list[Any]:
+    entries = select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)
+    return await db.read(lambda connection: list(connection.execute(entries)))
 
 
 async def until(condition, timeout_s: float, every_s: float = 0.25) -> None:  # type: ignore[no-untyped-def]

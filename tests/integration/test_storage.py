@@ -12,7 +12,7 @@ import asyncio
 import itertools
 import sqlite3
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -22,13 +22,14 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, select, text
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from storage.common import outbox
+from storage.common import keys, outbox
 from storage.common.db import Database, create_engine, migrate, sqlite_url
-from storage.common.keys import ApiKey, hash_key
+from storage.common.keys import hash_key
 from storage.phone import requests, tenants
-from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest, Tenant
+from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest
 from storage.tables import METADATA
 from tests.conftest import PG_URL, fresh_postgres_database
 
@@ -113,9 +114,14 @@ def completed(
     )
 
 
+def insert(table: Any, row: Any) -> Callable[[Connection], Any]:
+    """A unit of work inserting a model instance's columns as a row of `table`."""
+    return lambda connection: connection.execute(table.insert().values({c.key: getattr(row, c.key) for c in table.c}))
+
+
 async def add(db: Database, row: PhoneRequest) -> PhoneRequest:
-    async with db.write() as session:
-        session.add(row)
+    """Store a request row exactly as the gateway accepts one."""
+    await db.write(insert(requests.REQUESTS, row))
     return row
 
 
@@ -124,26 +130,26 @@ async def finished(
 ) -> PhoneRequest:
     """A request added and finished with `outcome` in one go."""
     row = await add(db, pending_row(tenant_id, environment=environment, phone=phone))
-    async with db.write() as session:
-        assert await requests.finish(session, row, outcome)
+    assert await db.write(requests.finish, row, outcome)
     return row
 
 
-async def ledger_of(db: Database, tenant_id: str) -> list[LedgerEntry]:
-    async with db.read() as session:
-        return list(await session.scalars(select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)))
+async def ledger_of(db: Database, tenant_id: str) -> list[Any]:
+    return await rows(db, select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id))
+
+
+async def rows(db: Database, statement: Any) -> list[Any]:
+    return await db.read(lambda connection: list(connection.execute(statement)))
 
 
 async def state_of(db: Database, request_id: str) -> str:
-    async with db.read() as session:
-        row = await requests.get_request(session, request_id)
+    row = await db.read(requests.get_request, request_id)
     assert row is not None
     return row.state
 
 
 async def spend(db: Database, tenant_id: str, environment: str, at: datetime) -> int:
-    async with db.read() as session:
-        return await requests.month_spend(session, tenant_id, environment, at)
+    return await db.read(requests.month_spend, tenant_id, environment, at)
 
 
 @asynccontextmanager
@@ -202,10 +208,8 @@ async def test_finish_is_conditional_and_a_second_finish_writes_no_second_ledger
     now = datetime.now(UTC)
     row = await add(db, pending_row(tenant_id))
 
-    async with db.write() as session:
-        assert await requests.finish(session, row, completed(now)) is True
-    async with db.write() as session:
-        assert await requests.finish(session, row, completed(now + timedelta(seconds=1), price=9000)) is False
+    assert await db.write(requests.finish, row, completed(now)) is True
+    assert await db.write(requests.finish, row, completed(now + timedelta(seconds=1), price=9000)) is False
 
     assert await state_of(db, row.id) == "completed"
     ledger = await ledger_of(db, tenant_id)
@@ -222,10 +226,7 @@ async def test_finishers_racing_on_a_batch_move_each_request_once_and_bill_it_on
     rows = [await add(db, pending_row(tenant_id)) for _ in range(6)]
 
     def finish(batch: list[PhoneRequest], price: int) -> Any:
-        return db.run(
-            lambda c: requests.finish_many(c, [(row, completed(now, price=price)) for row in batch], {tenant_id: None}),
-            write=True,
-        )
+        return db.write(requests.finish_many, [(row, completed(now, price=price)) for row in batch], {tenant_id: None})
 
     first, second = await asyncio.gather(finish(rows[:4], 1000), finish(rows[2:], 2000))
     assert first | second == {row.id for row in rows}
@@ -239,10 +240,8 @@ async def test_finish_from_another_state_only_moves_rows_in_that_state(db: Datab
     tenant_id = new_tenant_id()
     row = await add(db, pending_row(tenant_id, state="pending_reconciliation"))
     now = datetime.now(UTC)
-    async with db.write() as session:
-        assert await requests.finish(session, row, completed(now)) is False  # from_state defaults to pending
-    async with db.write() as session:
-        assert await requests.finish(session, row, completed(now), from_state="pending_reconciliation") is True
+    assert await db.write(requests.finish, row, completed(now)) is False  # from_state defaults to pending
+    assert await db.write(requests.finish, row, completed(now), from_state="pending_reconciliation") is True
     assert await state_of(db, row.id) == "completed"
     assert len(await ledger_of(db, tenant_id)) == 1
 
@@ -258,13 +257,11 @@ async def test_a_refusal_writes_a_not_billable_ledger_row_and_no_spend(db: Datab
         error_code="tenant_suspended",
         error_message="suspended",
     )
-    async with db.write() as session:
-        assert await requests.finish(session, row, refusal)
+    assert await db.write(requests.finish, row, refusal)
     ledger = await ledger_of(db, tenant_id)
     assert [(entry.disposition, entry.unit_price_microdollars) for entry in ledger] == [("not_billable", 0)]
     assert await spend(db, tenant_id, "test", now) == 0
-    async with db.read() as session:
-        stored = await requests.get_request(session, row.id)
+    stored = await db.read(requests.get_request, row.id)
     assert stored is not None
     assert stored.billable_at is None
     assert requests.failure_of(stored).error.code == "tenant_suspended"
@@ -280,8 +277,7 @@ async def test_pending_reconciliation_writes_no_ledger_row(db: Database) -> None
         error_code="ledger_unavailable",
         error_message="held",
     )
-    async with db.write() as session:
-        assert await requests.finish(session, row, hold)
+    assert await db.write(requests.finish, row, hold)
     assert await ledger_of(db, tenant_id) == []
     assert await state_of(db, row.id) == "pending_reconciliation"
 
@@ -290,20 +286,18 @@ async def test_the_ledger_primary_key_refuses_a_second_row_for_one_request(db: D
     tenant_id = new_tenant_id()
     row = await finished(db, tenant_id, completed(datetime.now(UTC)))
 
+    second = LedgerEntry(
+        request_id=row.id,
+        tenant_id=tenant_id,
+        environment="test",
+        sku="core_phone",
+        disposition="billable",
+        unit_price_microdollars=15000,
+        cache_hit=False,
+        created_at=datetime.now(UTC),
+    )
     with pytest.raises(IntegrityError):
-        async with db.write() as session:
-            session.add(
-                LedgerEntry(
-                    request_id=row.id,
-                    tenant_id=tenant_id,
-                    environment="test",
-                    sku="core_phone",
-                    disposition="billable",
-                    unit_price_microdollars=15000,
-                    cache_hit=False,
-                    created_at=datetime.now(UTC),
-                )
-            )
+        await db.write(insert(requests.LEDGER, second))
     assert len(await ledger_of(db, tenant_id)) == 1
 
 
@@ -320,15 +314,12 @@ async def test_one_open_check_per_number_tenant_and_environment(db: Database) ->
 
     other_environment = await add(db, pending_row(tenant_id, environment="live", phone=number))
     other_tenant = await add(db, pending_row(new_tenant_id(), phone=number))
-    async with db.read() as session:
-        assert await requests.find_open_check(session, tenant_id, "test", number) == first.id
-        assert await requests.find_open_check(session, tenant_id, "live", number) == other_environment.id
+    assert await db.read(requests.find_open_check, tenant_id, "test", number) == first.id
+    assert await db.read(requests.find_open_check, tenant_id, "live", number) == other_environment.id
 
-    async with db.write() as session:
-        assert await requests.finish(session, first, completed(datetime.now(UTC)))
+    assert await db.write(requests.finish, first, completed(datetime.now(UTC)))
     second = await add(db, pending_row(tenant_id, phone=number))  # the first is terminal: a new check may start
-    async with db.read() as session:
-        assert await requests.find_open_check(session, tenant_id, "test", number) == second.id
+    assert await db.read(requests.find_open_check, tenant_id, "test", number) == second.id
     assert other_tenant.id != second.id
 
 
@@ -351,10 +342,9 @@ async def test_an_idempotency_key_is_unique_per_tenant_and_environment(db: Datab
 
     live = await add(db, pending_row(tenant_id, environment="live", idempotency_key="order-42"))
     other = await add(db, pending_row(new_tenant_id(), idempotency_key="order-42"))
-    async with db.read() as session:
-        found = await requests.find_by_idempotency_key(session, tenant_id, "test", "order-42")
-        found_live = await requests.find_by_idempotency_key(session, tenant_id, "live", "order-42")
-        missing = await requests.find_by_idempotency_key(session, tenant_id, "test", "order-43")
+    found = await db.read(requests.find_by_idempotency_key, tenant_id, "test", "order-42")
+    found_live = await db.read(requests.find_by_idempotency_key, tenant_id, "live", "order-42")
+    missing = await db.read(requests.find_by_idempotency_key, tenant_id, "test", "order-43")
     assert found is not None
     assert found.id == first.id
     assert found_live is not None
@@ -380,8 +370,7 @@ async def test_monthly_spend_adds_up_per_environment_and_month(db: Database) -> 
     assert await spend(db, tenant_id, "live", november) == 4000
     assert await spend(db, tenant_id, "test", december) == 1000
     assert await spend(db, tenant_id, "test", datetime(2026, 10, 31, 23, 59, tzinfo=UTC)) == 0
-    async with db.read() as session:
-        months = list(await session.scalars(select(MonthlySpend).where(MonthlySpend.tenant_id == tenant_id)))
+    months = await rows(db, select(MonthlySpend).where(MonthlySpend.tenant_id == tenant_id))
     assert sorted((m.environment, m.month, m.amount_microdollars) for m in months) == [
         ("live", "2026-11", 4000),
         ("test", "2026-11", 24000),
@@ -404,9 +393,7 @@ async def test_a_sqlite_write_waits_for_a_lock_held_by_another_process_without_s
     holder.execute("BEGIN IMMEDIATE")
     try:
         write = asyncio.create_task(
-            db.run(
-                lambda c: requests.finish_many(c, [(row, completed(datetime.now(UTC)))], {tenant_id: None}), write=True
-            )
+            db.write(requests.finish_many, [(row, completed(datetime.now(UTC)))], {tenant_id: None})
         )
         for _ in range(10):
             await asyncio.sleep(0.01)  # the loop turns while the write waits
@@ -429,8 +416,7 @@ async def test_concurrent_billing_adds_up_exactly(db: Database) -> None:
     rows = [await add(db, pending_row(tenant_id)) for _ in range(10)]
 
     async def bill(row: PhoneRequest) -> bool:
-        async with db.write() as session:
-            return await requests.finish(session, row, completed(now, price=1500))
+        return await db.write(requests.finish, row, completed(now, price=1500))
 
     assert await asyncio.gather(*(bill(row) for row in rows)) == [True] * 10
     assert await spend(db, tenant_id, "test", now) == 15000
@@ -443,16 +429,16 @@ async def test_passing_the_spend_cap_raises_and_the_rollback_leaves_nothing_writ
     row = await add(db, pending_row(tenant_id))
 
     with pytest.raises(requests.SpendCapReached):
-        async with db.write() as session:
-            await requests.finish(session, row, completed(now, price=15000), spend_cap=29999)
+        await db.write(requests.finish, row, completed(now, price=15000), spend_cap=29999)
 
     assert await state_of(db, row.id) == "pending"
     assert row.id not in {entry.request_id for entry in await ledger_of(db, tenant_id)}
     assert len(await ledger_of(db, tenant_id)) == 1
     assert await spend(db, tenant_id, "test", now) == 15000
 
-    async with db.write() as session:  # reaching the cap exactly is allowed
-        assert await requests.finish(session, row, completed(now, price=15000), spend_cap=30000)
+    assert await db.write(
+        requests.finish, row, completed(now, price=15000), spend_cap=30000
+    )  # reaching the cap exactly is allowed
     assert await spend(db, tenant_id, "test", now) == 30000
     assert len(await ledger_of(db, tenant_id)) == 2
 
@@ -461,8 +447,7 @@ async def test_the_spend_cap_does_not_apply_to_free_outcomes(db: Database) -> No
     tenant_id = new_tenant_id()
     now = datetime.now(UTC)
     row = await add(db, pending_row(tenant_id))
-    async with db.write() as session:
-        assert await requests.finish(session, row, completed(now, billable=False, cache_hit=True), spend_cap=0)
+    assert await db.write(requests.finish, row, completed(now, billable=False, cache_hit=True), spend_cap=0)
     assert await spend(db, tenant_id, "test", now) == 0
 
 
@@ -481,21 +466,16 @@ async def test_usage_sums_billable_rows_cache_hits_and_amounts_per_sku_within_th
     await finished(db, tenant_id, completed(inside, billable=False, cache_hit=True))
     await finished(db, tenant_id, completed(inside, price=500, sku="extra_sku"))
     refused = await add(db, pending_row(tenant_id))
-    async with db.write() as session:
-        await requests.finish(
-            session,
-            refused,
-            requests.Outcome(state="rejected", completed_at=inside, billing_disposition="not_billable"),
-        )
+    rejected = requests.Outcome(state="rejected", completed_at=inside, billing_disposition="not_billable")
+    await db.write(requests.finish, refused, rejected)
     await finished(db, tenant_id, completed(end, price=777))  # the end is outside
     await finished(db, tenant_id, completed(start - timedelta(microseconds=1), price=888))
     await finished(db, tenant_id, completed(inside, price=999), environment="live")
     await finished(db, new_tenant_id(), completed(inside, price=111))
 
-    async with db.read() as session:
-        usage = await requests.usage(session, tenant_id, "test", start, end)
-        live = await requests.usage(session, tenant_id, "live", start, end)
-        empty = await requests.usage(session, tenant_id, "test", end + timedelta(days=1), end + timedelta(days=2))
+    usage = await db.read(requests.usage, tenant_id, "test", start, end)
+    live = await db.read(requests.usage, tenant_id, "live", start, end)
+    empty = await db.read(requests.usage, tenant_id, "test", end + timedelta(days=1), end + timedelta(days=2))
 
     assert usage == [
         requests.SkuUsage("core_phone", billable_requests=2, cache_hits=2, amount_microdollars=24000),
@@ -516,7 +496,7 @@ async def test_last_billable_checks_respect_the_24_hour_window(db: Database) -> 
 
     async def last_check(since: datetime, tenant: str = tenant_id, environment: str = "test") -> Any:
         wanted = (tenant, environment, number)
-        found = await db.run(lambda c: requests.last_billable_checks(c, [wanted], since), write=False)
+        found = await db.read(requests.last_billable_checks, [wanted], since)
         return found.get(wanted)
 
     old = await finished(db, tenant_id, completed(now - timedelta(hours=25)), phone=number)
@@ -541,13 +521,11 @@ async def test_last_billable_checks_respect_the_24_hour_window(db: Database) -> 
 # ------------------------------------------------------------------------------------------------- the sweeper
 
 
-def claim_stale(cutoff: datetime, clock: datetime) -> Any:
-    return lambda connection: {
-        row.id
-        for row in outbox.claim_stale(
-            connection, requests.REQUESTS, [requests.REQUESTS.c.id], published_before=cutoff, now=clock, limit=100_000
-        )
-    }
+def claim_stale(connection: Connection, cutoff: datetime, clock: datetime) -> set[str]:
+    claimed = outbox.claim_stale(
+        connection, requests.REQUESTS, [requests.REQUESTS.c.id], published_before=cutoff, now=clock, limit=100_000
+    )
+    return {row.id for row in claimed}
 
 
 async def test_claim_stale_takes_old_pending_rows_and_only_one_of_two_claims_wins(db: Database) -> None:
@@ -558,16 +536,13 @@ async def test_claim_stale_takes_old_pending_rows_and_only_one_of_two_claims_win
     done = await finished(db, tenant_id, completed(clock))
     cutoff = clock - timedelta(seconds=30)
 
-    first, second = await asyncio.gather(
-        db.run(claim_stale(cutoff, clock), write=True), db.run(claim_stale(cutoff, clock), write=True)
-    )
+    first, second = await asyncio.gather(db.write(claim_stale, cutoff, clock), db.write(claim_stale, cutoff, clock))
     assert [stale.id in first, stale.id in second].count(True) == 1
     assert fresh.id not in first | second
     assert done.id not in first | second
     # claimed: stamped with the new publish time, so no sweeper takes it again before it is stale again
-    assert stale.id not in await db.run(claim_stale(cutoff, clock + timedelta(seconds=1)), write=True)
-    async with db.read() as session:
-        reclaimed = await requests.get_request(session, stale.id)
+    assert stale.id not in await db.write(claim_stale, cutoff, clock + timedelta(seconds=1))
+    reclaimed = await db.read(requests.get_request, stale.id)
     assert reclaimed is not None
     assert reclaimed.published_at == clock
     assert reclaimed.state == "pending"
@@ -576,9 +551,8 @@ async def test_claim_stale_takes_old_pending_rows_and_only_one_of_two_claims_win
 async def test_a_finished_row_cannot_be_claimed(db: Database) -> None:
     tenant_id = new_tenant_id()
     row = await add(db, pending_row(tenant_id, published_at=datetime.now(UTC) - timedelta(hours=1)))
-    async with db.write() as session:
-        assert await requests.finish(session, row, completed(datetime.now(UTC)))
-    assert row.id not in await db.run(claim_stale(datetime.now(UTC), datetime.now(UTC) + FUTURE * 2), write=True)
+    assert await db.write(requests.finish, row, completed(datetime.now(UTC)))
+    assert row.id not in await db.write(claim_stale, datetime.now(UTC), datetime.now(UTC) + FUTURE * 2)
 
 
 # --------------------------------------------------------------------------------------------------- datetimes
@@ -589,19 +563,16 @@ async def test_datetimes_come_back_timezone_aware_utc(db: Database) -> None:
     created = datetime(2026, 3, 8, 10, 30, 15, 123456, tzinfo=new_york)
     tenant_id = new_tenant_id()
     row = await add(db, pending_row(tenant_id, created_at=created, published_at=created + timedelta(days=3650)))
-    async with db.write() as session:
-        await requests.finish(session, row, completed(created + timedelta(minutes=1)))
-        real_tenant = await tenants.create_tenant(session, "aware")
-        key_id, _ = await tenants.create_key(session, real_tenant, "test")
-        await tenants.revoke_key(session, key_id)
+    await db.write(requests.finish, row, completed(created + timedelta(minutes=1)))
+    real_tenant = await db.write(tenants.create_tenant, "aware")
+    key_id, _ = await db.write(tenants.create_key, real_tenant, "test")
+    await db.write(tenants.revoke_key, key_id)
 
-    async with db.read() as session:
-        stored = await requests.get_request(session, row.id)
-        raw = await session.execute(text("SELECT created_at FROM phone_requests WHERE id = :id"), {"id": row.id})
-        raw_created = raw.scalar_one()
-        (entry,) = await session.scalars(select(LedgerEntry).where(LedgerEntry.request_id == row.id))
-        tenant = await session.get(Tenant, real_tenant)
-        key = await session.get(ApiKey, key_id)
+    stored = await db.read(requests.get_request, row.id)
+    [raw_created] = await rows(db, text("SELECT created_at FROM phone_requests WHERE id = :id").bindparams(id=row.id))
+    (entry,) = await rows(db, select(LedgerEntry).where(LedgerEntry.request_id == row.id))
+    tenant = next(tenant for tenant in await db.read(tenants.list_tenants) if tenant.id == real_tenant)
+    key = await db.read(keys.owner_key, "phone", real_tenant, key_id)
     assert stored is not None
     assert tenant is not None
     assert key is not None
@@ -623,24 +594,22 @@ async def test_datetimes_come_back_timezone_aware_utc(db: Database) -> None:
     assert (stored.created_at.hour, stored.created_at.microsecond) == (15, 123456)
     assert stored.completed_at == created + timedelta(minutes=1)
     assert entry.created_at == stored.completed_at
-    assert str(raw_created).startswith("2026-03-08 15:30:15.123456")  # stored as UTC wall time
+    assert str(raw_created[0]).startswith("2026-03-08 15:30:15.123456")  # stored as UTC wall time
 
 
 # ---------------------------------------------------------------------------------------------- keys and prices
 
 
 async def test_find_key_owner_and_revoke_key(db: Database) -> None:
-    async with db.write() as session:
-        tenant_id = await tenants.create_tenant(session, "keys", spend_cap_microdollars=50000)
-        key_id, key = await tenants.create_key(session, tenant_id, "test", ["verify"])
-        second_id, second = await tenants.create_key(session, tenant_id, "live")
+    tenant_id = await db.write(tenants.create_tenant, "keys", spend_cap_microdollars=50000)
+    key_id, key = await db.write(tenants.create_key, tenant_id, "test", ["verify"])
+    second_id, second = await db.write(tenants.create_key, tenant_id, "live")
 
     assert key.startswith("sy_test_")
     assert second.startswith("sy_live_")
-    async with db.read() as session:
-        owner = await tenants.find_key_owner(session, key)
-        live_owner = await tenants.find_key_owner(session, second)
-        stored = await session.get(ApiKey, key_id)
+    owner = await db.read(tenants.find_key_owner, key)
+    live_owner = await db.read(tenants.find_key_owner, second)
+    stored = await db.read(keys.owner_key, "phone", tenant_id, key_id)
     assert owner == tenants.KeyOwner(
         key_id=key_id,
         tenant_id=tenant_id,
@@ -657,55 +626,40 @@ async def test_find_key_owner_and_revoke_key(db: Database) -> None:
     assert stored.key_hash == hash_key(key)
     assert key not in (stored.key_hash, stored.id)  # only the hash is kept
 
-    async with db.write() as session:
-        assert await tenants.revoke_key(session, key) is True
-        assert await tenants.revoke_key(session, key) is False  # already revoked
-        assert await tenants.revoke_key(session, second_id) is True  # by key id
-        assert await tenants.revoke_key(session, "sy_test_" + "0" * 40) is False
-    async with db.read() as session:
-        assert await tenants.find_key_owner(session, key) is None
-        assert await tenants.find_key_owner(session, second) is None
-        assert await tenants.find_key_owner(session, "sy_test_" + "0" * 40) is None
+    assert await db.write(tenants.revoke_key, key) is True
+    assert await db.write(tenants.revoke_key, key) is False  # already revoked
+    assert await db.write(tenants.revoke_key, second_id) is True  # by key id
+    assert await db.write(tenants.revoke_key, "sy_test_" + "0" * 40) is False
+    assert await db.read(tenants.find_key_owner, key) is None
+    assert await db.read(tenants.find_key_owner, second) is None
+    assert await db.read(tenants.find_key_owner, "sy_test_" + "0" * 40) is None
 
 
 async def test_key_owner_reflects_the_tenant_status(db: Database) -> None:
-    async with db.write() as session:
-        tenant_id = await tenants.create_tenant(session, "status")
-        _, key = await tenants.create_key(session, tenant_id, "test")
-    async with db.write() as session:
-        assert await tenants.update_tenant(session, tenant_id, status="suspended")
-        assert not await tenants.update_tenant(session, new_tenant_id(), status="suspended")
-    async with db.read() as session:
-        owner = await tenants.find_key_owner(session, key)
+    tenant_id = await db.write(tenants.create_tenant, "status")
+    _, key = await db.write(tenants.create_key, tenant_id, "test")
+    assert await db.write(tenants.update_tenant, tenant_id, status="suspended")
+    assert not await db.write(tenants.update_tenant, new_tenant_id(), status="suspended")
+    owner = await db.read(tenants.find_key_owner, key)
     assert owner is not None
     assert owner.tenant_status == "suspended"
 
 
 async def test_create_key_refuses_an_unknown_tenant_or_environment(db: Database) -> None:
     with pytest.raises(LookupError):
-        async with db.write() as session:
-            await tenants.create_key(session, new_tenant_id(), "test")
-    async with db.write() as session:
-        tenant_id = await tenants.create_tenant(session, "env")
+        await db.write(tenants.create_key, new_tenant_id(), "test")
+    tenant_id = await db.write(tenants.create_tenant, "env")
     with pytest.raises(ValueError, match="environment"):
-        async with db.write() as session:
-            await tenants.create_key(session, tenant_id, "prod")
+        await db.write(tenants.create_key, tenant_id, "prod")
 
 
 async def test_set_price_and_unit_price_with_its_default(db: Database) -> None:
-    async with db.write() as session:
-        tenant_id = await tenants.create_tenant(session, "prices")
-    async with db.read() as session:
-        assert await tenants.unit_price(session, tenant_id, "core_phone") == 15000
-    async with db.write() as session:
-        await tenants.set_price(session, tenant_id, "core_phone", 9000)
-    async with db.read() as session:
-        assert await tenants.unit_price(session, tenant_id, "core_phone") == 9000
-    async with db.write() as session:
-        await tenants.set_price(session, tenant_id, "core_phone", 12000)  # a second price replaces the first
-    async with db.read() as session:
-        assert await tenants.unit_price(session, tenant_id, "core_phone") == 12000
-        assert await tenants.unit_price(session, new_tenant_id(), "core_phone") == 15000
+    tenant_id = await db.write(tenants.create_tenant, "prices")
+    assert await db.read(tenants.unit_price, tenant_id, "core_phone") == 15000
+    await db.write(tenants.set_price, tenant_id, "core_phone", 9000)
+    assert await db.read(tenants.unit_price, tenant_id, "core_phone") == 9000
+    await db.write(tenants.set_price, tenant_id, "core_phone", 12000)  # a second price replaces the first
+    assert await db.read(tenants.unit_price, tenant_id, "core_phone") == 12000
+    assert await db.read(tenants.unit_price, new_tenant_id(), "core_phone") == 15000
     with pytest.raises(LookupError):
-        async with db.write() as session:
-            await tenants.set_price(session, new_tenant_id(), "core_phone", 1)
+        await db.write(tenants.set_price, new_tenant_id(), "core_phone", 1)

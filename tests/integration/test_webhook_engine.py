@@ -106,7 +106,7 @@ class Hooks:
     ) -> tuple[webhooks.Endpoint, str]:
         """An endpoint at a new receiver path (verified with the endpoint's secret); returns it and the path."""
         path = path or self.receiver.new_path()
-        created, secret = await self.db.run(
+        created, secret = await self.db.write(
             lambda connection: webhooks.create_endpoint(
                 connection,
                 self.cipher,
@@ -115,34 +115,30 @@ class Hooks:
                 url=self.receiver.url(path),
                 events=events,
                 now=self.clock(),
-            ),
-            write=True,
+            )
         )
         self.receiver.expect_secret(path, secret)
         return created, path
 
     async def event(self, data: Any = None, event_type: str = "verification.completed", fan_out: bool = True) -> str:
         """Record an event as a service does (in its transaction) and fan it out as the subscriber does."""
-        event_id = await self.db.run(
+        event_id = await self.db.write(
             lambda connection: webhooks.record_event(
                 connection, self.service, self.owner, event_type, data or {"verification_id": "ver_1"}, now=self.clock()
-            ),
-            write=True,
+            )
         )
         if fan_out:
             await self.fan_out(event_id)
         return event_id
 
     async def fan_out(self, *event_ids: str) -> int:
-        return await self.db.run(
-            lambda connection: webhooks.fan_out(connection, set(event_ids), now=self.clock()), write=True
-        )
+        return await self.db.write(lambda connection: webhooks.fan_out(connection, set(event_ids), now=self.clock()))
 
     async def rows(self, table: Any, **where: Any) -> list[Any]:
         statement = select(table).where(*(table.c[name] == value for name, value in where.items()))
         if "id" in table.c:
             statement = statement.order_by(table.c.id)
-        return await self.db.run(lambda connection: list(connection.execute(statement)), write=False)
+        return await self.db.read(lambda connection: list(connection.execute(statement)))
 
     async def deliveries(self, endpoint_id: str) -> list[Any]:
         return await self.rows(DELIVERIES, endpoint_id=endpoint_id)
@@ -208,8 +204,8 @@ async def test_an_event_reaches_only_the_owners_active_subscribed_endpoints(hook
     other_type, other_type_path = await hooks.endpoint(events=("inspection.submitted",))
     _, other_owner_path = await hooks.endpoint(owner="cus_someone_else")
     deleted, deleted_path = await hooks.endpoint()
-    await hooks.db.run(
-        lambda connection: webhooks.delete_endpoint(connection, hooks.service, hooks.owner, deleted.id), write=True
+    await hooks.db.write(
+        lambda connection: webhooks.delete_endpoint(connection, hooks.service, hooks.owner, deleted.id)
     )
 
     await hooks.event(event_type="verification.reviewed")
@@ -218,9 +214,7 @@ async def test_an_event_reaches_only_the_owners_active_subscribed_endpoints(hook
     assert len(hooks.receiver.received(path)) == 1
     for quiet in (other_type_path, other_owner_path, deleted_path):
         assert hooks.receiver.received(quiet) == []
-    listed = await hooks.db.run(
-        lambda connection: webhooks.list_endpoints(connection, hooks.service, hooks.owner), write=False
-    )
+    listed = await hooks.db.read(lambda connection: webhooks.list_endpoints(connection, hooks.service, hooks.owner))
     assert {endpoint.id for endpoint in listed} == {subscribed.id, other_type.id}
 
 
@@ -253,8 +247,8 @@ async def test_500s_are_retried_through_the_whole_schedule_then_the_endpoint_is_
     assert {(a.status_code, a.error, a.response_body) for a in attempts} == {(500, "HTTP 500", "upstream exploded")}
     row = await hooks.endpoint_row(endpoint.id)
     assert (row.status, row.disabled_at) == ("disabled", hooks.clock())
-    listed = await hooks.db.run(  # what GET /api/v1/webhooks shows (it lists through this function)
-        lambda connection: webhooks.list_endpoints(connection, hooks.service, hooks.owner), write=False
+    listed = await hooks.db.read(  # what GET /api/v1/webhooks shows (it lists through this function)
+        lambda connection: webhooks.list_endpoints(connection, hooks.service, hooks.owner)
     )
     assert [(shown.id, shown.status) for shown in listed] == [(endpoint.id, "disabled")]
 
@@ -337,11 +331,11 @@ async def test_deleting_an_endpoint_drops_its_pending_retries(hooks: Hooks) -> N
     engine = hooks.engine()
     await engine.deliver_due()
 
-    deleted = await hooks.db.run(
-        lambda connection: webhooks.delete_endpoint(connection, hooks.service, hooks.owner, endpoint.id), write=True
+    deleted = await hooks.db.write(
+        lambda connection: webhooks.delete_endpoint(connection, hooks.service, hooks.owner, endpoint.id)
     )
-    again = await hooks.db.run(
-        lambda connection: webhooks.delete_endpoint(connection, hooks.service, hooks.owner, endpoint.id), write=True
+    again = await hooks.db.write(
+        lambda connection: webhooks.delete_endpoint(connection, hooks.service, hooks.owner, endpoint.id)
     )
     hooks.clock.advance(timedelta(days=4))
     assert await engine.deliver_due() == 0
@@ -350,16 +344,14 @@ async def test_deleting_an_endpoint_drops_its_pending_retries(hooks: Hooks) -> N
     assert len(hooks.receiver.received(path)) == 1
     [delivery] = await hooks.deliveries(endpoint.id)
     assert (delivery.state, delivery.next_attempt_at) == ("canceled", None)
-    listed = await hooks.db.run(
-        lambda connection: webhooks.list_endpoints(connection, hooks.service, hooks.owner), write=False
-    )
+    listed = await hooks.db.read(lambda connection: webhooks.list_endpoints(connection, hooks.service, hooks.owner))
     assert listed == []
 
 
 async def test_only_the_owner_deletes_an_endpoint(hooks: Hooks) -> None:
     endpoint, _ = await hooks.endpoint()
-    assert not await hooks.db.run(
-        lambda connection: webhooks.delete_endpoint(connection, hooks.service, "cus_intruder", endpoint.id), write=True
+    assert not await hooks.db.write(
+        lambda connection: webhooks.delete_endpoint(connection, hooks.service, "cus_intruder", endpoint.id)
     )
     assert (await hooks.endpoint_row(endpoint.id)).deleted_at is None
 
@@ -385,11 +377,10 @@ async def test_a_delivery_claimed_by_a_member_that_died_is_sent_after_its_lease(
     await hooks.event()
     engine = hooks.engine(lease=timedelta(minutes=2))
     now = hooks.clock()
-    [dead] = await hooks.db.run(  # a member claims it and is never heard from again
+    [dead] = await hooks.db.write(  # a member claims it and is never heard from again
         lambda connection: webhooks.claim_due(
             connection, hooks.service, now=now, lease_until=now + timedelta(minutes=2), limit=10, per_endpoint=8
-        ),
-        write=True,
+        )
     )
     assert await engine.deliver_due() == 0, "leased to another member"
     hooks.clock.advance(timedelta(minutes=2))
@@ -492,13 +483,12 @@ async def test_the_dial_goes_to_the_vetted_address_with_tls_and_host_on_the_name
         return ["127.0.0.1"]  # hooks.example.test exists in no DNS: only the vetted address can have been dialled
 
     endpoint, _ = await hooks.endpoint()
-    await hooks.db.run(
+    await hooks.db.write(
         lambda connection: connection.execute(
             ENDPOINTS.update()
             .where(ENDPOINTS.c.id == endpoint.id)
             .values(url=hooks.receiver.url(path, host="hooks.example.test"))
-        ),
-        write=True,
+        )
     )
     [row] = await hooks.rows(ENDPOINTS, id=endpoint.id)
     hooks.receiver.expect_secret(path, hooks.cipher.decrypt(row.secret_encrypted.encode()).decode())
@@ -527,13 +517,12 @@ async def test_a_certificate_for_another_name_fails_the_attempt(hooks: Hooks) ->
         return ["127.0.0.1"]
 
     endpoint, _ = await hooks.endpoint()
-    await hooks.db.run(
+    await hooks.db.write(
         lambda connection: connection.execute(
             ENDPOINTS.update()
             .where(ENDPOINTS.c.id == endpoint.id)
             .values(url=hooks.receiver.url(path, host="impostor.example.test"))
-        ),
-        write=True,
+        )
     )
     await hooks.event()
     await hooks.engine(resolve=resolve).deliver_due()
@@ -612,19 +601,17 @@ async def test_fan_out_on_the_broker_with_a_lost_publish_and_a_duplicate(hooks: 
         await broker.stop()
     assert [request.json["id"] for request in requests] == [lost, later]
     assert len(await hooks.deliveries(endpoint.id)) == 2
-    states = await hooks.db.run(
+    states = await hooks.db.read(
         lambda connection: {
             row.id: row.state
             for row in connection.execute(select(EVENTS.c.id, EVENTS.c.state).where(EVENTS.c.id.in_([lost, later])))
-        },
-        write=False,
+        }
     )
     assert states == {lost: "fanned_out", later: "fanned_out"}
-    count = await hooks.db.run(
+    count = await hooks.db.read(
         lambda connection: connection.execute(
             select(func.count()).select_from(DELIVERIES).where(DELIVERIES.c.event_id == lost)
-        ).scalar_one(),
-        write=False,
+        ).scalar_one()
     )
     assert count == 1
 

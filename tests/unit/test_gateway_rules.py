@@ -10,9 +10,10 @@ import pytest
 from litestar.testing import RequestFactory
 
 from gateway.common.limits import seconds_to_next_month
-from gateway.phone.app import idempotency_key_of, parse_us_number, usage_period
-from gateway.phone.errors import PhoneError, field_of, invalid_body
+from gateway.phone.errors import ERRORS, PhoneError, field_of
 from gateway.phone.schemas import VerifyRequest
+from gateway.phone.usage import usage_period
+from gateway.phone.verify import IDEMPOTENCY, parse_us_number
 from processors.phone.lookup import CarrierAnswer
 from processors.phone.result import (
     FREE_RECHECK_WARNING,
@@ -29,8 +30,8 @@ from topics.phone import RateCenter, VerifyResult
 NOW = datetime(2026, 11, 21, 15, 30, 45, tzinfo=UTC)
 
 
-def utc(*args: int) -> datetime:
-    return datetime(*args, tzinfo=UTC)  # type: ignore[misc]
+def utc(year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0) -> datetime:
+    return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
 
 
 # -------------------------------------------------------------------------------------------------- usage_period
@@ -177,6 +178,29 @@ def test_junk_is_invalid_phone(text: str) -> None:
     assert raised.value.body.error.details == {"field": "phone"}
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("hello", "`phone` cannot be read as a phone number: it is not a phone number"),
+        ("+44 1", "`phone` cannot be read as a phone number: it has too few digits"),
+        ("2", "`phone` cannot be read as a phone number: it is not a phone number"),
+        ("011 2", "`phone` cannot be read as a phone number: it is too short after its international prefix"),
+        ("+1 415 555 0100 0100 0100 0100 0100", "`phone` cannot be read as a phone number: it has too many digits"),
+        (
+            "+999 415 555 0100",
+            "`phone` cannot be read as a phone number: it starts with a country code that does not exist",
+        ),
+        ("+1 555 555 5555", "not a valid US phone number"),
+    ],
+)
+def test_an_unreadable_number_is_explained_in_our_words(text: str, message: str) -> None:
+    """The message says what is wrong, never phonenumbers' own text with its internal error number ("(1) The
+    string supplied...")."""
+    with pytest.raises(PhoneError) as raised:
+        parse_us_number(text)
+    assert raised.value.body.error.message == message
+
+
 # ---------------------------------------------------------------------------------------------- Idempotency-Key
 
 
@@ -186,12 +210,12 @@ def _request_with(headers: dict[str, str]):  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("key", ["k", "order-42", "a b c", "~!@#$%^&*()", "x" * 128])
 def test_printable_idempotency_keys_of_1_to_128_characters_are_taken(key: str) -> None:
-    assert idempotency_key_of(_request_with({"Idempotency-Key": key})) == key
+    assert IDEMPOTENCY.key_in(_request_with({"Idempotency-Key": key}).headers) == key
 
 
 def test_a_missing_idempotency_key_is_its_own_error() -> None:
     with pytest.raises(PhoneError) as raised:
-        idempotency_key_of(_request_with({}))
+        IDEMPOTENCY.key_in(_request_with({}).headers)
     assert raised.value.code == "missing_idempotency_key"
     assert raised.value.status == 400
 
@@ -199,7 +223,7 @@ def test_a_missing_idempotency_key_is_its_own_error() -> None:
 @pytest.mark.parametrize("key", ["", "x" * 129, "tab\there", "del\x7f"])
 def test_an_unusable_idempotency_key_is_invalid_request(key: str) -> None:
     with pytest.raises(PhoneError) as raised:
-        idempotency_key_of(_request_with({"Idempotency-Key": key}))
+        IDEMPOTENCY.key_in(_request_with({"Idempotency-Key": key}).headers)
     assert raised.value.code == "invalid_request"
     assert raised.value.body.error.details == {"field": "Idempotency-Key"}
 
@@ -238,7 +262,7 @@ VALID = b'"phone": "+14155550100", "name": "John Smith", "subject_type": "person
 def test_field_of_names_the_field_of_a_real_msgspec_error(body: bytes, field: str) -> None:
     message = _validation_message(body)
     assert field_of(message) == field, message
-    error = invalid_body(message)
+    error = ERRORS.invalid_body(message)
     assert error.code == "invalid_request"
     assert error.body.error.details == {"field": field}
     assert "$" not in error.body.error.message
@@ -255,7 +279,7 @@ def test_field_of_an_array_element_names_the_array() -> None:
 def test_a_body_that_is_not_an_object_names_no_field(body: bytes) -> None:
     message = _validation_message(body)
     assert field_of(message) is None
-    error = invalid_body(message)
+    error = ERRORS.invalid_body(message)
     assert error.code == "invalid_request"
     assert error.body.error.details is None
 

@@ -216,19 +216,15 @@ class WebhookDeliverer:
         skip = saturated | self._gone
         now = self.clock()
         lease_until = now + self.lease
-        service, per_endpoint = self.profile.service, self.per_endpoint
-        rows = await self.db.run(
-            lambda connection: webhooks.claim_due(
-                connection,
-                service,
-                now=now,
-                lease_until=lease_until,
-                limit=wanted,
-                per_endpoint=per_endpoint,
-                held=held,
-                skip_endpoints=skip,
-            ),
-            write=True,
+        rows = await self.db.write(
+            webhooks.claim_due,
+            self.profile.service,
+            now=now,
+            lease_until=lease_until,
+            limit=wanted,
+            per_endpoint=self.per_endpoint,
+            held=held,
+            skip_endpoints=skip,
         )
         self._hungry = len(rows) == wanted
         self._waiting_for = saturated
@@ -287,7 +283,7 @@ class WebhookDeliverer:
         )
 
     async def _still_active(self, endpoint_id: str) -> bool:
-        return await self.db.run(lambda connection: webhooks.endpoint_is_active(connection, endpoint_id), write=False)
+        return await self.db.read(webhooks.endpoint_is_active, endpoint_id)
 
     async def _attempt(self, claimed: Claimed, client: httpx.AsyncClient) -> AttemptResult:
         attempted_at = self.clock()
@@ -358,16 +354,12 @@ class WebhookDeliverer:
         return secret
 
     async def _record(self, results: list[AttemptResult]) -> list[bool]:
-        profile, now = self.profile, self.clock()
-        return await self.db.run(
-            lambda connection: webhooks.record_attempts(
-                connection,
-                results,
-                disabled_status=profile.disabled_status,
-                spare_recently_delivered=profile.spare_recently_delivered,
-                now=now,
-            ),
-            write=True,
+        return await self.db.write(
+            webhooks.record_attempts,
+            results,
+            disabled_status=self.profile.disabled_status,
+            spare_recently_delivered=self.profile.spare_recently_delivered,
+            now=self.clock(),
         )
 
 

@@ -38,7 +38,7 @@ def fanout_router(
     async def handle(batch: list[WebhookEventRecorded]) -> None:
         ids = {message.event_id for message in batch}
         now = clock()
-        created = await db.run(lambda connection: webhooks.fan_out(connection, ids, now=now), write=True)
+        created = await db.write(webhooks.fan_out, ids, now=now)
         if created and on_fanned_out is not None:
             on_fanned_out()
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select, text, update
 
+from storage.common import keys
 from storage.common.keys import ApiKey
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
 
@@ -62,8 +63,7 @@ async def test_key_prefix_is_the_first_12_characters_and_an_ellipsis(
 
 async def test_only_the_sha256_of_a_key_is_stored(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
     created = await create(photo_stack, customer.test_key)
-    async with photo_stack.db.read() as session:
-        row = await session.get(ApiKey, created["id"])
+    row = await photo_stack.db.read(keys.owner_key, "photo", customer.id, created["id"])
     assert row is not None
     assert row.key_hash == hashlib.sha256(created["key"].encode()).hexdigest()
     assert created["key"] not in str([getattr(row, c.key) for c in ApiKey.__table__.columns])
@@ -155,8 +155,9 @@ async def test_an_expired_key_is_listed_inactive(photo_stack: PhotoStack, custom
     created = await create(photo_stack, customer.test_key, expires_at="2099-01-01T00:00:00Z")
     assert created["active"] is True
     past = (datetime.now(UTC) - timedelta(minutes=1)).replace(microsecond=0)
-    async with photo_stack.db.write() as session:  # the API accepts only future times: let this one pass
-        await session.execute(update(ApiKey).where(ApiKey.id == created["id"]).values(expires_at=past))
+    # The API accepts only future times: let this one pass.
+    expire = update(ApiKey).where(ApiKey.id == created["id"]).values(expires_at=past)
+    await photo_stack.db.write(lambda connection: connection.execute(expire))
     listed = (await photo_stack.call(customer.test_key, "GET", KEYS)).json()["data"]
     expired = next(key for key in listed if key["id"] == created["id"])
     assert (expired["active"], datetime.fromisoformat(expired["expires_at"])) == (False, past)
@@ -256,11 +257,11 @@ async def test_a_revoked_key_stays_revoked_after_its_expiry_changes(photo_stack:
     """Revocation is permanent: no field of the key row brings it back."""
     created = await create(photo_stack, customer.test_key)
     await photo_stack.call(customer.test_key, "DELETE", f"{KEYS}/{created['id']}")
-    async with photo_stack.db.write() as session:
-        await session.execute(update(ApiKey).where(ApiKey.id == created["id"]).values(expires_at=None))
+    never_expire = update(ApiKey).where(ApiKey.id == created["id"]).values(expires_at=None)
+    await photo_stack.db.write(lambda connection: connection.execute(never_expire))
     assert (await photo_stack.call(created["key"], "GET", KEYS)).status_code == 401
-    async with photo_stack.db.read() as session:
-        assert (await session.scalar(select(ApiKey.revoked_at).where(ApiKey.id == created["id"]))) is not None
+    revoked_at = select(ApiKey.revoked_at).where(ApiKey.id == created["id"])
+    assert await photo_stack.db.read(lambda connection: connection.execute(revoked_at).scalar_one()) is not None
 
 
 async def test_an_unreachable_key_store_is_503_and_nothing_is_processed(
@@ -268,8 +269,9 @@ async def test_an_unreachable_key_store_is_503_and_nothing_is_processed(
 ) -> None:
     """A real database failure on the key look-up (its table gone for the moment): the gateway cannot tell who is
     calling, so it answers 503 rather than 401, and nothing is stored."""
-    async with photo_stack.db.write() as session:
-        await session.execute(text("ALTER TABLE api_keys RENAME TO api_keys_away"))
+    await photo_stack.db.write(
+        lambda connection: connection.execute(text("ALTER TABLE api_keys RENAME TO api_keys_away"))
+    )
     try:
         for response in (
             await photo_stack.verify(customer.test_key, jpeg()),
@@ -278,7 +280,7 @@ async def test_an_unreachable_key_store_is_503_and_nothing_is_processed(
             assert response.status_code == 503
             assert response.json() == {"error": "Authentication service unavailable; retry"}
     finally:
-        async with photo_stack.db.write() as session:
-            await session.execute(text("ALTER TABLE api_keys_away RENAME TO api_keys"))
+        back = text("ALTER TABLE api_keys_away RENAME TO api_keys")
+        await photo_stack.db.write(lambda connection: connection.execute(back))
     history = await photo_stack.call(customer.test_key, "GET", "/api/v1/verifications")
     assert (history.status_code, history.json()["data"]) == (200, [])

@@ -20,13 +20,12 @@ from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
 
 
 async def stored(stack: PhotoStack, customer_id: str) -> int:
-    async with stack.db.read() as session:
-        return await session.scalar(select(func.count()).where(Verification.customer_id == customer_id)) or 0
+    statement = select(func.count()).where(Verification.customer_id == customer_id)
+    return await stack.db.read(lambda connection: connection.execute(statement).scalar_one())
 
 
 async def used(stack: PhotoStack, customer_id: str) -> int:
-    async with stack.db.read() as session:
-        return await customers.usage(session, customer_id, customers.month_of(datetime.now(UTC)))
+    return await stack.db.read(customers.usage, customer_id, customers.month_of(datetime.now(UTC)))
 
 
 async def key_id_of(stack: PhotoStack, key: str) -> str:
@@ -38,8 +37,7 @@ async def key_id_of(stack: PhotoStack, key: str) -> str:
 async def test_a_full_window_is_429_and_nothing_is_processed(photo_stack: PhotoStack, per_minute: int, per_hour: int):
     customer = await photo_stack.new_customer()
     key_id = await key_id_of(photo_stack, customer.live_key)
-    async with photo_stack.db.write() as session:
-        await customers.set_key_limits(session, key_id, per_minute, per_hour)
+    await photo_stack.db.write(customers.set_key_limits, key_id, per_minute, per_hour)
     for shade in (1, 2):
         assert (await photo_stack.verify(customer.live_key, jpeg(colour=(shade,) * 3))).status_code == 200
     refused = await photo_stack.verify(customer.live_key, jpeg(colour=(3, 3, 3)))
@@ -64,8 +62,7 @@ async def test_limits_apply_to_management_too(
     period_s: int,
 ) -> None:
     key_id = await key_id_of(photo_stack, customer.test_key)
-    async with photo_stack.db.write() as session:
-        await customers.set_key_limits(session, key_id, per_minute, per_hour)
+    await photo_stack.db.write(customers.set_key_limits, key_id, per_minute, per_hour)
     before = time.time()
     assert (await photo_stack.call(customer.test_key, "GET", route)).status_code == 200
     response = await photo_stack.call(customer.test_key, "GET", route)
@@ -78,8 +75,7 @@ async def test_limits_apply_to_management_too(
 
 async def test_a_full_window_is_429_whatever_the_body(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
     key_id = await key_id_of(photo_stack, customer.test_key)
-    async with photo_stack.db.write() as session:
-        await customers.set_key_limits(session, key_id, 1, 100)
+    await photo_stack.db.write(customers.set_key_limits, key_id, 1, 100)
     assert (await photo_stack.verify(customer.test_key, jpeg())).status_code == 200
     headers = {"X-API-Key": customer.test_key, "Content-Type": "application/json"}
     response = await photo_stack.client.post("/v1/verify", content=b"{not json", headers=headers)
@@ -100,8 +96,7 @@ async def test_a_bad_body_is_never_stored_or_counted(photo_stack: PhotoStack) ->
 
 async def test_keys_show_their_own_limits(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
     key_id = await key_id_of(photo_stack, customer.live_key)
-    async with photo_stack.db.write() as session:
-        await customers.set_key_limits(session, key_id, 250, 9000)
+    await photo_stack.db.write(customers.set_key_limits, key_id, 250, 9000)
     listed = (await photo_stack.call(customer.test_key, "GET", "/api/v1/api-keys")).json()["data"]
     raised = next(item for item in listed if item["id"] == key_id)
     assert (raised["rate_limit_per_minute"], raised["rate_limit_per_hour"]) == (250, 9000)
@@ -160,8 +155,7 @@ async def test_no_active_subscription_is_403_for_live_keys(photo_stack: PhotoSta
     assert refused.json() == {"error": "This account has no active subscription"}
     assert await stored(photo_stack, customer.id) == 0
     assert (await photo_stack.verify(customer.test_key, jpeg())).status_code == 200
-    async with photo_stack.db.write() as session:
-        await customers.update_customer(session, customer.id, subscription_active=True)
+    await photo_stack.db.write(customers.update_customer, customer.id, subscription_active=True)
     assert (await photo_stack.verify(customer.live_key, jpeg())).status_code == 200
 
 

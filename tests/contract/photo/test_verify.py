@@ -210,8 +210,7 @@ async def test_same_idempotency_key_and_body_replays_without_rerunning(photo_sta
     assert first.json()["id"] == again.json()["id"] == as_json.json()["id"]
     assert first.json()["completed_at"] == again.json()["completed_at"]  # judged once
     assert first.headers["x-request-id"] != again.headers["x-request-id"]
-    async with photo_stack.db.read() as session:
-        used = await customers.usage(session, customer.id, customers.month_of(_now()))
+    used = await photo_stack.db.read(customers.usage, customer.id, customers.month_of(_now()))
     assert used == 1  # billed once
 
 
@@ -314,3 +313,12 @@ def _now():
     from datetime import UTC, datetime
 
     return datetime.now(UTC)
+
+
+async def test_the_image_url_route_is_documented_keyless_with_its_signature_required(photo_stack: PhotoStack) -> None:
+    document = (await photo_stack.client.get("/docs/openapi.json")).json()
+    image = document["paths"]["/v1/images/{verification_id}"]["get"]
+    assert image["security"] == []
+    query = {parameter["name"]: parameter for parameter in image["parameters"] if parameter["in"] == "query"}
+    assert (query["expires"]["required"], query["signature"]["required"]) == (True, True)
+    assert document["security"] == [{"apiKey": []}]  # every other route needs the key

@@ -40,9 +40,9 @@ async def test_create_shows_the_signing_secret_once(photo_stack: PhotoStack, cus
 
 async def test_the_secret_is_stored_encrypted_with_its_hash(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
     created = await create(photo_stack, customer.test_key, "https://hooks.example.com/b", ["verification.completed"])
-    async with photo_stack.db.read() as session:
-        row = (await session.execute(select(WebhookEndpoint).where(WebhookEndpoint.id == created["id"]))).scalar_one()
-    stored = [str(getattr(row, column.key)) for column in WebhookEndpoint.__table__.columns]
+    endpoint = select(WebhookEndpoint.__table__).where(WebhookEndpoint.id == created["id"])
+    row = await photo_stack.db.read(lambda connection: connection.execute(endpoint).one())
+    stored = [str(value) for value in row]
     assert all(created["signing_secret"] not in value for value in stored)
     assert row.secret_sha256 == hashlib.sha256(created["signing_secret"].encode()).hexdigest()
 
@@ -187,16 +187,16 @@ async def test_another_accounts_events_are_not_delivered(
     mine = (await photo_stack.verify(customer.test_key, jpeg())).json()
     await receiver.wait_for(path, 1)
     # Deliveries are made at fan-out: once the other account's event is fanned out, none of it can ever come.
+    events = select(WebhookEvent.state).where(WebhookEvent.owner_id == other.id)
     for _ in range(100):
-        async with photo_stack.db.read() as session:
-            states = (await session.execute(select(WebhookEvent.state).where(WebhookEvent.owner_id == other.id))).all()
+        states = await photo_stack.db.read(lambda connection: connection.execute(events).all())
         if states and all(state != "pending" for (state,) in states):
             break
         await asyncio.sleep(0.1)
     assert [state for (state,) in states] == ["fanned_out"]
-    async with photo_stack.db.read() as session:
-        theirs = select(WebhookEvent.id).where(WebhookEvent.owner_id == other.id)
-        assert (await session.execute(select(WebhookDelivery).where(WebhookDelivery.event_id.in_(theirs)))).all() == []
+    theirs = select(WebhookEvent.id).where(WebhookEvent.owner_id == other.id)
+    deliveries = select(WebhookDelivery.__table__).where(WebhookDelivery.event_id.in_(theirs))
+    assert await photo_stack.db.read(lambda connection: connection.execute(deliveries).all()) == []
     assert [delivery.json["data"]["id"] for delivery in receiver.received(path)] == [mine["id"]]
 
 
