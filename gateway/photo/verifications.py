@@ -20,7 +20,7 @@ from storage.common import webhooks
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner
 from storage.photo.models import Verification as VerificationRow
-from topics.photo import Review, Verification
+from topics.photo import WEBHOOKS, Review, Verification
 
 _decode_review_request = msgspec.json.Decoder(ReviewRequest).decode
 _encode = msgspec.json.Encoder().encode
@@ -114,7 +114,8 @@ class VerificationsController(Controller):
                 return None
             updated = verifications.verification_of(verifications.load(connection, [row.id])[row.id], photo.urls)
             data = msgspec.to_builtins(updated)
-            return webhooks.record_event(connection, "photo", owner.customer_id, "verification.reviewed", data), updated
+            event_id = webhooks.record_event(connection, WEBHOOKS, owner.customer_id, "verification.reviewed", data)
+            return event_id, updated
 
         stored = await photo.db.run(store, write=True)
         if stored is None:

@@ -16,12 +16,8 @@ from gateway.photo.errors import PhotoError, decode_body, invalid_body
 from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookDeleted, WebhookEndpoint, WebhookList
 from storage.common import webhooks
 from storage.photo.verifications import iso
-from topics.photo import EVENTS
-from wire.addresses import TargetUrlRefused, check_target_url
-
-SERVICE = "photo"
-MAX_ENDPOINTS = 16
-"""Endpoints per account: enough for every environment and team, few enough that one event's fan-out stays small."""
+from topics.photo import EVENTS, WEBHOOKS
+from wire.addresses import TargetUrlRefused
 
 _decode_create = msgspec.json.Decoder(CreateWebhookRequest).decode
 
@@ -39,7 +35,7 @@ def endpoint_object(endpoint: webhooks.Endpoint) -> WebhookEndpoint:
 def checked_url(url: str, *, allow_private: bool) -> str:
     """An HTTPS URL with a host, not a literal address the address policy refuses."""
     try:
-        return check_target_url(url, schemes=("https",), allow_private=allow_private)
+        return WEBHOOKS.check_url(url, allow_private=allow_private)
     except TargetUrlRefused as refused:
         raise PhotoError(400, str(refused)) from None
 
@@ -75,17 +71,17 @@ class WebhooksController(Controller):
         body = decode_body(_decode_create, await request.body(), _explain)
         url = checked_url(body.url, allow_private=photo.allow_private_targets)
 
-        def create(connection: Any) -> tuple[webhooks.Endpoint, str] | None:
-            if len(webhooks.list_endpoints(connection, SERVICE, owner.customer_id)) >= MAX_ENDPOINTS:
-                return None
-            return webhooks.create_endpoint(
-                connection, photo.cipher, service=SERVICE, owner_id=owner.customer_id, url=url, events=body.events
+        try:
+            endpoint, secret = await photo.db.run(
+                lambda connection: webhooks.create_endpoint(
+                    connection, WEBHOOKS, photo.cipher, owner_id=owner.customer_id, url=url, events=body.events
+                ),
+                write=True,
             )
-
-        created = await photo.db.run(create, write=True)
-        if created is None:
-            raise PhotoError(409, f"An account can have at most {MAX_ENDPOINTS} webhook endpoints; delete one first")
-        endpoint, secret = created
+        except webhooks.EndpointLimitReached:
+            limit = WEBHOOKS.max_endpoints
+            raise PhotoError(409, f"An account can have at most {limit} webhook endpoints; delete one first") from None
+        assert secret is not None  # photo's secrets are generated
         shown = endpoint_object(endpoint)
         return Response(
             WebhookCreated(
@@ -109,7 +105,7 @@ class WebhooksController(Controller):
     async def list_webhooks(self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway]) -> WebhookList:
         owner = await photo.auth.owner(request.headers, full_scope=True)
         endpoints = await photo.db.run(
-            lambda connection: webhooks.list_endpoints(connection, SERVICE, owner.customer_id), write=False
+            lambda connection: webhooks.list_endpoints(connection, WEBHOOKS, owner.customer_id), write=False
         )
         return WebhookList([endpoint_object(endpoint) for endpoint in endpoints])
 
@@ -126,7 +122,7 @@ class WebhooksController(Controller):
     ) -> WebhookDeleted:
         owner = await photo.auth.owner(request.headers, full_scope=True)
         deleted = await photo.db.run(
-            lambda connection: webhooks.delete_endpoint(connection, SERVICE, owner.customer_id, webhook_id),
+            lambda connection: webhooks.delete_endpoint(connection, WEBHOOKS, owner.customer_id, webhook_id),
             write=True,
         )
         if not deleted:

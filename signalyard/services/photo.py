@@ -20,7 +20,6 @@ from gateway.photo.auth import PhotoAuth
 from gateway.photo.deps import PhotoGateway
 from processors.common.outbox import Sweeper
 from processors.photo import retention
-from processors.photo import webhooks as webhooks_profile
 from processors.photo.checks import CheckPool
 from processors.photo.router import photo_router
 from processors.photo.service import PhotoProcessor, PhotoProcessorConfig, photo_outbox
@@ -137,7 +136,7 @@ def processors(p: Platform, s: PhotoSettings) -> list[Background]:
     )
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
-        *webhook_engine(p, webhooks_profile.PROFILE),
+        *webhook_engine(p, photo_topics.WEBHOOKS),
         lambda: retention.keep_images_for(p.db, blobs, timedelta(days=s.retention_days)),
     ]
 
