@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import os
 import resource
 import socket
@@ -36,17 +37,15 @@ sys.path.insert(0, str(HERE.parent))
 
 from cryptography.fernet import Fernet  # noqa: E402
 
-from processors.common.webhooks import BACKOFF_OVER_3_DAYS, WebhookDeliverer, WebhookProfile  # noqa: E402
+from processors.common.webhooks import WebhookDeliverer  # noqa: E402
 from processors.common.webhooks.guard import guarded_client, tls_context  # noqa: E402
 from storage.common import webhooks  # noqa: E402
 from storage.common.db import Database, migrate, sqlite_url  # noqa: E402
+from topics.photo import WEBHOOKS  # noqa: E402
 
-PROFILE = WebhookProfile(
-    service="bench",
-    signature_header="X-Verify-Signature",
-    timestamp_header="X-Verify-Timestamp",
-    schedule=BACKOFF_OVER_3_DAYS,
-)
+PROFILE = dataclasses.replace(WEBHOOKS, service="bench", max_endpoints=1_000_000)
+"""Photo's webhooks (body, signature, timestamp and delivery-id headers) under a service of the bench's own, with
+as many endpoints per owner as `--endpoints` asks."""
 DATA = {
     "verification_id": "ver_0123456789abcdef01234567",
     "status": "completed",
@@ -142,8 +141,8 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
         for index in range(endpoints):
             webhooks.create_endpoint(
                 connection,
+                PROFILE,
                 cipher,
-                service=PROFILE.service,
                 owner_id=owner,
                 url=f"https://localhost:{port}/hooks/{index}",
                 events=["verification.completed"],
@@ -155,8 +154,7 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
 
         def record(connection: Any, count: int = min(500, events - start)) -> None:
             ids = {
-                webhooks.record_event(connection, PROFILE.service, owner, "verification.completed", DATA)
-                for _ in range(count)
+                webhooks.record_event(connection, PROFILE, owner, "verification.completed", DATA) for _ in range(count)
             }
             webhooks.fan_out(connection, ids, now=datetime.now(UTC))
 
@@ -194,8 +192,9 @@ async def bare_round(ca_bundle: Path, args: argparse.Namespace, port: int) -> fl
     the endpoints, each with its client, posting one signed body again and again: HTTP and TLS alone."""
     tls = tls_context(ca_bundle)
     clients = [guarded_client(allow_private_targets=True, tls=tls, max_connections=1) for _ in range(args.concurrency)]
-    body = webhooks.event_body("evt_0123456789abcdef01234567", "verification.completed", datetime.now(UTC), DATA)
-    headers = PROFILE.sign("whsec_" + "x" * 43, body, int(time.time()))
+    event_id = "evt_0123456789abcdef01234567"
+    body = PROFILE.envelope(event_id, "verification.completed", datetime.now(UTC), DATA)
+    headers = PROFILE.headers("whsec_" + "x" * 43, body, int(time.time()), event_id)
     urls = [f"https://localhost:{port}/hooks/{index}" for index in range(args.endpoints)]
     remaining = args.deliveries
 

@@ -21,13 +21,14 @@ from faststream.kafka import KafkaBroker
 from litestar.types import ASGIApp
 
 from processors.common.outbox import Sweeper, sweep_forever
-from processors.common.webhooks import WebhookDeliverer, WebhookProfile, events_outbox, fanout_router
+from processors.common.webhooks import WebhookDeliverer, events_outbox, fanout_router
 from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
 from signalyard.secrets import webhook_cipher
 from signalyard.settings import PlatformSettings
 from storage.common.db import Database, check_schema, migrate, sqlite_url
 from topics.common.admin import ensure_topics
 from topics.common.client import LINGER_MS
+from wire.webhooks import WebhookProfile
 
 log = structlog.get_logger("signalyard")
 
@@ -247,7 +248,8 @@ def sweeping(sweeper: Sweeper, every_s: float) -> Background:
 
 def webhook_engine(p: Platform, profile: WebhookProfile) -> list[Background]:
     """A service's webhooks in a processors process: the fan-out subscriber, one deliverer (woken by the fan-out),
-    and the sweeper that re-announces events whose announcement was lost."""
+    and the sweeper that re-announces events whose announcement was lost. Each attempt may take the profile's
+    `timeout_s`."""
     settings = p.settings
     deliverer = WebhookDeliverer(
         p.db,
@@ -255,7 +257,6 @@ def webhook_engine(p: Platform, profile: WebhookProfile) -> list[Background]:
         webhook_cipher(settings),
         allow_private_targets=settings.webhook_allow_private_targets,
         ca_bundle=settings.webhook_ca_bundle,
-        timeout_s=settings.webhook_timeout_s,
     )
     p.broker.include_router(
         fanout_router(p.db, profile.service, prefix=settings.topic_prefix, on_fanned_out=deliverer.wake)

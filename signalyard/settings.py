@@ -169,8 +169,6 @@ class PlatformSettings:
     """Let webhooks reach private, loopback and link-local addresses (development and tests only)."""
     webhook_ca_bundle: str | None = setting("SIGNALYARD_WEBHOOK_CA_BUNDLE", None, text)
     """CA certificates (PEM file) webhook receivers' TLS certificates are checked against (default: the system's)."""
-    webhook_timeout_s: float = setting("SIGNALYARD_WEBHOOK_TIMEOUT_S", 10.0, positive(float))
-    """How long one webhook delivery attempt may take."""
     log_level: str = setting("SIGNALYARD_LOG_LEVEL", "info", one_of("debug", "info", "warning", "error"))
     """Log level."""
 

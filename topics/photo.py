@@ -1,4 +1,5 @@
-"""Photo compliance topics, their partition key and the message types that cross them."""
+"""Photo compliance topics, their partition key and the message types that cross them; its webhook event types and
+webhook profile."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import msgspec
 
 from topics.common.asyncapi import Channel
 from topics.common.environment import Environment
+from wire.webhooks import BACKOFF_OVER_3_DAYS, WebhookProfile, id_type_created_at
 
 VERIFICATION_REQUESTED = "photo.verification.requested"
 """A gateway stored an image and a `pending` verification; an image-check processor must judge it."""
@@ -23,6 +25,28 @@ POLICIES = ("us_passport", "icao", "profile_photo")
 """The policy identifiers the verify call accepts; the processors' catalogue holds exactly these."""
 EVENTS = ("verification.completed", "verification.reviewed", "inspection.submitted")
 """Event types a webhook endpoint may subscribe to (section 6). `inspection.submitted` is accepted, never fired."""
+WEBHOOKS = WebhookProfile(
+    service="photo",
+    events=EVENTS,
+    envelope=id_type_created_at,
+    signature_header="X-Verify-Signature",
+    timestamp_header="X-Verify-Timestamp",
+    delivery_id_header="X-Verify-Delivery-Id",
+    schedule=BACKOFF_OVER_3_DAYS,
+    secret="generated",
+    secret_prefix="whsec_",
+    id_prefix="whk",
+    disabled_status="disabled",
+    spare_recently_delivered=True,
+    timeout_s=10.0,
+    url_schemes=("https",),
+    max_endpoints=16,
+    operations=frozenset({"create", "list", "delete"}),
+)
+"""Photo's webhooks (docs/photo.md, "Webhook endpoints"): `{id, type, created_at, data}` signed with a generated
+`whsec_` secret shown once, `X-Verify-Signature` (hex HMAC-SHA256 of the raw body), `X-Verify-Timestamp` and
+`X-Verify-Delivery-Id` (the event id); ten attempts over about 3 days, then `disabled` unless the endpoint got a
+delivery through since the failed one was created; HTTPS only; create, list and delete."""
 
 Status = Literal["pending", "completed", "failed"]
 

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from wire.addresses import check_target_url
 from wire.signatures import hex_hmac_sha256
 from wire.timestamps import iso
 
@@ -110,7 +111,8 @@ class WebhookProfile:
     url_schemes: tuple[str, ...] = ("https",)
     """Schemes a target URL may have (checked at creation; the address is checked at every delivery)."""
     max_endpoints: int = 16
-    """Endpoints per owner."""
+    """Endpoints per owner (deleted ones not counted): enough for every environment and team, few enough that one
+    event's fan-out stays small."""
     operations: frozenset[Operation] = frozenset({"create", "list", "delete"})
     test_event: str = "webhook.test"
     """The event type of a test delivery (operation `test`)."""
@@ -120,6 +122,8 @@ class WebhookProfile:
     def __post_init__(self) -> None:
         if any(wait <= timedelta(0) for wait in self.schedule):
             raise ValueError("every wait of a retry schedule must be positive")
+        if self.test_event in self.events:
+            raise ValueError("the test event is sent on request, never subscribed to")
 
     @property
     def max_attempts(self) -> int:
@@ -136,6 +140,11 @@ class WebhookProfile:
         if attempt > len(self.schedule):
             return None
         return attempted_at + self.schedule[max(attempt, 1) - 1]
+
+    def check_url(self, url: str, *, allow_private: bool) -> str:
+        """`url` if an endpoint may have it: one of `url_schemes`, a host, and no literal address the address policy
+        refuses (raises `wire.addresses.TargetUrlRefused`, whose message is for the user)."""
+        return check_target_url(url, schemes=self.url_schemes, allow_private=allow_private)
 
     def headers(self, secret: str | None, body: bytes, timestamp: int, event_id: str) -> dict[str, str]:
         """Every header of a delivery: content type, user agent, and the profile's signature (when the endpoint has

@@ -23,7 +23,7 @@ from gateway.photo.keys import KeysController
 from gateway.photo.submissions import MAX_JSON_BODY
 from gateway.photo.verifications import VerificationsController
 from gateway.photo.verify import VerifyController
-from gateway.photo.webhooks import WebhooksController
+from gateway.photo.webhooks import WEBHOOK_ROUTES
 
 API_VERSION = "2026-11"
 
@@ -41,12 +41,15 @@ def create_photo_app(
             VerifyController,
             ImagesController,
             KeysController,
-            WebhooksController,
+            WEBHOOK_ROUTES,
             VerificationsController,
             *health_routes(readiness),
             docs_assets(),
         ],
-        dependencies={"photo": Provide(lambda: gateway, use_cache=True, sync_to_thread=False)},
+        dependencies={
+            "photo": Provide(lambda: gateway, use_cache=True, sync_to_thread=False),
+            "webhook_store": Provide(lambda: gateway.webhooks, use_cache=True, sync_to_thread=False),
+        },
         middleware=[authentication(authenticator)],
         state=State({AUTHENTICATOR: authenticator}),
         exception_handlers=EXCEPTION_HANDLERS,

@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from cryptography.fernet import MultiFernet
-
 from gateway.common.waiter import ResultWaiter
+from gateway.common.webhooks import WebhookStore
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from topics.photo import VerificationRequested
@@ -26,9 +25,6 @@ class PhotoGateway:
     publish: Publish
     publish_event: PublishEvent
     urls: SignedUrls
-    cipher: MultiFernet
-    """Encrypts webhook signing secrets: they are stored encrypted, beside their SHA-256."""
-    allow_private_targets: bool
-    """Webhook URLs may name private, loopback or link-local addresses (development and tests only)."""
+    webhooks: WebhookStore
     wait_s: float
     """How long `POST /v1/verify` waits for its verdict before answering 503 (SIGNALYARD_PHOTO_WAIT_MS)."""

@@ -22,7 +22,7 @@ from gateway.photo.schemas import ReviewRequest, VerificationList
 from storage.common import webhooks
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner
-from topics.photo import Review, Verification
+from topics.photo import WEBHOOKS, Review, Verification
 
 _decode_review_request = msgspec.json.Decoder(ReviewRequest).decode
 _encode = msgspec.json.Encoder().encode
@@ -117,7 +117,8 @@ class VerificationsController(Controller):
                 return None
             updated = verifications.verification_of(verifications.load(connection, [row.id])[row.id], photo.urls)
             data = msgspec.to_builtins(updated)
-            return webhooks.record_event(connection, "photo", owner.customer_id, "verification.reviewed", data), updated
+            event_id = webhooks.record_event(connection, WEBHOOKS, owner.customer_id, "verification.reviewed", data)
+            return event_id, updated
 
         stored = await photo.db.write(store)
         if stored is None:

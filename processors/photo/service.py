@@ -20,7 +20,7 @@ from storage.common import webhooks
 from storage.common.blobs import BlobNotFound, BlobStore
 from storage.common.db import Database
 from storage.photo import verifications
-from topics.photo import Verdict, VerificationCompleted, VerificationRequested, partition_key
+from topics.photo import WEBHOOKS, Verdict, VerificationCompleted, VerificationRequested, partition_key
 from wire.signed_urls import SignedUrls
 
 log = structlog.get_logger("signalyard.processors.photo")
@@ -107,7 +107,7 @@ class PhotoProcessor:
             row, event_id = item.row, None
             if row.id in completed:  # the event carries the verification as the API shows it
                 data = msgspec.to_builtins(verifications.verification_of(completed[row.id], self.urls))
-                event_id = webhooks.record_event(connection, "photo", row.customer_id, "verification.completed", data)
+                event_id = webhooks.record_event(connection, WEBHOOKS, row.customer_id, "verification.completed", data)
             message = VerificationCompleted(
                 verification_id=row.id,
                 customer_id=row.customer_id,

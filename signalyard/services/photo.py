@@ -16,13 +16,13 @@ from litestar.types import ASGIApp
 from sqlalchemy.engine import Connection
 
 from gateway.common.waiter import ResultWaiter
+from gateway.common.webhooks import WebhookStore
 from gateway.photo.app import create_photo_app
 from gateway.photo.auth import PhotoAuthenticator
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.images import IMAGES_PATH
 from processors.common.outbox import Sweeper
 from processors.photo import retention
-from processors.photo import webhooks as webhooks_profile
 from processors.photo.checks import CheckPool
 from processors.photo.router import photo_router
 from processors.photo.service import PhotoProcessor, PhotoProcessorConfig, photo_outbox
@@ -103,8 +103,7 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
         publish=publish,
         publish_event=_publish_event(p),
         urls=_signer(p, s),
-        cipher=secrets.webhook_cipher(p.settings),
-        allow_private_targets=p.settings.webhook_allow_private_targets,
+        webhooks=WebhookStore(p.db, secrets.webhook_cipher(p.settings), p.settings.webhook_allow_private_targets),
         wait_s=s.wait_ms / 1000,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
@@ -138,7 +137,7 @@ def processors(p: Platform, s: PhotoSettings) -> list[Background]:
     )
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
-        *webhook_engine(p, webhooks_profile.PROFILE),
+        *webhook_engine(p, photo_topics.WEBHOOKS),
         lambda: retention.keep_images_for(p.db, blobs, timedelta(days=s.retention_days)),
     ]
 

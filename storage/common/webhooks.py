@@ -1,8 +1,11 @@
 """Webhook endpoints, events, deliveries and attempts of every service, and the queries of the delivery engine.
 
-A service records an event in its own transaction (`record_event`), publishes `event_message(...)` after its commit,
-and the engine fans the event out into one delivery per subscribed endpoint, claims due deliveries under a lease and
-records each attempt. Signing secrets are stored encrypted (Fernet) beside their SHA-256, never in plain."""
+Every function takes the service's `WebhookProfile` (wire/webhooks.py) where the service's rules apply: the endpoint
+operations its gateway offers (create, list, update, delete, a test delivery), the body an event is delivered as,
+secrets, ids, the endpoint limit. A service records an event in its own transaction (`record_event`), publishes
+`event_message(...)` after its commit, and the engine fans the event out into one delivery per subscribed endpoint,
+claims due deliveries under a lease and records each attempt. Signing secrets are stored encrypted (Fernet) beside
+their SHA-256, never in plain; an endpoint of a profile whose secret is optional may have none."""
 
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    text,
     update,
 )
 from sqlalchemy.dialects import postgresql, sqlite
@@ -41,11 +45,15 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base, UtcDateTime
 from topics.common.asyncapi import Channel
-from wire.timestamps import iso
+from wire.ids import new_id
+from wire.webhooks import Operation, WebhookProfile
 
 EVENTS_TOPIC = "webhook.events"
 """Under `<prefix><service>.`: one message per recorded event, which the service's fan-out turns into deliveries."""
 ACTIVE = "active"
+DISABLED = "disabled"
+"""The status of an endpoint its owner disabled (update with enabled=false); a profile's failure status may be the
+same word."""
 DELIVERY_STATES = ("pending", "delivered", "failed", "canceled")
 """pending: due at `next_attempt_at` (or leased until then); delivered: a 2xx came back; failed: every attempt of the
 schedule failed; canceled: its endpoint was deleted or disabled before it was delivered."""
@@ -67,10 +75,12 @@ class WebhookEndpoint(Base):
     url: Mapped[str] = mapped_column(String(2048))
     events: Mapped[list[str]] = mapped_column(JSON)
     status: Mapped[str] = mapped_column(String(16))
-    """`active`, or the service's disabled status once its deliveries failed for a whole retry window."""
-    secret_encrypted: Mapped[str] = mapped_column(String(512))
-    """The signing secret as a Fernet token; only the engine decrypts it, to sign."""
-    secret_sha256: Mapped[str] = mapped_column(String(64))
+    """`active`; `disabled` when its owner disabled it; the profile's `disabled_status` once a delivery failed its
+    whole retry schedule. Only an active endpoint gets deliveries."""
+    secret_encrypted: Mapped[str | None] = mapped_column(String(512))
+    """The signing secret as a Fernet token; only the engine decrypts it, to sign. NULL: deliveries are unsigned (a
+    profile whose secret is optional, created without one)."""
+    secret_sha256: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime]
     disabled_at: Mapped[datetime | None]
     deleted_at: Mapped[datetime | None]
@@ -140,6 +150,18 @@ ATTEMPTS = cast(Table, WebhookAttempt.__table__)
 # ------------------------------------------------------------------------------------------------ endpoints
 
 
+class OperationNotOffered(ValueError):
+    """The service's API does not offer this endpoint operation (its profile's `operations`)."""
+
+
+class EndpointLimitReached(ValueError):
+    """The owner already has the profile's `max_endpoints` endpoints."""
+
+
+class EndpointInactive(ValueError):
+    """The endpoint is disabled (by its owner, or after a failed delivery): the engine sends it nothing."""
+
+
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """An endpoint as its owner sees it (never with its secret)."""
@@ -151,75 +173,177 @@ class Endpoint:
     events: list[str]
     status: str
     created_at: datetime
+    has_secret: bool
+    """Whether deliveries are signed: false only for an endpoint created without a secret where that is optional."""
+
+    @property
+    def enabled(self) -> bool:
+        """Whether it gets deliveries (`active`): false once its owner disabled it or a delivery failed for good."""
+        return self.status == ACTIVE
+
+
+_ENDPOINT_COLUMNS = (
+    ENDPOINTS.c.id,
+    ENDPOINTS.c.service,
+    ENDPOINTS.c.owner_id,
+    ENDPOINTS.c.url,
+    ENDPOINTS.c.events,
+    ENDPOINTS.c.status,
+    ENDPOINTS.c.created_at,
+    ENDPOINTS.c.secret_sha256.is_not(None).label("has_secret"),
+)
 
 
 def _endpoint(row: Any) -> Endpoint:
-    return Endpoint(row.id, row.service, row.owner_id, row.url, list(row.events), row.status, row.created_at)
+    return Endpoint(
+        row.id, row.service, row.owner_id, row.url, list(row.events), row.status, row.created_at, bool(row.has_secret)
+    )
 
 
-def new_id(prefix: str) -> str:
-    """`<prefix>_<24 hex>`: 96 random bits."""
-    return f"{prefix}_{secrets.token_hex(12)}"
+def _offered(profile: WebhookProfile, operation: Operation) -> None:
+    if operation not in profile.operations:
+        raise OperationNotOffered(f"{profile.service} webhooks offer no {operation} operation")
+
+
+def _known(profile: WebhookProfile, events: Sequence[str]) -> list[str]:
+    """The event types once each, in the order given; every one must be the profile's."""
+    unknown = [event for event in events if event not in profile.events]
+    if unknown or not events:
+        raise ValueError(f"events must name some of {profile.service}'s event types: {', '.join(profile.events)}")
+    return list(dict.fromkeys(events))
+
+
+def _owner_lock(connection: Connection, service: str, owner_id: str) -> None:
+    """Serialise endpoint creation per owner for the limit's count. SQLite has one writer at a time already;
+    PostgreSQL takes a transaction-scoped advisory lock on the owner (two creations at once would both count 15)."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(
+            text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": f"webhooks:{service}:{owner_id}"}
+        )
 
 
 def create_endpoint(
     connection: Connection,
+    profile: WebhookProfile,
     cipher: Cipher,
     *,
-    service: str,
     owner_id: str,
     url: str,
     events: Sequence[str],
-    id_prefix: str = "whk",
-    secret_prefix: str = "whsec_",
+    secret: str | None = None,
+    enabled: bool = True,
     now: datetime | None = None,
-) -> tuple[Endpoint, str]:
-    """A new active endpoint; returns it and its signing secret, which is shown this once."""
-    secret = secret_prefix + secrets.token_urlsafe(32)
+) -> tuple[Endpoint, str | None]:
+    """A new endpoint (the caller checked `url` with `profile.check_url`); returns it and its signing secret: the one
+    generated for a `generated` profile (shown this once), the one given (or None) for an `optional` one. Raises
+    EndpointLimitReached when the owner already has `profile.max_endpoints`."""
+    _offered(profile, "create")
+    if profile.secret == "generated":
+        if secret is not None:
+            raise ValueError(f"{profile.service} generates its signing secrets: none can be given")
+        secret = profile.secret_prefix + secrets.token_urlsafe(32)
+    elif secret == "":
+        raise ValueError("a signing secret cannot be empty: give none for unsigned deliveries")
+    events = _known(profile, events)
+    _owner_lock(connection, profile.service, owner_id)
+    if connection.execute(select(func.count()).where(_owned(profile, owner_id))).scalar_one() >= profile.max_endpoints:
+        raise EndpointLimitReached(f"an owner may have at most {profile.max_endpoints} {profile.service} endpoints")
+    now = now or datetime.now(UTC)
     endpoint = Endpoint(
-        new_id(id_prefix), service, owner_id, url, list(dict.fromkeys(events)), ACTIVE, now or datetime.now(UTC)
+        new_id(profile.id_prefix),
+        profile.service,
+        owner_id,
+        url,
+        events,
+        ACTIVE if enabled else DISABLED,
+        now,
+        secret is not None,
     )
     connection.execute(
         insert(ENDPOINTS).values(
             id=endpoint.id,
-            service=service,
+            service=profile.service,
             owner_id=owner_id,
             url=url,
             events=endpoint.events,
-            status=ACTIVE,
-            secret_encrypted=cipher.encrypt(secret.encode()).decode(),
-            secret_sha256=hashlib.sha256(secret.encode()).hexdigest(),
-            created_at=endpoint.created_at,
+            status=endpoint.status,
+            secret_encrypted=None if secret is None else cipher.encrypt(secret.encode()).decode(),
+            secret_sha256=None if secret is None else hashlib.sha256(secret.encode()).hexdigest(),
+            created_at=now,
+            disabled_at=None if enabled else now,
         )
     )
     return endpoint, secret
 
 
-def list_endpoints(connection: Connection, service: str, owner_id: str) -> list[Endpoint]:
+def _owned(profile: WebhookProfile, owner_id: str) -> ColumnElement[bool]:
+    return and_(
+        ENDPOINTS.c.service == profile.service, ENDPOINTS.c.owner_id == owner_id, ENDPOINTS.c.deleted_at.is_(None)
+    )
+
+
+def list_endpoints(connection: Connection, profile: WebhookProfile, owner_id: str) -> list[Endpoint]:
     """The owner's endpoints that are not deleted, newest first."""
     rows = connection.execute(
-        select(ENDPOINTS)
-        .where(ENDPOINTS.c.service == service, ENDPOINTS.c.owner_id == owner_id, ENDPOINTS.c.deleted_at.is_(None))
+        select(*_ENDPOINT_COLUMNS)
+        .where(_owned(profile, owner_id))
         .order_by(ENDPOINTS.c.created_at.desc(), ENDPOINTS.c.id)
     )
     return [_endpoint(row) for row in rows]
 
 
+def find_endpoint(connection: Connection, profile: WebhookProfile, owner_id: str, endpoint_id: str) -> Endpoint | None:
+    """The owner's endpoint, or None (another owner's is as absent as a made-up id)."""
+    row = connection.execute(
+        select(*_ENDPOINT_COLUMNS).where(_owned(profile, owner_id), ENDPOINTS.c.id == endpoint_id)
+    ).one_or_none()
+    return None if row is None else _endpoint(row)
+
+
+def update_endpoint(
+    connection: Connection,
+    profile: WebhookProfile,
+    owner_id: str,
+    endpoint_id: str,
+    *,
+    events: Sequence[str] | None = None,
+    enabled: bool | None = None,
+    now: datetime | None = None,
+) -> Endpoint | None:
+    """Change what the owner's endpoint subscribes to and whether it gets deliveries (None: unchanged); returns it
+    as it now is, or None when the owner has no such endpoint. New subscriptions apply to events recorded from now.
+    enabled=false makes an active endpoint `disabled` and cancels its pending deliveries in the same transaction (one
+    already disabled keeps its status: a `failed` endpoint stays `failed`); enabled=true makes it `active` again, for
+    events recorded from now (canceled deliveries stay canceled)."""
+    _offered(profile, "update")
+    now = now or datetime.now(UTC)
+    mine = and_(_owned(profile, owner_id), ENDPOINTS.c.id == endpoint_id)
+    if events is not None:
+        changed = connection.execute(update(ENDPOINTS).where(mine).values(events=_known(profile, events)))
+        if not changed.rowcount:
+            return None
+    if enabled is False:
+        disabled = connection.execute(
+            update(ENDPOINTS).where(mine, ENDPOINTS.c.status == ACTIVE).values(status=DISABLED, disabled_at=now)
+        )
+        if disabled.rowcount:
+            _cancel_pending(connection, endpoint_id, now)
+    elif enabled:
+        connection.execute(
+            update(ENDPOINTS).where(mine, ENDPOINTS.c.status != ACTIVE).values(status=ACTIVE, disabled_at=None)
+        )
+    return find_endpoint(connection, profile, owner_id, endpoint_id)
+
+
 def delete_endpoint(
-    connection: Connection, service: str, owner_id: str, endpoint_id: str, *, now: datetime | None = None
+    connection: Connection, profile: WebhookProfile, owner_id: str, endpoint_id: str, *, now: datetime | None = None
 ) -> bool:
     """Delete the owner's endpoint; its pending deliveries are canceled in the same transaction, so no member sends
     them afterwards. False when the owner has no such endpoint."""
+    _offered(profile, "delete")
     now = now or datetime.now(UTC)
     deleted = connection.execute(
-        update(ENDPOINTS)
-        .where(
-            ENDPOINTS.c.id == endpoint_id,
-            ENDPOINTS.c.service == service,
-            ENDPOINTS.c.owner_id == owner_id,
-            ENDPOINTS.c.deleted_at.is_(None),
-        )
-        .values(deleted_at=now)
+        update(ENDPOINTS).where(_owned(profile, owner_id), ENDPOINTS.c.id == endpoint_id).values(deleted_at=now)
     )
     if not deleted.rowcount:
         return False
@@ -277,28 +401,37 @@ def event_message(
     return message, events_topic(service, prefix), owner_id.encode()
 
 
-class _Envelope(msgspec.Struct):
-    id: str
-    type: str
-    created_at: str
-    data: Any
-
-
-_encode = msgspec.json.Encoder().encode
-
-
-def timestamp(moment: datetime) -> str:
-    return iso(moment, "microseconds")
-
-
-def event_body(event_id: str, event_type: str, created_at: datetime, data: Any) -> bytes:
-    """The bytes every endpoint receives and that are signed: `{"id", "type", "created_at", "data"}`."""
-    return _encode(_Envelope(event_id, event_type, timestamp(created_at), data))
+def _insert_event(
+    connection: Connection,
+    profile: WebhookProfile,
+    owner_id: str,
+    event_type: str,
+    data: Any,
+    *,
+    now: datetime | None,
+    event_id: str | None,
+    state: str,
+) -> tuple[str, datetime]:
+    now = now or datetime.now(UTC)
+    event_id = event_id or new_id("evt")
+    connection.execute(
+        insert(EVENTS).values(
+            id=event_id,
+            service=profile.service,
+            owner_id=owner_id,
+            type=event_type,
+            created_at=now,
+            body=profile.envelope(event_id, event_type, now, data),
+            state=state,
+            published_at=now,
+        )
+    )
+    return event_id, now
 
 
 def record_event(
     connection: Connection,
-    service: str,
+    profile: WebhookProfile,
     owner_id: str,
     event_type: str,
     data: Any,
@@ -307,20 +440,41 @@ def record_event(
     event_id: str | None = None,
 ) -> str:
     """Store an event in the caller's transaction (so it exists exactly when the change it reports does); returns
-    its id. The delivered body is `{"id", "type", "created_at", "data"}`, encoded once here."""
-    now = now or datetime.now(UTC)
-    event_id = event_id or new_id("evt")
-    body = event_body(event_id, event_type, now, data)
+    its id. The delivered body is the profile's envelope, encoded once here."""
+    if event_type not in profile.events:
+        raise ValueError(f"{event_type!r} is not one of {profile.service}'s webhook event types")
+    event_id, _ = _insert_event(
+        connection, profile, owner_id, event_type, data, now=now, event_id=event_id, state="pending"
+    )
+    return event_id
+
+
+def send_test_event(
+    connection: Connection, profile: WebhookProfile, owner_id: str, endpoint_id: str, *, now: datetime | None = None
+) -> str | None:
+    """A `profile.test_event` event for the owner's endpoint alone, whatever it subscribed to, with its one delivery
+    due now (the deliverer's next poll sends it: nothing is published, no other endpoint gets it); its data is the
+    endpoint (`id`, `url`, `events`). Returns the event id (its delivery id header), or None when the owner has no
+    such endpoint; raises EndpointInactive for an endpoint that is not active."""
+    _offered(profile, "test")
+    endpoint = find_endpoint(connection, profile, owner_id, endpoint_id)
+    if endpoint is None:
+        return None
+    if not endpoint.enabled:
+        raise EndpointInactive(f"the endpoint is {endpoint.status}: enable it to send it a test event")
+    data = {"id": endpoint.id, "url": endpoint.url, "events": endpoint.events}
+    event_id, now = _insert_event(
+        connection, profile, owner_id, profile.test_event, data, now=now, event_id=None, state="fanned_out"
+    )
     connection.execute(
-        insert(EVENTS).values(
-            id=event_id,
-            service=service,
-            owner_id=owner_id,
-            type=event_type,
-            created_at=now,
-            body=body,
+        insert(DELIVERIES).values(
+            service=profile.service,
+            event_id=event_id,
+            endpoint_id=endpoint.id,
             state="pending",
-            published_at=now,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
         )
     )
     return event_id
@@ -377,7 +531,8 @@ class Claimed:
     """This attempt's number (1 for the first)."""
     endpoint_id: str
     url: str
-    secret_encrypted: str
+    secret_encrypted: str | None
+    """None: the endpoint has no secret, its deliveries are unsigned."""
     event_id: str
     body: bytes
     created_at: datetime

@@ -19,14 +19,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.migration import MigrationContext
 from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from storage.common import keys, outbox
-from storage.common.db import Database, create_engine, migrate, sqlite_url
+from storage.common.db import MIGRATIONS, Database, create_engine, migrate, sqlite_url
 from storage.common.keys import hash_key
 from storage.phone import requests, tenants
 from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest
@@ -174,8 +176,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
         try:
             async with engine.connect() as connection:
                 tables = await connection.run_sync(lambda sync: set(inspect(sync).get_table_names()))
-                versions = (await connection.execute(text("SELECT version_num FROM alembic_version"))).scalars()
-                versions = list(versions)
+                versions = list((await connection.execute(text("SELECT version_num FROM alembic_version"))).scalars())
                 indexes = await connection.run_sync(
                     lambda sync: {index["name"]: index for index in inspect(sync).get_indexes("phone_requests")}
                 )
@@ -186,10 +187,63 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"}
-    assert versions == ["0005"]
+    assert versions == ["0006"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"
+
+
+async def test_optional_webhook_secrets_migrate_with_the_deliveries_and_attempts_in_place(
+    database_url: str, tmp_path: Path
+) -> None:
+    """0006 makes an endpoint's secret nullable. SQLite rebuilds the endpoints table for it, while deliveries and
+    their attempts point at it: they are all still there, still joined, afterwards; going back to 0005 keeps the
+    signed endpoints and drops those without a secret (and what hung off them)."""
+    async with empty_database(database_url, tmp_path) as url:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.set_main_option("sqlalchemy.url", url)
+        await asyncio.to_thread(command.upgrade, config, "0005")
+        engine = create_engine(url)
+        at = datetime(2026, 11, 24, tzinfo=UTC)
+
+        async def execute(*statements: str) -> list[Any]:
+            async with engine.begin() as connection:
+                results = [await connection.execute(text(statement), {"at": at}) for statement in statements]
+            return [result.all() if result.returns_rows else None for result in results]
+
+        if not url.startswith("sqlite"):
+            at = at.replace(tzinfo=None)  # timestamps are stored in UTC without a zone there
+        endpoint = "INSERT INTO webhook_endpoints (id, service, owner_id, url, events, status, {}created_at) VALUES"
+        await execute(
+            endpoint.format("secret_encrypted, secret_sha256, ")
+            + " ('whk_signed', 'photo', 'cus_1', 'https://a.example', '[\"e\"]', 'active', 'token', 'sha', :at)",
+            "INSERT INTO webhook_events (id, service, owner_id, type, created_at, body, state, published_at)"
+            " VALUES ('evt_1', 'photo', 'cus_1', 'e', :at, '{}', 'fanned_out', :at)",
+            "INSERT INTO webhook_deliveries (id, service, event_id, endpoint_id, state, attempts, created_at)"
+            " VALUES (7, 'photo', 'evt_1', 'whk_signed', 'pending', 1, :at)",
+            "INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, duration_ms) VALUES (7, 1, :at, 5)",
+        )
+        try:
+            await asyncio.to_thread(command.upgrade, config, "0006")
+            await execute(
+                endpoint.format("")
+                + " ('hook_unsigned', 'helpdesk', 'cus_1', 'http://b.example', '[\"e\"]', 'active', :at)",
+                "INSERT INTO webhook_deliveries (id, service, event_id, endpoint_id, state, attempts, created_at)"
+                " VALUES (8, 'helpdesk', 'evt_1', 'hook_unsigned', 'pending', 0, :at)",
+            )
+            joined = "SELECT a.attempt, d.id, e.id FROM webhook_attempts a JOIN webhook_deliveries d ON d.id ="
+            joined += " a.delivery_id JOIN webhook_endpoints e ON e.id = d.endpoint_id"
+            [upgraded] = await execute(joined)
+            await asyncio.to_thread(command.downgrade, config, "0005")
+            [endpoints, deliveries, back] = await execute(
+                "SELECT id FROM webhook_endpoints", "SELECT id FROM webhook_deliveries ORDER BY id", joined
+            )
+        finally:
+            await engine.dispose()
+
+    assert upgraded == [(1, 7, "whk_signed")]
+    assert (endpoints, deliveries, back) == ([("whk_signed",)], [(7,)], [(1, 7, "whk_signed")])
 
 
 async def test_migrating_the_shared_database_again_is_harmless(database_url: str, db: Database) -> None:

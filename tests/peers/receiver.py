@@ -1,10 +1,11 @@
-"""A customer's webhook receiver on a real local HTTPS socket (certificate from a test CA made by `trustme`), for tests
-of the delivery engine.
+"""A customer's webhook receiver on a real local HTTPS socket (certificate from a test CA made by `trustme`), or plain
+HTTP with `tls=False`, for tests of the delivery engine.
 
 Usage::
 
     with WebhookReceiver() as receiver:                  # serves https://localhost:PORT and https://hooks.example.test
         path = receiver.new_path(secret="whsec_...")     # verify deliveries to this path with this secret
+        other = receiver.new_path(secret="s3cret", verify=verify_helpdesk)  # ... as a helpdesk receiver checks them
         receiver.respond(path, 500, times=2)             # two 500s, then 200
         client CA: receiver.ca_bundle
         ...
@@ -12,9 +13,10 @@ Usage::
         assert request.verified
 
 The server runs uvicorn in a daemon thread with its own event loop, so it keeps answering whatever the test's event
-loop is doing. Every request is recorded on arrival (before any hold or delay), in order. Deliveries are checked
-exactly as the receiver example of docs/photo.md checks them (`verify_delivery`), against the receiver's own clock,
-which a test may set to its fake clock.
+loop is doing. Every request is recorded on arrival (before any hold or delay), in order. Deliveries to a path with
+a secret are checked as that path's receiver does: photo's exactly as the receiver example of docs/photo.md
+(`verify_delivery`, against the receiver's own clock, which a test may set to its fake clock), the helpdesk's as its
+contract says (`verify_helpdesk`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from typing import Any, Self
 import trustme
 import uvicorn
 
-__all__ = ["Received", "WebhookReceiver", "verify_delivery"]
+__all__ = ["Received", "Verify", "WebhookReceiver", "verify_delivery", "verify_helpdesk", "verify_photo"]
 
 HOSTNAMES = ("localhost", "hooks.example.test")
 """The names the receiver's certificate is valid for (not its IP addresses: TLS must be checked on a host name)."""
@@ -57,6 +59,24 @@ def verify_delivery(secret: str, body: bytes, signature: str, timestamp: str, no
     return hmac.compare_digest(expected, signature)
 
 
+Verify = Callable[[str, bytes, dict[str, str], float], bool]
+"""(secret, raw body, lower-cased headers, the receiver's clock) -> whether the delivery is authentic."""
+
+
+def verify_photo(secret: str, body: bytes, headers: dict[str, str], now: float) -> bool:
+    """A photo receiver: docs/photo.md's check on `X-Verify-Signature` and `X-Verify-Timestamp`."""
+    return verify_delivery(
+        secret, body, headers.get("x-verify-signature", ""), headers.get("x-verify-timestamp", ""), now
+    )
+
+
+def verify_helpdesk(secret: str, body: bytes, headers: dict[str, str], now: float) -> bool:
+    """A helpdesk receiver: `x-helpdesk-signature` is the lowercase hex HMAC-SHA256 of the raw body keyed by the
+    secret (there is no timestamp to check)."""
+    expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, headers.get("x-helpdesk-signature", ""))
+
+
 @dataclass(frozen=True)
 class Received:
     """One request as the receiver saw it."""
@@ -67,7 +87,7 @@ class Received:
     """Lower-cased names."""
     body: bytes
     verified: bool | None
-    """The docs' check passed (None: no secret was given for the path)."""
+    """The path's check passed (None: no secret was given for the path)."""
 
     @property
     def json(self) -> Any:
@@ -88,6 +108,7 @@ class _Answer:
 @dataclass
 class _Path:
     secret: str | None = None
+    verify: Verify = verify_photo
     queued: deque[_Answer] = field(default_factory=deque)
     always: _Answer | None = None
     held: asyncio.Event | None = None
@@ -97,10 +118,11 @@ class WebhookReceiver:
     """Program per path: `respond(path, status, body, times=None)`, `delay(path, seconds)`, `hold(path)` /
     `release(path)` (requests wait until released). Unprogrammed paths answer 200 `ok`."""
 
-    signature_header = "x-verify-signature"
-    timestamp_header = "x-verify-timestamp"
-
-    def __init__(self, *, hostnames: tuple[str, ...] = HOSTNAMES, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, *, hostnames: tuple[str, ...] = HOSTNAMES, clock: Callable[[], float] = time.time, tls: bool = True
+    ) -> None:
+        self.tls = tls
+        """False: plain HTTP (`http://` URLs) on the socket instead of TLS."""
         self.ca = trustme.CA()
         self.hostnames = hostnames
         self.clock = clock
@@ -134,7 +156,7 @@ class WebhookReceiver:
             lifespan="off",
             log_level="warning",
             access_log=False,
-            ssl_certfile=str(served),
+            ssl_certfile=str(served) if self.tls else None,
             timeout_keep_alive=30,
         )
         self._server = uvicorn.Server(config)
@@ -176,16 +198,18 @@ class WebhookReceiver:
     # ---------------------------------------------------------------------------------------------- programming
 
     def url(self, path: str, host: str = "localhost") -> str:
-        return f"https://{host}:{self.port}{path}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}{path}"
 
-    def new_path(self, *, secret: str | None = None) -> str:
-        """A path of the test's own; deliveries to it are verified with `secret` when given."""
+    def new_path(self, *, secret: str | None = None, verify: Verify = verify_photo) -> str:
+        """A path of the test's own; deliveries to it are checked by `verify` with `secret` when one is given."""
         path = f"/hooks/{uuid.uuid4().hex}"
-        self._programme(path).secret = secret
+        self.expect_secret(path, secret, verify)
         return path
 
-    def expect_secret(self, path: str, secret: str) -> None:
-        self._programme(path).secret = secret
+    def expect_secret(self, path: str, secret: str | None, verify: Verify = verify_photo) -> None:
+        programme = self._programme(path)
+        with self._lock:
+            programme.secret, programme.verify = secret, verify
 
     def respond(self, path: str, status: int, body: bytes | str = b"", *, times: int | None = None) -> None:
         """Answer `status` the next `times` requests (None: from now on, every request)."""
@@ -256,13 +280,7 @@ class WebhookReceiver:
             programme = self._programme_locked(path)
             verified = None
             if programme.secret is not None:
-                verified = verify_delivery(
-                    programme.secret,
-                    body,
-                    headers.get(self.signature_header, ""),
-                    headers.get(self.timestamp_header, ""),
-                    self.clock(),
-                )
+                verified = programme.verify(programme.secret, body, headers, self.clock())
             self._received.append(Received(scope["method"], path, headers, body, verified))
             answer = programme.queued.popleft() if programme.queued else programme.always or _Answer(200, b"ok")
             held = programme.held

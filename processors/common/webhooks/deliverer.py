@@ -1,5 +1,6 @@
-"""The webhook deliverer: claims due deliveries under a lease, signs and POSTs each, records the attempt and
-schedules the next from the service's profile. Concurrency is bounded overall and per endpoint."""
+"""The webhook deliverer: claims due deliveries under a lease, POSTs each with the headers of the service's profile
+(signed when the endpoint has a secret), records the attempt and schedules the next from the profile. Concurrency is
+bounded overall and per endpoint."""
 
 from __future__ import annotations
 
@@ -18,10 +19,10 @@ from cryptography.fernet import InvalidToken
 from prometheus_client import Counter, Histogram
 
 from processors.common.webhooks.guard import Resolve, guarded_client, system_resolve, tls_context
-from processors.common.webhooks.profile import WebhookProfile
 from storage.common import webhooks
 from storage.common.db import Database
 from storage.common.webhooks import RESPONSE_BODY_LIMIT, AttemptResult, Cipher, Claimed
+from wire.webhooks import WebhookProfile
 
 log = structlog.get_logger("signalyard.processors.webhooks")
 
@@ -70,8 +71,8 @@ class WebhookDeliverer:
     sent; tests drive retries with a fake one.
 
     `concurrency` bounds this member's sends at once, `per_endpoint` its sends at once to one endpoint (so N members
-    may reach N x per_endpoint); `timeout_s` bounds a whole attempt; connections to an endpoint are kept for the
-    `endpoints_kept` most recently used endpoints."""
+    may reach N x per_endpoint); `timeout_s` (default: the profile's) bounds a whole attempt; connections to an
+    endpoint are kept for the `endpoints_kept` most recently used endpoints."""
 
     def __init__(
         self,
@@ -82,7 +83,7 @@ class WebhookDeliverer:
         clock: Callable[[], datetime] = utc_now,
         allow_private_targets: bool = False,
         ca_bundle: str | Path | None = None,
-        timeout_s: float = 10.0,
+        timeout_s: float | None = None,
         concurrency: int = 256,
         per_endpoint: int = 8,
         poll_s: float = 0.5,
@@ -96,19 +97,19 @@ class WebhookDeliverer:
         self.profile = profile
         self.cipher = cipher
         self.clock = clock
-        self.timeout_s = timeout_s
+        self.timeout_s = profile.timeout_s if timeout_s is None else timeout_s
         self.concurrency = concurrency
         self.per_endpoint = per_endpoint
         self.poll_s = poll_s
         self.claim_batch = claim_batch
-        self.lease = lease or timedelta(seconds=2 * timeout_s + 30)
+        self.lease = lease or timedelta(seconds=2 * self.timeout_s + 30)
         """Covers the send (a claim takes no more for an endpoint than this member has free connections to it, so a
         claimed delivery is sent at once) and storing its result: a lease never runs out while its member is still
         working on the delivery."""
         self._new_client = functools.partial(
             guarded_client,
             allow_private_targets=allow_private_targets,
-            timeout_s=timeout_s,
+            timeout_s=self.timeout_s,
             max_connections=1,
             resolve=resolve,
             tls=tls_context(ca_bundle),
@@ -122,7 +123,8 @@ class WebhookDeliverer:
         self._busy: dict[str, int] = {}
         """Per endpoint: deliveries this member holds (sending or waiting for a slot)."""
         self._gone: set[str] = set()
-        """Endpoints this member disabled: what it still holds for them is not sent."""
+        """Endpoints this member disabled while it still held deliveries for them: those are not sent. Forgotten once
+        it holds none (claims take only active endpoints), so an endpoint enabled again gets its new deliveries."""
         self._secrets: dict[str, tuple[str, str]] = {}
         self._wakeup = asyncio.Event()
         self._hungry = False
@@ -211,6 +213,7 @@ class WebhookDeliverer:
         if wanted <= 0:
             self._hungry = True
             return 0, 0
+        self._gone.intersection_update(self._busy)
         held = dict(self._busy)
         saturated = {endpoint for endpoint, count in held.items() if count >= self.per_endpoint}
         skip = saturated | self._gone
@@ -291,8 +294,9 @@ class WebhookDeliverer:
         kept: str | None = None
         started = time.perf_counter()
         try:
-            secret = self._secret(claimed)
-            headers = self.profile.sign(secret, claimed.body, int(attempted_at.timestamp()))
+            headers = self.profile.headers(
+                self._secret(claimed), claimed.body, int(attempted_at.timestamp()), claimed.event_id
+            )
             async with asyncio.timeout(self.timeout_s):
                 status, kept = await self._post(client, claimed.url, claimed.body, headers)
             error = None if 200 <= status < 300 else f"HTTP {status}"
@@ -343,7 +347,9 @@ class WebhookDeliverer:
                     break  # leaving the block closes the connection instead of reading on
         return response.status_code, kept[:RESPONSE_BODY_LIMIT].decode("utf-8", "replace")
 
-    def _secret(self, claimed: Claimed) -> str:
+    def _secret(self, claimed: Claimed) -> str | None:
+        if claimed.secret_encrypted is None:
+            return None  # an endpoint without a secret: its deliveries are unsigned
         cached = self._secrets.get(claimed.endpoint_id)
         if cached is not None and cached[0] == claimed.secret_encrypted:
             return cached[1]
