@@ -18,6 +18,7 @@ import structlog
 from litestar.connection import ASGIConnection
 from litestar.handlers.base import BaseRouteHandler
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult, DefineMiddleware
+from litestar.openapi.spec import SecurityScheme
 from litestar.types import ASGIApp
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
@@ -44,11 +45,18 @@ OwnerLookup = Callable[[Connection, list[str], datetime], Mapping[str, Owner]]
 @dataclass(frozen=True, slots=True)
 class KeyHeader:
     """Where a service's clients send their key: `Authorization: Bearer <key>` (scheme "bearer") or `X-API-Key: <key>`
-    (no scheme). `prefixes` are the forms a key of this service can take; anything else is refused unlooked-up."""
+    (no scheme); the name is matched without regard to case. `prefixes` are the forms a key of this service can take;
+    anything else is refused unlooked-up."""
 
     name: str
     scheme: str | None
     prefixes: Sequence[str]
+
+    def security_scheme(self, description: str) -> SecurityScheme:
+        """This header as the OpenAPI document names it."""
+        if self.scheme is not None:
+            return SecurityScheme(type="http", scheme=self.scheme, description=description)
+        return SecurityScheme(type="apiKey", name=self.name, security_scheme_in="header", description=description)
 
     def key_in(self, headers: Mapping[str, str]) -> str | None:
         value = headers.get(self.name)

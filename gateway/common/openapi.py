@@ -185,6 +185,34 @@ def documented_operation(
     return DocumentedOperation
 
 
+def route_docs(
+    operation_id: str,
+    summary: str,
+    responses: Mapping[int, ResponseSpec],
+    *,
+    description: str | None = None,
+    body: type[msgspec.Struct] | None = None,
+    operation: type[Operation] = Operation,
+    status_code: int | None = None,
+) -> dict[str, Any]:
+    """How a route is documented, as the keyword arguments of its decorator: `@get(path, guards=[...],
+    **docs.LIST_KEYS)`. The route's module says what the route does; its service's docs module how it is shown. A
+    `body` is documented as the route's JSON body (`documented_body`); `operation` completes the rest."""
+    documented: dict[str, Any] = {
+        "operation_id": operation_id,
+        "summary": summary,
+        "responses": dict(responses),
+        "operation_class": operation,
+    }
+    if description is not None:
+        documented["description"] = description
+    if body is not None:
+        documented["dependencies"] = documented_body(body)
+    if status_code is not None:
+        documented["status_code"] = status_code
+    return documented
+
+
 def _example_id(example: Example) -> str:
     if example.id is None:
         raise ValueError(f"a named example needs an id: {example.summary}")

@@ -14,7 +14,7 @@ from storage.phone import tenants
 from storage.phone.tenants import KeyOwner
 
 KEY_HEADER = KeyHeader(
-    "authorization", scheme="bearer", prefixes=tuple(f"{tenants.KEY_PREFIX}_{env}_" for env in ("live", "test"))
+    "Authorization", scheme="bearer", prefixes=tuple(f"{tenants.KEY_PREFIX}_{env}_" for env in ("live", "test"))
 )
 VERIFY, REQUESTS_READ, USAGE_READ = tenants.ALL_SCOPES
 PhonePrincipal = Principal[KeyOwner]

@@ -1,18 +1,35 @@
-"""The phone OpenAPI document's completions: every route's statuses with real error examples, and the headers and
-query parameters routes read themselves (gateway.common.openapi says why)."""
+"""How the phone API is documented (`/docs/openapi.json`): each route's operation with every status and real error
+examples, and the headers and query parameters routes read themselves (gateway.common.openapi says why)."""
 
 from __future__ import annotations
 
 from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Link, OpenAPIFormat, OpenAPIType, Schema
 
-from gateway.common.openapi import documented_operation, error_responses, example, header, query, retry_after
+from gateway.common import openapi
+from gateway.common.app import ApiDocument
+from gateway.phone.auth import KEY_HEADER
 from gateway.phone.errors import STATUS, ErrorEnvelope
 from gateway.phone.schemas import (
     ERROR_EXAMPLES,
+    FAILURE_EXAMPLE,
     PENDING_EXAMPLE,
+    USAGE_EXAMPLE,
     VERIFY_REQUEST_EXAMPLES,
     VERIFY_RESULT_EXAMPLES,
+    Pending,
+    UsageSummary,
+    VerifyRequest,
+)
+from topics.phone import StoredRequestFailure, VerifyResult
+
+DOCUMENT = ApiDocument(
+    "signalyard phone verification",
+    "2026-10-15.2",
+    "A US phone number and a supplied name in; carrier, line type, caller-ID name, name match and billing out. Test "
+    "keys (`sy_test_...`) run against a deterministic sandbox that never calls a paid provider; live keys "
+    "(`sy_live_...`) perform real lookups and are metered.",
+    ("bearer", KEY_HEADER.security_scheme("`Authorization: Bearer sy_test_...` (sandbox) or `Bearer sy_live_...`")),
 )
 
 # The OpenAPI document (`/docs/openapi.json`). The routes read their headers, query and body themselves, in the order
@@ -43,20 +60,20 @@ def errors(*example_ids: str, statuses: tuple[int, ...] = ()) -> dict[int, Respo
     for example_id in example_ids:
         code = ERROR_EXAMPLES[example_id][1].error.code
         by_status.setdefault(413 if example_id == "too_large" else STATUS[code], []).append(example_id)
-    return error_responses(
+    return openapi.error_responses(
         ErrorEnvelope,
         {
             status: (
                 ERROR_DESCRIPTIONS[status],
-                [example(i, ERROR_EXAMPLES[i][0], ERROR_EXAMPLES[i][1]) for i in ids],
+                [openapi.example(i, ERROR_EXAMPLES[i][0], ERROR_EXAMPLES[i][1]) for i in ids],
             )
             for status, ids in sorted(by_status.items())
         },
     )
 
 
-RESULTS = [example(i, summary, result) for i, (summary, result) in VERIFY_RESULT_EXAMPLES.items()]
-PENDING = [example("pending", "Still being processed: poll GET /requests/{id}", PENDING_EXAMPLE)]
+RESULTS = [openapi.example(i, summary, result) for i, (summary, result) in VERIFY_RESULT_EXAMPLES.items()]
+PENDING = [openapi.example("pending", "Still being processed: poll GET /requests/{id}", PENDING_EXAMPLE)]
 TO_REQUEST = {
     "getRequest": Link(
         operation_id="getRequest",
@@ -64,9 +81,9 @@ TO_REQUEST = {
         description="The request, by the id of this answer: how a pending request is polled",
     )
 }
-VERIFY = documented_operation(
+_VERIFY = openapi.documented_operation(
     parameters=[
-        header(
+        openapi.header(
             "Idempotency-Key",
             Schema(
                 type=OpenAPIType.STRING,
@@ -81,20 +98,22 @@ VERIFY = documented_operation(
             example="order-7731-phone-check",
         )
     ],
-    body_examples=[example(i, summary, body) for i, (summary, body) in VERIFY_REQUEST_EXAMPLES.items()],
-    response_headers={429: retry_after("Seconds to wait: the rate limit's window, or the time to the next UTC month")},
+    body_examples=[openapi.example(i, summary, body) for i, (summary, body) in VERIFY_REQUEST_EXAMPLES.items()],
+    response_headers={
+        429: openapi.retry_after("Seconds to wait: the rate limit's window, or the time to the next UTC month")
+    },
     links={200: TO_REQUEST, 202: TO_REQUEST},
 )
-USAGE = documented_operation(
+_USAGE = openapi.documented_operation(
     parameters=[
-        query(
+        openapi.query(
             "from",
             Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.DATE),
             "Inclusive start date (UTC). Defaults to the first day of the month of `to` when only `to` is given, "
             "else to the first day of the current month. Must not be after `to` (today when `to` is absent).",
             example="2026-11-01",
         ),
-        query(
+        openapi.query(
             "to",
             Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.DATE),
             "Inclusive end date (UTC). Defaults to today.",
@@ -102,4 +121,84 @@ USAGE = documented_operation(
         ),
     ]
 )
-GET_REQUEST = documented_operation(never_answered=[400])
+
+VERIFY = openapi.route_docs(
+    "verify",
+    "Verify a US phone number against a supplied name",
+    {
+        200: openapi.response(VerifyResult, "A completed check, or an explicit `unavailable` result", RESULTS),
+        202: openapi.response(Pending, "Still being processed: poll `GET /requests/{id}`", PENDING),
+        **errors(
+            "invalid_body",
+            "invalid_json",
+            "missing_idempotency_key",
+            "malformed_idempotency_key",
+            "missing_key",
+            "invalid_key",
+            "forbidden_scope_verify",
+            "forbidden_sku",
+            "tenant_suspended",
+            "idempotency_conflict",
+            "open_check",
+            "too_large",
+            "invalid_phone",
+            "unsupported_country",
+            "rate_limited",
+            "spend_cap_reached",
+            "internal_error",
+            "provider_unavailable",
+            "enforcement_unavailable",
+            "keys_unavailable",
+            "provider_unconfigured",
+            "ledger_unavailable",
+        ),
+    },
+    description="Waits for the result up to a few seconds; past that, answers 202 with a Pending body: poll "
+    "`GET /requests/{id}`, or send the same request again with the same Idempotency-Key.",
+    body=VerifyRequest,
+    operation=_VERIFY,
+    status_code=200,
+)
+GET_REQUEST = openapi.route_docs(
+    "getRequest",
+    "Fetch a previous request",
+    {
+        200: openapi.response(
+            VerifyResult | StoredRequestFailure,
+            "A verification result, or a stored failure (`status` `failed`, `rejected` or `pending_reconciliation`, "
+            "with its `error`)",
+            [*RESULTS, openapi.example("failed", "A request the provider failed; not billed", FAILURE_EXAMPLE)],
+        ),
+        202: openapi.response(Pending, "Still pending", PENDING),
+        **errors(
+            "missing_key",
+            "invalid_key",
+            "forbidden_scope_requests",
+            "tenant_suspended",
+            "not_found",
+            "internal_error",
+            "keys_unavailable",
+        ),
+    },
+    operation=openapi.documented_operation(never_answered=[400]),
+)
+GET_USAGE = openapi.route_docs(
+    "getUsage",
+    "Usage summary for the calling key's tenant and environment",
+    {
+        200: openapi.response(
+            UsageSummary, "Usage summary", [openapi.example("usage", "November so far", USAGE_EXAMPLE)]
+        ),
+        **errors(
+            "invalid_date",
+            "from_after_to",
+            "missing_key",
+            "invalid_key",
+            "forbidden_scope_usage",
+            "tenant_suspended",
+            "internal_error",
+            "keys_unavailable",
+        ),
+    },
+    operation=_USAGE,
+)

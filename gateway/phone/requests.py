@@ -15,14 +15,12 @@ from litestar.params import Parameter
 
 from gateway.common.auth import requires
 from gateway.common.limits import seconds_to_next_month
-from gateway.common.openapi import example, response
 from gateway.phone import docs
 from gateway.phone.auth import REQUESTS_READ, PhonePrincipal
 from gateway.phone.deps import PhoneGateway
 from gateway.phone.errors import PhoneError
-from gateway.phone.schemas import FAILURE_EXAMPLE, Pending
+from gateway.phone.schemas import Pending
 from storage.phone import requests
-from topics.phone import StoredRequestFailure, VerifyResult
 
 JSON = "application/json"
 _pending = msgspec.json.Encoder().encode
@@ -51,33 +49,8 @@ def _is_uuid(text: str) -> bool:
 
 class RequestsController(Controller):
     path = "/v1/requests"
-    tags = ["phone"]
 
-    @get(
-        "/{request_id:str}",
-        operation_id="getRequest",
-        summary="Fetch a previous request",
-        guards=[requires(REQUESTS_READ)],
-        operation_class=docs.GET_REQUEST,
-        responses={
-            200: response(
-                VerifyResult | StoredRequestFailure,
-                "A verification result, or a stored failure (`status` `failed`, `rejected` or "
-                "`pending_reconciliation`, with its `error`)",
-                [*docs.RESULTS, example("failed", "A request the provider failed; not billed", FAILURE_EXAMPLE)],
-            ),
-            202: response(Pending, "Still pending", docs.PENDING),
-            **docs.errors(
-                "missing_key",
-                "invalid_key",
-                "forbidden_scope_requests",
-                "tenant_suspended",
-                "not_found",
-                "internal_error",
-                "keys_unavailable",
-            ),
-        },
-    )
+    @get("/{request_id:str}", guards=[requires(REQUESTS_READ)], **docs.GET_REQUEST)
     async def get_request(
         self,
         request: Request[PhonePrincipal, Any, Any],

@@ -10,40 +10,19 @@ from litestar import Controller, Request, Response, get
 from litestar.di import NamedDependency
 
 from gateway.common.auth import requires
-from gateway.common.openapi import example, response
 from gateway.phone import docs
 from gateway.phone.auth import USAGE_READ, PhonePrincipal
 from gateway.phone.deps import PhoneGateway
 from gateway.phone.errors import PhoneError
-from gateway.phone.schemas import USAGE_EXAMPLE, Period, SkuUsage, UsageSummary
+from gateway.phone.schemas import Period, SkuUsage, UsageSummary
 from storage.phone import requests
 from wire.timestamps import iso
 
 
 class UsageController(Controller):
     path = "/v1/usage"
-    tags = ["phone"]
 
-    @get(
-        "/",
-        operation_id="getUsage",
-        summary="Usage summary for the calling key's tenant and environment",
-        guards=[requires(USAGE_READ)],
-        operation_class=docs.USAGE,
-        responses={
-            200: response(UsageSummary, "Usage summary", [example("usage", "November so far", USAGE_EXAMPLE)]),
-            **docs.errors(
-                "invalid_date",
-                "from_after_to",
-                "missing_key",
-                "invalid_key",
-                "forbidden_scope_usage",
-                "tenant_suspended",
-                "internal_error",
-                "keys_unavailable",
-            ),
-        },
-    )
+    @get("/", guards=[requires(USAGE_READ)], **docs.GET_USAGE)
     async def get_usage(
         self, request: Request[PhonePrincipal, Any, Any], phone: NamedDependency[PhoneGateway]
     ) -> Response[UsageSummary]:

@@ -16,16 +16,15 @@ from litestar.di import NamedDependency
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
 from gateway.common.idempotency import IdempotencyRules, body_hash
-from gateway.common.openapi import documented_body, response
 from gateway.phone import docs
 from gateway.phone.auth import VERIFY, PhonePrincipal, sku_scope
 from gateway.phone.deps import PhoneGateway
 from gateway.phone.errors import ERRORS, PhoneError
 from gateway.phone.requests import answer_for
-from gateway.phone.schemas import Pending, VerifyRequest
+from gateway.phone.schemas import VerifyRequest
 from storage.phone import requests
 from storage.phone.tenants import KeyOwner
-from topics.phone import SKU, VerificationRequested, VerifyResult
+from topics.phone import SKU, VerificationRequested
 
 MAX_BODY_BYTES = 16 * 1024
 """The largest valid verify body is under 1 KiB; a longer one answers 413 before its excess is read."""
@@ -75,47 +74,8 @@ def parse_us_number(text: str) -> phonenumbers.PhoneNumber:
 
 class VerifyController(Controller):
     path = "/v1/verify"
-    tags = ["phone"]
 
-    @post(
-        "/",
-        operation_id="verify",
-        summary="Verify a US phone number against a supplied name",
-        description="Waits for the result up to a few seconds; past that, answers 202 with a Pending body: poll "
-        "`GET /requests/{id}`, or send the same request again with the same Idempotency-Key.",
-        status_code=200,
-        guards=[requires(VERIFY, sku_scope(SKU))],
-        dependencies=documented_body(VerifyRequest),
-        operation_class=docs.VERIFY,
-        responses={
-            200: response(VerifyResult, "A completed check, or an explicit `unavailable` result", docs.RESULTS),
-            202: response(Pending, "Still being processed: poll `GET /requests/{id}`", docs.PENDING),
-            **docs.errors(
-                "invalid_body",
-                "invalid_json",
-                "missing_idempotency_key",
-                "malformed_idempotency_key",
-                "missing_key",
-                "invalid_key",
-                "forbidden_scope_verify",
-                "forbidden_sku",
-                "tenant_suspended",
-                "idempotency_conflict",
-                "open_check",
-                "too_large",
-                "invalid_phone",
-                "unsupported_country",
-                "rate_limited",
-                "spend_cap_reached",
-                "internal_error",
-                "provider_unavailable",
-                "enforcement_unavailable",
-                "keys_unavailable",
-                "provider_unconfigured",
-                "ledger_unavailable",
-            ),
-        },
-    )
+    @post("/", guards=[requires(VERIFY, sku_scope(SKU))], **docs.VERIFY)
     async def verify(
         self, request: Request[PhonePrincipal, Any, Any], phone: NamedDependency[PhoneGateway]
     ) -> Response[Any]:

@@ -19,7 +19,7 @@ from storage.photo import customers
 from storage.photo.customers import KeyOwner
 
 PREFIXES = tuple(f"{customers.KEY_PREFIX}_{environment}_" for environment in ("live", "test"))
-KEY_HEADER = KeyHeader("x-api-key", scheme=None, prefixes=PREFIXES)
+KEY_HEADER = KeyHeader("X-API-Key", scheme=None, prefixes=PREFIXES)
 _OTHER_SERVICE_KEY = re.compile(r"[a-z]{2,8}_(live|test)_")
 PhotoPrincipal = Principal[KeyOwner]
 

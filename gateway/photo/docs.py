@@ -1,14 +1,26 @@
-"""The photo OpenAPI document's completions: every route's statuses with real error examples, the verify body in
-both forms, the headers routes read themselves (gateway.common.openapi says why)."""
+"""How the photo API is documented (`/docs/openapi.json`): each route's operation with every status and real error
+examples, the verify body in both forms, the headers routes read themselves (gateway.common.openapi says why)."""
 
 from __future__ import annotations
 
 from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 
-from gateway.common.openapi import documented_operation, error_responses, example, header, retry_after
+from gateway.common import openapi
+from gateway.common.app import ApiDocument
+from gateway.photo.auth import KEY_HEADER
 from gateway.photo.errors import ErrorBody
-from topics.photo import POLICIES
+from gateway.photo.schemas import CreateKeyRequest, KeyCreated, KeyList, KeyRevoked, ReviewRequest, VerificationList
+from topics.photo import POLICIES, Verification
+
+DOCUMENT = ApiDocument(
+    "signalyard photo compliance",
+    "2026-11",
+    "An image and a policy in; a compliance verdict, its confidence, category, violation reasons and feedback out. "
+    "Sandbox keys (`pc_test_...`) are free and never billed; live keys (`pc_live_...`) count against the account's "
+    "monthly cap.",
+    ("apiKey", KEY_HEADER.security_scheme("`X-API-Key: pc_test_...` (sandbox) or `pc_live_...`")),
+)
 
 ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
     400: (
@@ -65,10 +77,10 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
 
 
 def errors(*statuses: int) -> dict[int, ResponseSpec]:
-    return error_responses(
+    return openapi.error_responses(
         ErrorBody,
         {
-            status: (ERRORS[status][0], [example(i, text, ErrorBody(text)) for i, text in ERRORS[status][1]])
+            status: (ERRORS[status][0], [openapi.example(i, text, ErrorBody(text)) for i, text in ERRORS[status][1]])
             for status in statuses
         },
     )
@@ -77,7 +89,7 @@ def errors(*statuses: int) -> dict[int, ResponseSpec]:
 MANAGEMENT = (401, 403, 429, 500, 503)
 """What every key, webhook and history route may answer besides its own."""
 
-_RETRY = retry_after("Seconds to wait before retrying")
+_RETRY = openapi.retry_after("Seconds to wait before retrying")
 
 _POLICY = Schema(type=OpenAPIType.STRING, enum=list(POLICIES), description="The policy to check the image against")
 VERIFY_BODY = RequestBody(
@@ -115,9 +127,9 @@ VERIFY_BODY = RequestBody(
         ),
     },
 )
-VERIFY = documented_operation(
+_VERIFY = openapi.documented_operation(
     parameters=[
-        header(
+        openapi.header(
             "Idempotency-Key",
             Schema(type=OpenAPIType.STRING, min_length=1, max_length=255, pattern=r"^[\x20-\x7e]+$"),
             "Optional. A retry with the same key and body returns the original verification without re-running or "
@@ -129,5 +141,81 @@ VERIFY = documented_operation(
     request_body=VERIFY_BODY,
     response_headers={429: _RETRY, 503: _RETRY},
 )
-MANAGED = documented_operation(response_headers={429: _RETRY}, never_answered=[400])
-MANAGED_WITH_BODY = documented_operation(response_headers={429: _RETRY})
+MANAGED = openapi.documented_operation(response_headers={429: _RETRY}, never_answered=[400])
+MANAGED_WITH_BODY = openapi.documented_operation(response_headers={429: _RETRY})
+
+VERIFY = openapi.route_docs(
+    "verify",
+    "Check an image against a policy",
+    {
+        200: openapi.response(Verification, "The verification with its verdict"),
+        **errors(400, 401, 403, 422, 429, 500, 503),
+    },
+    operation=_VERIFY,
+    status_code=200,
+)
+GET_IMAGE = openapi.route_docs(
+    "getImage",
+    "The image of a verification, by the signed URL in its `image_url` (no API key)",
+    {200: openapi.response(bytes, "The image, as it was submitted", media_type="image/*"), **errors(403, 404, 500)},
+    operation=openapi.documented_operation(
+        parameters=[
+            openapi.query(
+                "expires",
+                Schema(type=OpenAPIType.STRING, pattern=r"^[0-9]+$"),
+                "When the URL stops working, in UNIX seconds (part of the signed URL)",
+                example="1795514400",
+                required=True,
+            ),
+            openapi.query(
+                "signature",
+                Schema(type=OpenAPIType.STRING, pattern=r"^[0-9a-f]{64}$"),
+                "The URL's signature (part of the signed URL)",
+                example="5b6c0f1e8a4d2c9b7e3f1a0d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39",
+                required=True,
+            ),
+        ],
+        never_answered=[400],
+        keyless=True,
+    ),
+)
+LIST_KEYS = openapi.route_docs(
+    "listKeys",
+    "List this account's keys, newest first (never the secret)",
+    {200: openapi.response(KeyList, "The account's keys"), **errors(*MANAGEMENT)},
+    operation=MANAGED,
+)
+CREATE_KEY = openapi.route_docs(
+    "createKey",
+    "Create a key; its secret is shown in this response only",
+    {201: openapi.response(KeyCreated, "The new key, with `key` shown this once"), **errors(400, *MANAGEMENT)},
+    body=CreateKeyRequest,
+    operation=MANAGED_WITH_BODY,
+)
+REVOKE_KEY = openapi.route_docs(
+    "revokeKey",
+    "Revoke a key: at once and for good",
+    {200: openapi.response(KeyRevoked, "The revoked key"), **errors(404, *MANAGEMENT)},
+    operation=MANAGED,
+    status_code=200,
+)
+LIST_VERIFICATIONS = openapi.route_docs(
+    "listVerifications",
+    "This account's verifications in the key's environment, newest first",
+    {200: openapi.response(VerificationList, "A page"), **errors(400, 404, *MANAGEMENT)},
+    operation=MANAGED_WITH_BODY,
+)
+GET_VERIFICATION = openapi.route_docs(
+    "getVerification",
+    "One verification",
+    {200: openapi.response(Verification, "The verification"), **errors(404, *MANAGEMENT)},
+    operation=MANAGED,
+)
+REVIEW = openapi.route_docs(
+    "reviewVerification",
+    "Record a human review; a changed verdict fires verification.reviewed",
+    {200: openapi.response(Verification, "The verification after the review"), **errors(400, 404, 409, *MANAGEMENT)},
+    body=ReviewRequest,
+    operation=MANAGED_WITH_BODY,
+    status_code=200,
+)

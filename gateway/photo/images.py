@@ -6,10 +6,8 @@ from typing import Any
 
 from litestar import Controller, Request, Response, get
 from litestar.di import NamedDependency
-from litestar.openapi.spec import OpenAPIType, Schema
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.common.openapi import documented_operation, query, response
 from gateway.photo import docs
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import PhotoError
@@ -24,44 +22,12 @@ REFUSALS = {
     "expired": "This image URL has expired: fetch the verification again for a fresh one",
 }
 
-_SIGNED_URL = documented_operation(
-    parameters=[
-        query(
-            "expires",
-            Schema(type=OpenAPIType.STRING, pattern=r"^[0-9]+$"),
-            "When the URL stops working, in UNIX seconds (part of the signed URL)",
-            example="1795514400",
-            required=True,
-        ),
-        query(
-            "signature",
-            Schema(type=OpenAPIType.STRING, pattern=r"^[0-9a-f]{64}$"),
-            "The URL's signature (part of the signed URL)",
-            example="5b6c0f1e8a4d2c9b7e3f1a0d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39",
-            required=True,
-        ),
-    ],
-    never_answered=[400],
-    keyless=True,
-)
-
 
 class ImagesController(Controller):
     path = IMAGES_PATH
     tags = ["verify"]
 
-    @get(
-        "/{verification_id:str}",
-        operation_id="getImage",
-        summary="The image of a verification, by the signed URL in its `image_url` (no API key)",
-        media_type="image/jpeg",
-        opt=NO_AUTHENTICATION,
-        operation_class=_SIGNED_URL,
-        responses={
-            200: response(bytes, "The image, as it was submitted", media_type="image/*"),
-            **docs.errors(403, 404, 500),
-        },
-    )
+    @get("/{verification_id:str}", media_type="image/jpeg", opt=NO_AUTHENTICATION, **docs.GET_IMAGE)
     async def image(
         self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
     ) -> Response[bytes]:

@@ -11,7 +11,6 @@ from litestar.di import NamedDependency
 
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
-from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
 from gateway.photo.auth import KEYS_READ, KEYS_WRITE, PhotoPrincipal
 from gateway.photo.deps import PhotoGateway
@@ -58,14 +57,7 @@ class KeysController(Controller):
     path = "/api/v1/api-keys"
     tags = ["keys"]
 
-    @get(
-        "/",
-        operation_id="listKeys",
-        summary="List this account's keys, newest first (never the secret)",
-        guards=[requires(KEYS_READ)],
-        operation_class=docs.MANAGED,
-        responses={200: response(KeyList, "The account's keys"), **docs.errors(*docs.MANAGEMENT)},
-    )
+    @get("/", guards=[requires(KEYS_READ)], **docs.LIST_KEYS)
     async def list_keys(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> KeyList:
@@ -73,18 +65,7 @@ class KeysController(Controller):
         now = datetime.now(UTC)
         return KeyList([key_object(row, now) for row in rows])
 
-    @post(
-        "/",
-        operation_id="createKey",
-        summary="Create a key; its secret is shown in this response only",
-        guards=[requires(KEYS_WRITE)],
-        dependencies=documented_body(CreateKeyRequest),
-        operation_class=docs.MANAGED_WITH_BODY,
-        responses={
-            201: response(KeyCreated, "The new key, with `key` shown this once"),
-            **docs.errors(400, *docs.MANAGEMENT),
-        },
-    )
+    @post("/", guards=[requires(KEYS_WRITE)], **docs.CREATE_KEY)
     async def create_key(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[KeyCreated]:
@@ -107,15 +88,7 @@ class KeysController(Controller):
         created = KeyCreated(key=secret, **{f: getattr(listed, f) for f in KeyCreated.__struct_fields__ if f != "key"})
         return Response(created, status_code=201)
 
-    @delete(
-        "/{key_id:str}",
-        operation_id="revokeKey",
-        summary="Revoke a key: at once and for good",
-        guards=[requires(KEYS_WRITE)],
-        status_code=200,
-        operation_class=docs.MANAGED,
-        responses={200: response(KeyRevoked, "The revoked key"), **docs.errors(404, *docs.MANAGEMENT)},
-    )
+    @delete("/{key_id:str}", guards=[requires(KEYS_WRITE)], **docs.REVOKE_KEY)
     async def revoke_key(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], key_id: str
     ) -> KeyRevoked:

@@ -13,7 +13,6 @@ from litestar.params import Parameter
 
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
-from gateway.common.openapi import documented_body, response
 from gateway.photo import docs
 from gateway.photo.auth import VERIFICATIONS_READ, VERIFICATIONS_WRITE, PhotoPrincipal
 from gateway.photo.deps import PhotoGateway
@@ -32,14 +31,7 @@ class VerificationsController(Controller):
     path = "/api/v1/verifications"
     tags = ["verifications"]
 
-    @get(
-        "/",
-        operation_id="listVerifications",
-        summary="This account's verifications in the key's environment, newest first",
-        guards=[requires(VERIFICATIONS_READ)],
-        operation_class=docs.MANAGED_WITH_BODY,
-        responses={200: response(VerificationList, "A page"), **docs.errors(400, 404, *docs.MANAGEMENT)},
-    )
+    @get("/", guards=[requires(VERIFICATIONS_READ)], **docs.LIST_VERIFICATIONS)
     async def list_verifications(
         self,
         request: Request[PhotoPrincipal, Any, Any],
@@ -65,32 +57,13 @@ class VerificationsController(Controller):
         has_more = len(rows) > limit
         return VerificationList(data=page, has_more=has_more, next_cursor=page[-1].id if has_more else None)
 
-    @get(
-        "/{verification_id:str}",
-        operation_id="getVerification",
-        summary="One verification",
-        guards=[requires(VERIFICATIONS_READ)],
-        operation_class=docs.MANAGED,
-        responses={200: response(Verification, "The verification"), **docs.errors(404, *docs.MANAGEMENT)},
-    )
+    @get("/{verification_id:str}", guards=[requires(VERIFICATIONS_READ)], **docs.GET_VERIFICATION)
     async def get_verification(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
     ) -> Verification:
         return verifications.verification_of(await _own(photo, request.user.account, verification_id), photo.urls)
 
-    @post(
-        "/{verification_id:str}/review",
-        operation_id="reviewVerification",
-        summary="Record a human review; a changed verdict fires verification.reviewed",
-        guards=[requires(VERIFICATIONS_WRITE)],
-        status_code=200,
-        dependencies=documented_body(ReviewRequest),
-        operation_class=docs.MANAGED_WITH_BODY,
-        responses={
-            200: response(Verification, "The verification after the review"),
-            **docs.errors(400, 404, 409, *docs.MANAGEMENT),
-        },
-    )
+    @post("/{verification_id:str}/review", guards=[requires(VERIFICATIONS_WRITE)], **docs.REVIEW)
     async def review(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
     ) -> Verification:

@@ -16,7 +16,6 @@ from litestar.di import NamedDependency
 from gateway.common.auth import requires
 from gateway.common.idempotency import IdempotencyRules, body_hash
 from gateway.common.limits import seconds_to_next_month
-from gateway.common.openapi import response
 from gateway.photo import docs
 from gateway.photo.auth import VERIFY, PhotoPrincipal, subscribed
 from gateway.photo.deps import PhotoGateway
@@ -24,7 +23,7 @@ from gateway.photo.errors import PhotoError
 from gateway.photo.submissions import Submitted, read_submission
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner
-from topics.photo import Verification, VerificationRequested
+from topics.photo import VerificationRequested
 from wire.ids import new_id
 
 JSON = "application/json"
@@ -49,18 +48,7 @@ class VerifyController(Controller):
     path = "/v1/verify"
     tags = ["verify"]
 
-    @post(
-        "/",
-        operation_id="verify",
-        summary="Check an image against a policy",
-        status_code=200,
-        guards=[requires(VERIFY), subscribed],
-        operation_class=docs.VERIFY,
-        responses={
-            200: response(Verification, "The verification with its verdict"),
-            **docs.errors(400, 401, 403, 422, 429, 500, 503),
-        },
-    )
+    @post("/", guards=[requires(VERIFY), subscribed], **docs.VERIFY)
     async def verify(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[Any]:

@@ -1,0 +1,76 @@
+"""Every gateway's app, assembled one way: the service's routes behind its authentication step, health and metrics,
+its error envelope, its OpenAPI document with the offline docs page, and the observing layer outside Litestar (whose
+own middleware never sees a request that matches no route: those too get a request id, a metric and a log line)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from litestar import Litestar
+from litestar.datastructures import State
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.types import ASGIApp, ControllerRouterHandler
+
+from gateway.common.auth import AUTHENTICATOR, Authenticator, authentication
+from gateway.common.http import ReadinessCheck, complete_allow, health_routes, observe, request_ids
+from gateway.common.openapi import MsgspecSchemaPlugin, docs_assets, docs_render_plugins
+
+Readiness = Mapping[str, ReadinessCheck]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiDocument:
+    """What a service's OpenAPI document says of itself (`/docs/openapi.json`, browsable at `/docs`)."""
+
+    title: str
+    version: str
+    description: str
+    security: tuple[str, SecurityScheme]
+    """The scheme every route needs unless it says otherwise, and its name."""
+
+
+def service_app(
+    service: str,
+    routes: Sequence[ControllerRouterHandler],
+    document: ApiDocument,
+    exception_handlers: Mapping[Any, Any],
+    *,
+    given: Mapping[str, Any],
+    authenticator: Authenticator[Any],
+    readiness: Readiness,
+    max_body_bytes: int,
+    request_id_prefix: str = "",
+    on_shutdown: Sequence[Callable[[], Awaitable[None]]] = (),
+) -> ASGIApp:
+    """The gateway of `service` as an ASGI app; `given` are the objects its routes take by name (dependencies)."""
+    app = Litestar(
+        route_handlers=[*routes, *health_routes(readiness), docs_assets()],
+        dependencies={
+            name: Provide(_value(value), use_cache=True, sync_to_thread=False) for name, value in given.items()
+        },
+        middleware=[authentication(authenticator)],
+        state=State({AUTHENTICATOR: authenticator}),
+        exception_handlers=dict(exception_handlers),
+        request_max_body_size=max_body_bytes,
+        plugins=[MsgspecSchemaPlugin()],
+        on_shutdown=list(on_shutdown),
+        openapi_config=OpenAPIConfig(
+            title=document.title,
+            version=document.version,
+            description=document.description,
+            path="/docs",
+            render_plugins=docs_render_plugins(),
+            components=Components(security_schemes=dict([document.security])),
+            security=[{document.security[0]: []}],
+        ),
+        logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
+    )
+    return observe(service, request_ids(request_id_prefix))(complete_allow(app))
+
+
+def _value(value: Any) -> Callable[[], Any]:
+    return lambda: value
