@@ -16,6 +16,7 @@ from litestar.di import NamedDependency
 from litestar.handlers import HTTPRouteHandler
 from litestar.openapi import ResponseSpec
 from litestar.openapi.spec import Operation
+from litestar.params import FromPath
 
 from gateway.common.auth import requires
 from gateway.common.errors import ErrorStyle, ServiceError, decode_body
@@ -167,7 +168,7 @@ def endpoint_routes(api: EndpointRoutes) -> Router:
             responses={200: response(api.types["shown"], "The endpoint as it now is"), **errors(400, 404)},
         )
         async def update_webhook(
-            request: Request[Any, Any, Any], webhook_store: NamedDependency[WebhookStore], webhook_id: str
+            request: Request[Any, Any, Any], webhook_store: NamedDependency[WebhookStore], webhook_id: FromPath[str]
         ) -> Any:
             body: Any = decode_body(decode_update, await request.body(), api.style, api.explain)
             try:
@@ -199,7 +200,7 @@ def endpoint_routes(api: EndpointRoutes) -> Router:
             responses={200: response(api.types["deleted"], "Deleted"), **errors(404)},
         )
         async def delete_webhook(
-            request: Request[Any, Any, Any], webhook_store: NamedDependency[WebhookStore], webhook_id: str
+            request: Request[Any, Any, Any], webhook_store: NamedDependency[WebhookStore], webhook_id: FromPath[str]
         ) -> Any:
             if not await webhook_store.db.write(webhooks.delete_endpoint, profile, request.user.owner_id, webhook_id):
                 raise api.errors.not_found()
@@ -220,7 +221,7 @@ def endpoint_routes(api: EndpointRoutes) -> Router:
             responses={202: response(api.types["tested"], "The test delivery is on its way"), **errors(404, 409)},
         )
         async def test_webhook(
-            request: Request[Any, Any, Any], webhook_store: NamedDependency[WebhookStore], webhook_id: str
+            request: Request[Any, Any, Any], webhook_store: NamedDependency[WebhookStore], webhook_id: FromPath[str]
         ) -> Response[Any]:
             owner_id = request.user.owner_id
             try:

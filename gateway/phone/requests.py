@@ -11,7 +11,7 @@ from litestar import Controller, Request, Response, get
 from litestar.di import NamedDependency
 from litestar.openapi.spec import Example as OpenAPIExample
 from litestar.openapi.spec import OpenAPIFormat
-from litestar.params import Parameter
+from litestar.params import PathParameter
 
 from gateway.common.auth import requires
 from gateway.common.limits import seconds_to_next_month
@@ -57,7 +57,7 @@ class RequestsController(Controller):
         phone: NamedDependency[PhoneGateway],
         request_id: Annotated[
             str,
-            Parameter(
+            PathParameter(
                 description="The `request_id` of a verify answer. Another tenant's or environment's id, or "
                 "anything that is not a UUID, is 404 `not_found`.",
                 examples=[OpenAPIExample(value="93503244-a401-403e-a9e2-52c209f4f3d5")],

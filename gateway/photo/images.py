@@ -6,6 +6,7 @@ from typing import Any
 
 from litestar import Controller, Request, Response, get
 from litestar.di import NamedDependency
+from litestar.params import FromPath
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.photo import docs
@@ -29,7 +30,7 @@ class ImagesController(Controller):
 
     @get("/{verification_id:str}", media_type="image/jpeg", opt=NO_AUTHENTICATION, **docs.GET_IMAGE)
     async def image(
-        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
+        self, request: Request[Any, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: FromPath[str]
     ) -> Response[bytes]:
         expires, signature = request.query_params.get("expires"), request.query_params.get("signature")
         if (refusal := photo.urls.refusal(verification_id, expires, signature)) is not None:

@@ -8,6 +8,7 @@ from typing import Any
 import msgspec
 from litestar import Controller, Request, Response, delete, get, post
 from litestar.di import NamedDependency
+from litestar.params import FromPath
 
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
@@ -90,7 +91,7 @@ class KeysController(Controller):
 
     @delete("/{key_id:str}", guards=[requires(KEYS_WRITE)], **docs.REVOKE_KEY)
     async def revoke_key(
-        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], key_id: str
+        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], key_id: FromPath[str]
     ) -> KeyRevoked:
         revoked_at = await photo.db.write(
             keys.revoke_owner_key, customers.SERVICE, request.user.owner_id, key_id, datetime.now(UTC)

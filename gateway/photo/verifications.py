@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
-from litestar.params import Parameter
+from litestar.params import FromPath, Parameter
 
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
@@ -59,13 +59,19 @@ class VerificationsController(Controller):
 
     @get("/{verification_id:str}", guards=[requires(VERIFICATIONS_READ)], **docs.GET_VERIFICATION)
     async def get_verification(
-        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
+        self,
+        request: Request[PhotoPrincipal, Any, Any],
+        photo: NamedDependency[PhotoGateway],
+        verification_id: FromPath[str],
     ) -> Verification:
         return verifications.verification_of(await _own(photo, request.user.account, verification_id), photo.urls)
 
     @post("/{verification_id:str}/review", guards=[requires(VERIFICATIONS_WRITE)], **docs.REVIEW)
     async def review(
-        self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], verification_id: str
+        self,
+        request: Request[PhotoPrincipal, Any, Any],
+        photo: NamedDependency[PhotoGateway],
+        verification_id: FromPath[str],
     ) -> Verification:
         owner = request.user.account
         body = decode_body(_decode_review_request, await request.body(), ERRORS)
