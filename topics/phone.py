@@ -18,6 +18,11 @@ SubjectType = Literal["person", "business"]
 ResultState = Literal["completed", "unavailable", "error"]
 FailureStatus = Literal["failed", "rejected", "pending_reconciliation"]
 Disposition = Literal["billable", "not_billable", "pending_reconciliation"]
+LineType = Literal["mobile", "landline", "voip", "toll_free", "premium", "pager", "unknown"]
+CarrierType = Literal["wireless", "landline", "voip", "unknown"]
+CallerIdState = Literal["available", "placeholder", "unavailable", "error"]
+NameMatchState = Literal["match", "partial_match", "mismatch", "ambiguous", "unavailable"]
+ProviderName = Literal["carrier_lookup", "sandbox"]
 SKU: Final = "core_phone"
 
 RequestId = Annotated[
@@ -79,22 +84,22 @@ class RateCenter(msgspec.Struct, kw_only=True):
 class Phone(msgspec.Struct, kw_only=True):
     valid: bool | None
     country: Literal["US"]
-    line_type: Literal["mobile", "landline", "voip", "toll_free", "premium", "pager", "unknown"]
+    line_type: LineType
     line_type_raw: str | None
     carrier_name: str | None
-    carrier_type: Literal["wireless", "landline", "voip", "unknown"]
+    carrier_type: CarrierType
     ported: bool | None
     rate_center: RateCenter | None
 
 
 class CallerIdView(msgspec.Struct, kw_only=True):
-    state: Literal["available", "placeholder", "unavailable", "error"]
+    state: CallerIdState
     name: str | None
     error_code: str | None
 
 
 class NameMatchView(msgspec.Struct, kw_only=True):
-    state: Literal["match", "partial_match", "mismatch", "ambiguous", "unavailable"]
+    state: NameMatchState
     score: Annotated[int, msgspec.Meta(ge=0, le=100)] | None
     reasons: list[str]
 
@@ -105,7 +110,7 @@ class Signals(msgspec.Struct, kw_only=True):
 
 
 class Provenance(msgspec.Struct, kw_only=True):
-    provider: Literal["carrier_lookup", "sandbox"]
+    provider: ProviderName
     sku: str
     cache_hit: bool
     attempted_at: Timestamp

@@ -6,6 +6,8 @@ from typing import Protocol
 
 import msgspec
 
+from topics.phone import ProviderName
+
 
 class CarrierAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """One provider answer. Raw strings are kept as the provider sent them; mapping happens later."""
@@ -41,7 +43,7 @@ class ProviderUninterpretable(Exception):
 class Provider(Protocol):
     """A source of carrier and caller-ID data for US numbers in E.164 form."""
 
-    name: str
+    name: ProviderName
     """`sandbox` or `carrier_lookup`, as it appears in a result's provenance."""
 
     async def lookup(self, e164: str) -> CarrierAnswer: ...

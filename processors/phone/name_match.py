@@ -137,7 +137,7 @@ import re
 import unicodedata
 from functools import lru_cache
 from itertools import chain
-from typing import Literal, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 from cleanco import prepare_default_terms
@@ -145,20 +145,20 @@ from nicknames import NickNamer
 from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
 
+from topics.phone import CallerIdState, NameMatchState, SubjectType
+
 __all__ = ["REASONS", "SCORE_BANDS", "CallerId", "NameMatch", "match_name", "read_caller_id"]
 
 
 class CallerId(msgspec.Struct, frozen=True):
-    state: str
-    """available | placeholder | unavailable | error"""
+    state: CallerIdState
     name: str | None
     """The CNAM string as received (stripped) when the carrier returned one, else None."""
     error_code: str | None
 
 
 class NameMatch(msgspec.Struct, frozen=True):
-    state: str
-    """match | partial_match | mismatch | ambiguous | unavailable"""
+    state: NameMatchState
     score: int | None
     """0..100 inside the state's SCORE_BANDS entry; None exactly when state is unavailable."""
     reasons: list[str]
@@ -447,7 +447,7 @@ def read_caller_id(caller_name: str | None, error_code: str | None = None) -> Ca
 
 
 class _Verdict(NamedTuple):
-    state: str
+    state: NameMatchState
     score: int
     reasons: tuple[str, ...]
 
@@ -456,7 +456,7 @@ class _Verdict(NamedTuple):
         return _STATE_RANK[self.state], self.score
 
 
-def _verdict(state: str, score: float, *reasons: str) -> _Verdict:
+def _verdict(state: NameMatchState, score: float, *reasons: str) -> _Verdict:
     low, high = SCORE_BANDS[state]
     return _Verdict(state, int(min(high, max(low, score))), tuple(dict.fromkeys(reasons)))
 
@@ -880,7 +880,7 @@ def _unavailable(caller_id: CallerId) -> NameMatch | None:
 def match_name(
     supplied: str,
     caller_id: CallerId,
-    subject_type: Literal["person", "business"],
+    subject_type: SubjectType,
     caller_type: str | None = None,
 ) -> NameMatch:
     """Compare a supplied person or business name with an available caller-ID name."""

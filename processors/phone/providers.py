@@ -28,6 +28,7 @@ from processors.phone.lookup import (
     ProviderUnconfigured,
     ProviderUninterpretable,
 )
+from topics.phone import CarrierType, LineType, ProviderName
 
 __all__ = [
     "LINE_TYPE_TABLE",
@@ -53,10 +54,8 @@ __all__ = [
 class LineTypeRow(NamedTuple):
     """How one raw provider line type reads in the contract."""
 
-    line_type: str
-    """mobile, landline, voip, toll_free, premium, pager or unknown."""
-    carrier_type: str
-    """wireless, landline, voip or unknown."""
+    line_type: LineType
+    carrier_type: CarrierType
     voip_or_virtual: bool | None
     toll_free: bool | None
 
@@ -87,12 +86,12 @@ def _row(raw: str | None) -> LineTypeRow:
     return LINE_TYPE_TABLE.get(raw, _UNRECOGNISED)
 
 
-def line_type(raw: str | None) -> str:
+def line_type(raw: str | None) -> LineType:
     """The contract's line type for a provider's raw line type word."""
     return _row(raw).line_type
 
 
-def carrier_type(raw: str | None) -> str:
+def carrier_type(raw: str | None) -> CarrierType:
     """The contract's carrier type (wireless, landline, voip, unknown) for a raw line type word."""
     return _row(raw).carrier_type
 
@@ -195,7 +194,7 @@ class CarrierLookup:
     body raises `ProviderUninterpretable`. Messages never carry the credentials or the number.
     """
 
-    name = "carrier_lookup"
+    name: ProviderName = "carrier_lookup"
 
     def __init__(
         self,
@@ -419,7 +418,7 @@ class Sandbox:
     Never opens a socket. Only the slow magic number (0199) waits, for `slow_delay_s` seconds.
     """
 
-    name = "sandbox"
+    name: ProviderName = "sandbox"
 
     def __init__(self, slow_delay_s: float = 6.0) -> None:
         self.slow_delay_s = slow_delay_s

@@ -13,6 +13,7 @@ from phonenumbers import geocoder
 from processors.phone import providers
 from processors.phone.lookup import CarrierAnswer
 from processors.phone.name_match import CallerId, NameMatch, match_name, read_caller_id
+from topics.common.environment import Environment
 from topics.phone import (
     SKU,
     Billing,
@@ -21,9 +22,12 @@ from topics.phone import (
     NameMatchView,
     Phone,
     Provenance,
+    ProviderName,
     RateCenter,
+    ResultState,
     Signals,
     Subject,
+    SubjectType,
     VerifyResult,
 )
 from wire.timestamps import iso
@@ -37,7 +41,7 @@ UNINTERPRETABLE_ERROR_CODE = "provider_response_uninterpretable"
 class StoredLookup(msgspec.Struct, frozen=True, kw_only=True):
     """A provider answer kept with the request, so a free re-check can reuse it without a new lookup."""
 
-    provider: str
+    provider: ProviderName
     attempted_at: datetime
     answer: CarrierAnswer | None
     """None when the provider's answer could not be interpreted (result_state `error`)."""
@@ -47,10 +51,10 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     """The fields of an accepted request that a result echoes."""
 
     request_id: str
-    environment: str
+    environment: Environment
     created_at: datetime
     phone_e164: str
-    subject_type: str
+    subject_type: SubjectType
     supplied_name: str
     reference_id: str | None
 
@@ -91,6 +95,7 @@ def build_result(
 ) -> VerifyResult:
     """The VerifyResult for one request, from the provider's answer (fresh, or reused on a free re-check)."""
     answer = lookup.answer
+    state: ResultState
     caller_id: CallerId
     if answer is None:
         state = "error"
@@ -104,22 +109,22 @@ def build_result(
     match: NameMatch = match_name(
         request.supplied_name,
         caller_id,
-        request.subject_type,  # type: ignore[arg-type]
+        request.subject_type,
         answer.caller_type if answer else None,
     )
     raw = answer.line_type_raw if answer and answer.valid is not False else None
     return VerifyResult(
         request_id=request.request_id,
-        environment=request.environment,  # type: ignore[arg-type]
+        environment=request.environment,
         created_at=iso(request.created_at),
         completed_at=iso(completed_at),
         product_version=PRODUCT_VERSION,
         rule_version=RULE_VERSION,
-        result_state=state,  # type: ignore[arg-type]
+        result_state=state,
         subject=Subject(
             phone_e164=request.phone_e164,
             phone_national=national_format(request.phone_e164),
-            subject_type=request.subject_type,  # type: ignore[arg-type]
+            subject_type=request.subject_type,
             supplied_name=request.supplied_name,
             reference_id=request.reference_id,
         ),
@@ -127,19 +132,19 @@ def build_result(
         phone=Phone(
             valid=answer.valid if answer else None,
             country="US",
-            line_type=providers.line_type(raw),  # type: ignore[arg-type]
+            line_type=providers.line_type(raw),
             line_type_raw=raw,
             carrier_name=answer.carrier_name if answer and answer.valid is not False else None,
-            carrier_type=providers.carrier_type(raw),  # type: ignore[arg-type]
+            carrier_type=providers.carrier_type(raw),
             ported=answer.ported if answer else None,
             rate_center=rate_center(request.phone_e164),
         ),
-        caller_id=CallerIdView(state=caller_id.state, name=caller_id.name, error_code=caller_id.error_code),  # type: ignore[arg-type]
-        name_match=NameMatchView(state=match.state, score=match.score, reasons=list(match.reasons)),  # type: ignore[arg-type]
+        caller_id=CallerIdView(state=caller_id.state, name=caller_id.name, error_code=caller_id.error_code),
+        name_match=NameMatchView(state=match.state, score=match.score, reasons=list(match.reasons)),
         signals=Signals(voip_or_virtual=providers.voip_or_virtual(raw), toll_free=providers.toll_free(raw)),
         provenance=[
             Provenance(
-                provider=lookup.provider,  # type: ignore[arg-type]
+                provider=lookup.provider,
                 sku=SKU,
                 cache_hit=cache_hit,
                 attempted_at=iso(lookup.attempted_at),
