@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from litestar.types import ASGIApp
+from litestar.types import ASGIApp, ControllerRouterHandler
 
 from gateway.common.app import Readiness, service_app
 from gateway.phone import docs
@@ -13,11 +13,14 @@ from gateway.phone.requests import RequestsController
 from gateway.phone.usage import UsageController
 from gateway.phone.verify import MAX_BODY_BYTES, VerifyController
 
+ROUTES: list[ControllerRouterHandler] = [VerifyController, RequestsController, UsageController]
+"""Every route of the API (health, metrics and the docs page are the platform's)."""
+
 
 def create_phone_app(gateway: PhoneGateway, authenticator: PhoneAuthenticator, readiness: Readiness) -> ASGIApp:
     return service_app(
         "phone",
-        [VerifyController, RequestsController, UsageController],
+        ROUTES,
         docs.DOCUMENT,
         EXCEPTION_HANDLERS,
         given={"phone": gateway},

@@ -3,7 +3,7 @@ management under `/api/v1`."""
 
 from __future__ import annotations
 
-from litestar.types import ASGIApp
+from litestar.types import ASGIApp, ControllerRouterHandler
 
 from gateway.common.app import Readiness, service_app
 from gateway.photo import docs
@@ -17,11 +17,20 @@ from gateway.photo.verifications import VerificationsController
 from gateway.photo.verify import VerifyController
 from gateway.photo.webhooks import WEBHOOK_ROUTES
 
+ROUTES: list[ControllerRouterHandler] = [
+    VerifyController,
+    ImagesController,
+    KeysController,
+    WEBHOOK_ROUTES,
+    VerificationsController,
+]
+"""Every route of the API (health, metrics and the docs page are the platform's)."""
+
 
 def create_photo_app(gateway: PhotoGateway, authenticator: PhotoAuthenticator, readiness: Readiness) -> ASGIApp:
     return service_app(
         "photo",
-        [VerifyController, ImagesController, KeysController, WEBHOOK_ROUTES, VerificationsController],
+        ROUTES,
         docs.DOCUMENT,
         EXCEPTION_HANDLERS,
         given={"photo": gateway, "webhook_store": gateway.webhooks},

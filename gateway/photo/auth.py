@@ -88,9 +88,9 @@ class PhotoAuthenticator:
         await self.limits.ping()
 
 
-def subscribed(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
+async def subscribed(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     """A guard: live verification needs an active subscription (section 5.6); sandbox keys are free and always
-    work."""
+    work. (Asynchronous, though it awaits nothing: Litestar runs a synchronous guard on a worker thread.)"""
     owner: KeyOwner = connection.user.account
     if owner.environment == "live" and not owner.subscription_active:
         raise PhotoError(403, "This account has no active subscription")
