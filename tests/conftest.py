@@ -21,10 +21,10 @@ from sqlalchemy.engine import make_url
 
 from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker, free_port
+from signalyard.registry import phone, photo
+from signalyard.registry.phone import PhoneSettings
+from signalyard.registry.photo import PhotoSettings
 from signalyard.service import Service, topics_of
-from signalyard.services import phone, photo
-from signalyard.services.phone import PhoneSettings
-from signalyard.services.photo import PhotoSettings
 from signalyard.settings import PlatformSettings, Settings
 from storage.common.db import Database
 from storage.phone import tenants

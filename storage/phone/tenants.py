@@ -12,13 +12,13 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from storage.common import keys
+from storage.phone.catalog import ALL_SCOPES
 from storage.phone.models import Price, Tenant
 
 SERVICE = "phone"
 KEY_PREFIX = "sy"
 DEFAULT_PRICES = {"core_phone": 15000}
 """Microdollars per SKU for tenants without a price of their own."""
-ALL_SCOPES = ("verify", "requests:read", "usage:read")
 
 
 @dataclass(frozen=True, slots=True)

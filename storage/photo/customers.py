@@ -15,14 +15,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from storage.common import keys
 from storage.common.db import per_dialect
 from storage.common.keys import ApiKey
+from storage.photo.catalog import DEFAULT_PLAN, PLANS
 from storage.photo.models import Customer, MonthlyUsage
 
 SERVICE = "photo"
 KEY_PREFIX = "pc"
 SCOPES = ("full", "verify_only")
-PLANS = {"starter": 1_000, "growth": 10_000, "scale": 100_000}
-"""Plan -> live verifications included per calendar month; an operator may give a customer any other cap."""
-DEFAULT_PLAN = "starter"
 DEFAULT_RATE_LIMITS = {"minute": 100, "hour": 6000}
 """Every new key's own budget (section 8); raised per key by an operator."""
 
