@@ -32,9 +32,19 @@ from tests.peers.receiver import WebhookReceiver
 from tests.peers.s3 import S3Server
 from tests.peers.twilio import TwilioLookupServer
 from tests.photo_stack import PhotoStack, wait_for_photo_processor
+from tests.processes import descendants_of
 from topics.phone import PhoneTopics
 
 logs.configure("warning")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """Fails the session (each xdist worker's own) if a process the tests started outlives them: set up first, it
+    is torn down last, once every other fixture has stopped what it started."""
+    yield
+    left = descendants_of(os.getpid())
+    assert not left, "processes left behind by the tests:\n" + "\n".join(map(str, left))
 
 
 @contextmanager
