@@ -61,6 +61,12 @@ class Platform:
         async with asyncio.timeout(self.settings.publish_timeout_s):
             await self.broker.publish(message, topic, key=key)
 
+    async def consume(self) -> None:
+        """Start the subscribers added since the broker started, together. Each joins its consumer group, which the
+        broker makes wait (about 5 s on the embedded one), and FastStream's own start takes them one after another:
+        photo's processors, members of two groups, took twice as long to start."""
+        await asyncio.gather(*(sub.start() for sub in self.broker.subscribers if not sub.running))
+
     async def ensure_topics(self) -> None:
         await ensure_topics(self.bootstrap, self.topics, self.partitions)
 

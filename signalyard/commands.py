@@ -125,8 +125,9 @@ async def processors(settings: Settings, args: argparse.Namespace) -> None:
     stop = bootstrap.Stop()
     service, group = SERVICES[args.service], settings.services[args.service]
     async with bootstrap.platform(settings.platform, topics_of([service], settings.platform.topic_prefix)) as p:
+        await p.broker.start()
         background = service.processors(p, group)
-        await p.broker.start()  # returns once the consumer groups are joined
+        await p.consume()  # returns once every consumer group is joined
         bootstrap.freeze_startup_heap()
         if port := settings.platform.processor_metrics_port:
             # Opened last: `signalyard up` takes an open metrics port as the sign that the processors consume.

@@ -279,8 +279,9 @@ class running_stack:
         self._platform = bootstrap.platform(self.settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
         p = await self._platform.__aenter__()
         app = self.service.gateway(p, group)
-        self.background = self.service.processors(p, group) if self.with_processor else []
         await p.broker.start()
+        self.background = self.service.processors(p, group) if self.with_processor else []
+        await p.consume()  # as `signalyard processors` does: its consumer groups joined together
         port = self.service.port(group)
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
         self._server = bootstrap.Server(config)
