@@ -64,10 +64,13 @@ async def up(settings: Settings, args: argparse.Namespace) -> int | None:
     ]
     print(f"signalyard: starting {', '.join(args.services)}", flush=True)
     async with (
-        bootstrap.platform(p_settings, topics_of(services, p_settings.topic_prefix), upgrade=True) as p,
-        # The children import and join their consumer groups while this process sets up the gateways.
+        # The broker and the schema, then the children at once: they import their code and join their consumer
+        # groups while this process imports the services' wiring and sets up the gateways.
+        bootstrap.platform(p_settings, [], upgrade=True) as p,
         bootstrap.processors_children(p, args.services) as children,
     ):
+        p.topics = topics_of(services, p_settings.topic_prefix)
+        await p.ensure_topics()
         listeners, lines = [], []
         for service, sock in zip(services, sockets, strict=True):
             group = settings.services[service.name]
