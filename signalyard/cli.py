@@ -5,12 +5,23 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from typing import Any
 
 from signalyard.registry import SERVICES
 from signalyard.service import Command
 from signalyard.settings import SettingError, load_settings
+
+# Exit statuses (docs/operations.md lists them), beside 0.
+PROCESSORS_EXITED = 1
+"""`up`: a processors child died, so `up` stopped everything rather than answer 202 forever."""
+USAGE = 2
+"""A bad setting, argument or operator request (argparse exits with it too)."""
+PORT_UNAVAILABLE = 3
+"""A port to listen on is in use (or not allowed); nothing was started."""
+INTERRUPTED = 130
+"""Stopped by Ctrl-C or SIGTERM before it had started; what it had started is stopped."""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,10 +30,20 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(os.environ, {name: service.settings for name, service in SERVICES.items()})
     except SettingError as error:
         print(f"signalyard: {error}", file=sys.stderr)
-        return 2
+        return USAGE
+    # Importing the stack takes seconds and starts nothing: a signal meanwhile ends the process at once (Python's
+    # KeyboardInterrupt could be swallowed by some library's `except:` around an import, and the start go on).
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _exit_at_once)
     from signalyard import commands  # the whole stack: only now that a command runs
 
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return commands.run(args, settings)
+
+
+def _exit_at_once(_signum: int, _frame: object) -> None:
+    os._exit(INTERRUPTED)
 
 
 def services(raw: str) -> list[str]:

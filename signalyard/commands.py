@@ -1,5 +1,4 @@
-"""What each command of `signalyard` runs (imported by `signalyard.cli` only once a command runs), and the exit
-statuses it ends with."""
+"""What each command of `signalyard` runs: imported by `signalyard.cli` only once a command runs."""
 
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from prometheus_client import start_http_server
 
 from signalyard import bootstrap, logs
 from signalyard.bootstrap import Listener, PortUnavailable
+from signalyard.cli import INTERRUPTED, PORT_UNAVAILABLE, PROCESSORS_EXITED, USAGE
 from signalyard.registry import SERVICES
 from signalyard.service import Task, topics_of
 from signalyard.settings import Settings
@@ -24,15 +24,6 @@ from topics.common.asyncapi import asyncapi_document
 
 log = structlog.get_logger("signalyard")
 VERSION = "2026-11"
-
-PROCESSORS_EXITED = 1
-"""`up`: a processors child died, so `up` stopped everything rather than answer 202 forever."""
-USAGE = 2
-"""A bad setting, argument or operator request (argparse exits with it too)."""
-PORT_UNAVAILABLE = 3
-"""A port to listen on is in use (or not allowed); nothing was started."""
-INTERRUPTED = 130
-"""Stopped by Ctrl-C or SIGTERM before it had started; what it had started is stopped."""
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -28,7 +28,13 @@ class Up:
     the phone gateway's."""
 
     def __init__(
-        self, data_dir: Path, port: int, settings: dict[str, str] | None = None, *, services: str = "phone,photo"
+        self,
+        data_dir: Path,
+        port: int,
+        settings: dict[str, str] | None = None,
+        *,
+        services: str = "phone,photo",
+        banner: bool = True,
     ) -> None:
         self.port = port
         self.log = data_dir / "stderr.log"
@@ -48,7 +54,7 @@ class Up:
             text=True,
             start_new_session=True,  # a process group of its own, as a shell gives a foreground job
         )
-        self.banner = self._read_banner()
+        self.banner = self._read_banner() if banner else ""
 
     def _read_banner(self) -> str:
         assert self.process.stdout is not None
@@ -242,6 +248,27 @@ def test_after_a_photo_verify_stopping_up_leaves_no_process_and_its_log_is_json_
     assert up.error_lines() == []
     for line in up.log.read_text().splitlines():  # MediaPipe's own stderr lines included
         assert isinstance(json.loads(line), dict), line
+
+
+def test_stopped_while_it_starts_up_stops_what_it_started_and_exits_130(tmp_path: Path) -> None:
+    up = Up(tmp_path, free_port(), services="photo", banner=False)
+    try:
+        assert up.process.stdout is not None
+        assert up.process.stdout.readline() == "signalyard: starting photo\n"
+        deadline = time.monotonic() + 60
+        while "photo" not in processors_children(up):  # the banner waits for its consumer groups, seconds away
+            assert time.monotonic() < deadline, up.log.read_text()
+            time.sleep(0.05)
+        stack = descendants_of(up.process.pid)
+
+        assert up.ctrl_c() == 130
+
+        assert gone(stack) == []
+        assert up.error_lines() == []
+    finally:
+        if up.process.poll() is None:
+            up.process.kill()
+            up.process.wait()
 
 
 def test_up_runs_the_processors_in_a_child_and_stops_everything_if_that_child_dies(up: Up) -> None:
