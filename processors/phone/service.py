@@ -24,6 +24,7 @@ from processors.phone.lookup import (
 from processors.phone.result import Request, StoredLookup, build_result
 from storage.common.db import Database
 from storage.phone import requests, tenants
+from storage.phone.catalog import RECONCILE_OUTCOMES
 from topics.phone import (
     SKU,
     VerificationCompleted,
@@ -292,9 +293,6 @@ def _refusal(state: str, code: str, message: str, at: datetime) -> requests.Outc
     return requests.Outcome(
         state=state, completed_at=at, billing_disposition="not_billable", error_code=code, error_message=message
     )
-
-
-RECONCILE_OUTCOMES = ("billable", "not_billable", "failed")
 
 
 async def reconcile(db: Database, request_id: str, outcome: str) -> str:

@@ -1,12 +1,11 @@
-"""The photo compliance service (docs/photo.md): its settings, topics, gateway, processors, operator
-commands and first-run demo customer."""
+"""The photo compliance service's wiring (docs/photo.md): its topics, gateway, processors, first-run demo customer
+and operator tasks; `signalyard/registry/photo.py` describes it to the CLI."""
 
 from __future__ import annotations
 
 import argparse
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,8 +27,8 @@ from processors.photo.router import photo_router
 from processors.photo.service import PhotoProcessor, PhotoProcessorConfig, photo_outbox
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
-from signalyard.service import Service, WithDb
-from signalyard.settings import at_least, port, positive, setting, text, url
+from signalyard.registry.photo import PhotoSettings
+from signalyard.service import Task, Wiring
 from storage.common import webhooks
 from storage.common.blobs import BlobStore, open_blobs
 from storage.common.db import Database
@@ -39,29 +38,6 @@ from topics.photo import PhotoTopics, VerificationRequested, partition_key
 from wire.signed_urls import SignedUrls
 
 log = structlog.get_logger("signalyard.photo")
-
-
-@dataclass(frozen=True)
-class PhotoSettings:
-    port: int = setting("SIGNALYARD_PHOTO_PORT", 8002, port)
-    """Port of the photo gateway; it serves the host root (`/v1/verify`, `/api/v1/...`)."""
-    wait_ms: int = setting("SIGNALYARD_PHOTO_WAIT_MS", 10000, at_least(int, 0))
-    """How long POST /v1/verify waits for its verdict; past it, 503 with Retry-After (the same Idempotency-Key later
-    returns the verdict)."""
-    public_url: str | None = setting("SIGNALYARD_PHOTO_PUBLIC_URL", None, url("http", "https"))
-    """Base URL clients reach the photo gateway at, for `image_url` (default: http://HOST:PORT)."""
-    url_signing_key: str | None = setting("SIGNALYARD_PHOTO_URL_SIGNING_KEY", None, text)
-    """Secret that signs `image_url`s; every gateway and processor must share it (default: a random key kept in the
-    data directory)."""
-    image_url_ttl_s: int = setting("SIGNALYARD_PHOTO_IMAGE_URL_TTL_S", 3600, positive(int))
-    """How long a signed `image_url` stays valid."""
-    blob_url: str = setting("SIGNALYARD_PHOTO_BLOB_URL", "", text)
-    """Where images are stored: empty for DATA_DIR/blobs, file:///path, or s3://bucket/prefix?endpoint_url=...&region=...
-    (credentials from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY)."""
-    retention_days: int = setting("SIGNALYARD_PHOTO_RETENTION_DAYS", 30, positive(int))
-    """Images are deleted this many days after their verification (the verdict stays; `image_url` becomes null)."""
-    check_workers: int = setting("SIGNALYARD_PHOTO_CHECK_WORKERS", 0, at_least(int, 0))
-    """Processes judging images in each processors process (0: one per CPU core)."""
 
 
 def _public_url(p: Platform, s: PhotoSettings) -> str:
@@ -169,7 +145,7 @@ def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
     return f"curl -s {base}/v1/verify -H 'X-API-Key: {key}' -F image=@photo.jpg -F policy=us_passport"
 
 
-# Operator commands: `signalyard customers ...`
+# Operator tasks: the bodies of `signalyard customers ...` (their arguments are in the registry)
 
 
 def _new_customer(connection: Connection, args: argparse.Namespace) -> tuple[str, str, str]:
@@ -186,74 +162,56 @@ def _new_customer(connection: Connection, args: argparse.Namespace) -> tuple[str
     return customer_id, sandbox, live
 
 
-def commands(parent: Any, command: Callable[..., Any], with_db: WithDb) -> None:
-    @with_db
-    async def customers_create(db: Database, args: argparse.Namespace) -> None:
-        customer_id, sandbox, live = await db.write(_new_customer, args)
-        print(f"customer {customer_id}")
-        print(f"sandbox key {sandbox}")
-        print(f"live key {live}")
+async def customers_create(db: Database, args: argparse.Namespace) -> None:
+    customer_id, sandbox, live = await db.write(_new_customer, args)
+    print(f"customer {customer_id}")
+    print(f"sandbox key {sandbox}")
+    print(f"live key {live}")
 
-    @with_db
-    async def customers_list(db: Database, _: argparse.Namespace) -> None:
-        for customer in await db.read(customers.list_customers):
-            active = "active" if customer.subscription_active else "no-subscription"
-            print(f"{customer.id}\t{customer.plan}\t{customer.monthly_cap}\t{active}\t{customer.name}")
 
-    @with_db
-    async def customers_plan(db: Database, args: argparse.Namespace) -> None:
-        if args.plan not in customers.PLANS and args.monthly_cap is None:
-            raise ValueError(f"unknown plan {args.plan!r}: one of {', '.join(customers.PLANS)}, or give --monthly-cap")
-        cap = args.monthly_cap if args.monthly_cap is not None else customers.PLANS[args.plan]
-        if not await db.write(customers.update_customer, args.customer_id, plan=args.plan, monthly_cap=cap):
+async def customers_list(db: Database, _: argparse.Namespace) -> None:
+    print("id\tplan\tmonthly_cap\tsubscription\tname")
+    for customer in await db.read(customers.list_customers):
+        active = "active" if customer.subscription_active else "no-subscription"
+        print(f"{customer.id}\t{customer.plan}\t{customer.monthly_cap}\t{active}\t{customer.name}")
+
+
+async def customers_set_plan(db: Database, args: argparse.Namespace) -> None:
+    if args.plan not in customers.PLANS and args.monthly_cap is None:
+        raise ValueError(f"unknown plan {args.plan!r}: one of {', '.join(customers.PLANS)}, or give --monthly-cap")
+    cap = args.monthly_cap if args.monthly_cap is not None else customers.PLANS[args.plan]
+    if not await db.write(customers.update_customer, args.customer_id, plan=args.plan, monthly_cap=cap):
+        raise LookupError(f"no customer {args.customer_id}")
+    print(f"customer {args.customer_id}: plan {args.plan}, monthly cap {cap}")
+
+
+def _subscription(active: bool) -> Task:
+    async def run(db: Database, args: argparse.Namespace) -> None:
+        if not await db.write(customers.update_customer, args.customer_id, subscription_active=active):
             raise LookupError(f"no customer {args.customer_id}")
-        print(f"customer {args.customer_id}: plan {args.plan}, monthly cap {cap}")
+        print(f"customer {args.customer_id}: subscription {'active' if active else 'inactive'}")
 
-    def subscription(active: bool) -> Callable[..., Awaitable[Any]]:
-        @with_db
-        async def run(db: Database, args: argparse.Namespace) -> None:
-            if not await db.write(customers.update_customer, args.customer_id, subscription_active=active):
-                raise LookupError(f"no customer {args.customer_id}")
-            print(f"customer {args.customer_id}: subscription {'active' if active else 'inactive'}")
-
-        return run
-
-    @with_db
-    async def key_limits(db: Database, args: argparse.Namespace) -> None:
-        if not await db.write(customers.set_key_limits, args.key_id, args.per_minute, args.per_hour):
-            raise LookupError(f"no photo key {args.key_id}")
-        print(f"key {args.key_id}: {args.per_minute}/minute, {args.per_hour}/hour")
-
-    group = parent.add_parser("customers", help="photo: customer accounts, plans, subscriptions and key limits")
-    group = group.add_subparsers(required=True, metavar="ACTION")
-    create = command("create", customers_create, "create a customer; print its id, sandbox key and live key", group)
-    create.add_argument("name")
-    create.add_argument("--plan", default=customers.DEFAULT_PLAN, help=f"one of {', '.join(customers.PLANS)}")
-    create.add_argument("--monthly-cap", type=int, help="live verifications per month (default: the plan's)")
-    create.add_argument("--no-subscription", action="store_true", help="live verification answers 403 until activated")
-    command("list", customers_list, "list customers", group)
-    plan = command("set-plan", customers_plan, "change a customer's plan or monthly cap", group)
-    plan.add_argument("customer_id")
-    plan.add_argument("plan")
-    plan.add_argument("--monthly-cap", type=int)
-    for action, active in (("activate", True), ("deactivate", False)):
-        command(action, subscription(active), f"{action} a customer's subscription", group).add_argument("customer_id")
-    limits = command("key-limits", key_limits, "set a key's requests per minute and per hour", group)
-    limits.add_argument("key_id")
-    limits.add_argument("--per-minute", type=int, required=True)
-    limits.add_argument("--per-hour", type=int, required=True)
+    return run
 
 
-SERVICE = Service(
-    name="photo",
-    title="photo API",
-    api="/v1",
-    settings=PhotoSettings,
+async def customers_key_limits(db: Database, args: argparse.Namespace) -> None:
+    if not await db.write(customers.set_key_limits, args.key_id, args.per_minute, args.per_hour):
+        raise LookupError(f"no photo key {args.key_id}")
+    print(f"key {args.key_id}: {args.per_minute}/minute, {args.per_hour}/hour")
+
+
+WIRING = Wiring(
     channels=lambda prefix: {**photo_topics.channels(prefix), **webhooks.events_channel("photo", prefix)},
-    port=lambda s: s.port,
     gateway=gateway,
     processors=processors,
-    commands=commands,
     demo=demo,
     example=example,
+    tasks={
+        "customers_create": customers_create,
+        "customers_list": customers_list,
+        "customers_set_plan": customers_set_plan,
+        "customers_activate": _subscription(True),
+        "customers_deactivate": _subscription(False),
+        "customers_key_limits": customers_key_limits,
+    },
 )

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection, Row
 
 from storage.common import keys
 from storage.common.db import per_dialect
+from storage.phone.catalog import ALL_SCOPES
 from storage.phone.models import Price, Tenant
 from topics.common.environment import Environment
 
@@ -19,7 +20,6 @@ SERVICE = "phone"
 KEY_PREFIX = "sy"
 DEFAULT_PRICES = {"core_phone": 15000}
 """Microdollars per SKU for tenants without a price of their own."""
-ALL_SCOPES = ("verify", "requests:read", "usage:read")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection, Row
 
 from storage.common import keys
 from storage.common.db import per_dialect
+from storage.photo.catalog import DEFAULT_PLAN, PLANS
 from storage.photo.models import Customer, MonthlyUsage
 from topics.common.environment import Environment
 from wire.ids import new_id
@@ -18,9 +19,6 @@ from wire.ids import new_id
 SERVICE = "photo"
 KEY_PREFIX = "pc"
 SCOPES = ("full", "verify_only")
-PLANS = {"starter": 1_000, "growth": 10_000, "scale": 100_000}
-"""Plan -> live verifications included per calendar month; an operator may give a customer any other cap."""
-DEFAULT_PLAN = "starter"
 DEFAULT_RATE_LIMITS = {"minute": 100, "hour": 6000}
 """Every new key's own budget (section 8); raised per key by an operator."""
 

@@ -120,7 +120,9 @@ def phone_up(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Up]:
     # The rate limit (50/second by default) would answer most of the run with 429: still documented, but nothing else
     # would be tested.
     with database_settings(request.param) as database:
-        running = Up(tmp_path, free_port(), {"SIGNALYARD_PHONE_RATE_LIMIT": "100000/second", **database})
+        running = Up(
+            tmp_path, free_port(), {"SIGNALYARD_PHONE_RATE_LIMIT": "100000/second", **database}, services="phone"
+        )
         yield running
         if running.process.poll() is None:
             running.stop()
@@ -191,7 +193,7 @@ def photo_up(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[U
     """`up` with a sandbox key whose limits allow the whole run (the default 100 a minute would answer it with 429)."""
     photo_port = free_port()
     with database_settings(request.param) as database:
-        running = Up(tmp_path, free_port(), {"SIGNALYARD_PHOTO_PORT": str(photo_port), **database})
+        running = Up(tmp_path, free_port(), {"SIGNALYARD_PHOTO_PORT": str(photo_port), **database}, services="photo")
         key = (tmp_path / "demo-photo-sandbox-key").read_text().strip()
         keys = httpx.get(f"http://127.0.0.1:{photo_port}/api/v1/api-keys", headers={"X-API-Key": key}).json()["data"]
         key_id = next(item["id"] for item in keys if key.startswith(item["key_prefix"][:-1]))

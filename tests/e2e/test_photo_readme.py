@@ -49,8 +49,8 @@ def test_the_photo_walkthrough_delivers_a_signed_event(tmp_path: Path) -> None:
     *prepare, up_line = [line for line in setup.splitlines() if line.strip()]
     subprocess.run(["bash", "-ec", "\n".join(prepare)], cwd=tmp_path, check=True)
     words = shlex.split(up_line)
-    assert words[-2:] == [".venv/bin/signalyard", "up"]
-    settings = dict(word.split("=", 1) for word in words[:-2])
+    assert words[-4:] == [".venv/bin/signalyard", "up", "--services", "photo"]
+    settings = dict(word.split("=", 1) for word in words[:-4])
     settings["SIGNALYARD_WEBHOOK_CA_BUNDLE"] = str(tmp_path / settings["SIGNALYARD_WEBHOOK_CA_BUNDLE"])
     image = io.BytesIO()
     Image.new("RGB", (600, 600), (236, 236, 236)).save(image, "JPEG")
@@ -58,7 +58,9 @@ def test_the_photo_walkthrough_delivers_a_signed_event(tmp_path: Path) -> None:
 
     photo_port, receiver_port = free_port(), free_port()
     (tmp_path / ".signalyard").mkdir()
-    up = Up(tmp_path / ".signalyard", free_port(), settings | {"SIGNALYARD_PHOTO_PORT": str(photo_port)})
+    up = Up(
+        tmp_path / ".signalyard", free_port(), settings | {"SIGNALYARD_PHOTO_PORT": str(photo_port)}, services="photo"
+    )
     (tmp_path / "receiver.py").write_text(block("python receiver.py").replace("9443", str(receiver_port)))
     script = block("sh photo-try").replace("127.0.0.1:8002", f"127.0.0.1:{photo_port}")
     script = script.replace("localhost:9443", f"localhost:{receiver_port}")

@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from sqlalchemy import update
 
-from signalyard.services import photo
+from signalyard.registry import photo
 from storage.photo import verifications
 from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver

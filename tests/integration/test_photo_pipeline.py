@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import update
 
 from processors.photo import retention
-from signalyard.services import photo
+from signalyard.registry import photo
 from storage.common.blobs import open_blobs
 from storage.photo import verifications
 from tests.conftest import running_stack, stack_settings

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from signalyard.services import photo
+from signalyard.registry import photo
 from storage.photo import customers
 from storage.photo.models import Verification
 from tests.conftest import running_stack, stack_settings

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from signalyard.services import photo
+from signalyard.registry import photo
 from storage.common.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
