@@ -16,7 +16,7 @@ from faststream.kafka import KafkaMessage, KafkaRouter
 from processors.common.metrics import FAILED_BATCHES, LAG
 from processors.common.offsets import OffsetCommitter, records_of
 from topics.common.client import FETCH_MAX_WAIT_MS, batch_subscription
-from topics.common.pacing import QuietPacer, pace
+from topics.common.pacing import IDLE_WAIT_MS, QuietPacer, pace
 
 log = structlog.get_logger("signalyard.processors")
 
@@ -34,10 +34,11 @@ def batch_consumer(
     group_id: str,
     max_records: int = 200,
     wait_ms: int = FETCH_MAX_WAIT_MS,
+    idle_wait_ms: int = IDLE_WAIT_MS,
 ) -> KafkaRouter:
     """Members of `group_id` share `topic`'s partitions (add members to scale out); each batch is decoded into
     `message_type` and handled whole. A batch is committed only once handled, so nothing is skipped. Fetches wait
-    `wait_ms` while records come, longer while the topic is quiet (`QuietPacer`)."""
+    `wait_ms` while records come, longer while the topic is quiet, up to `idle_wait_ms` (`QuietPacer`)."""
     router = KafkaRouter()
     committer = OffsetCommitter()
 
@@ -50,7 +51,7 @@ def batch_consumer(
         ack_policy=AckPolicy.MANUAL,  # redelivered on failure (nack); committed in the background on success
         title=group_id,
     )
-    pace(subscriber, QuietPacer(wait_ms))
+    pace(subscriber, QuietPacer(wait_ms, idle_wait_ms))
 
     @subscriber
     async def on_batch(batch: list[Any], message: KafkaMessage) -> None:

@@ -15,14 +15,16 @@ from typing import Any, Final, Protocol
 from aiokafka import AIOKafkaConsumer, ConsumerRecord
 from faststream.kafka.subscriber.usecase import BatchSubscriber
 
-IDLE_WAIT_MS: Final = 500
-"""The longest a group member's fetch waits, once its topics have been quiet for 25 s (`QUIET_SHARE`). On the
-embedded broker a record that comes during a fetch is returned at the broker's next look, at most half the wait
-later: the first request after a long quiet spell waits up to 250 ms more at that hop, about 80 ms on average."""
+IDLE_WAIT_MS: Final = 250
+"""The longest a group member on a caller's path waits at the broker, once its topics have been quiet for 12.5 s
+(`QUIET_SHARE`). The embedded broker returns a record that comes during a fetch at its next look, half the remaining
+wait later at most: the first request after a long quiet spell waits up to 125 ms more at that hop, about 40 ms on
+average. Idle, such a member fetches 4 times a second, about 0.25% of a core with the broker's share (bench/README.md,
+bench/idle.py)."""
 QUIET_SHARE: Final = 0.02
 """A quiet group member's fetch wait is this share of how long its topics have been quiet: a fiftieth, so a
-request after a pause of P seconds waits at most P/100 s more at the hop (P/300 on average), and the number of
-fetches during a quiet spell grows with its logarithm, not its length."""
+request after a pause of P seconds waits at most P/100 s more at that hop (P/300 on average), and until the wait
+reaches its cap the number of fetches during a quiet spell grows with the logarithm of its length."""
 POLL_MS: Final = 1000
 """How long one step of a paced subscriber's loop waits for records before it looks at its pacing again. `getmany`
 returns as soon as a fetch brought records, so this costs no latency: it only bounds how stale the wait is."""
