@@ -16,7 +16,7 @@ FETCH_MAX_WAIT_MS: Final = 5
 """How long a busy subscriber's fetch waits at the broker when no record is there yet. The embedded broker (Tansu)
 answers at once when records are there, and otherwise looks again at half the wait, then at three quarters, and so
 on: a record that comes meanwhile waits for the next look, a sixth of the wait on average. A longer wait polls less
-but adds latency to each hop (docs/operations.md, "Topics"); a quiet subscriber waits longer (`pacing`)."""
+but adds latency to each hop (docs/operations.md, "Fetch waits"); a quiet subscriber waits longer (`pacing`)."""
 
 
 def _batch_decoder(message_type: type[T]) -> Callable[[Any], list[T]]:

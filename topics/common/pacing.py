@@ -3,7 +3,7 @@ and shortens as soon as records come (`QuietPacer`); a result subscription fetch
 result (`DemandPacer`). `pace` is the one place that reaches into FastStream and aiokafka to run a subscriber so.
 
 Why: an idle subscriber costs one fetch per `fetch_max_wait_ms`, in its own process and in the broker, and at the
-5-10 ms that keep a busy hop fast, the idle stack polled some 600 times a second (docs/operations.md, "Topics")."""
+5-10 ms that keep a busy hop fast, the idle stack polled some 600 times a second (docs/operations.md, "Fetch waits")."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ IDLE_WAIT_MS: Final = 250
 """The longest a group member on a caller's path waits at the broker, once its topics have been quiet for 12.5 s
 (`QUIET_SHARE`). The embedded broker returns a record that comes during a fetch at its next look, half the remaining
 wait later at most: the first request after a long quiet spell waits up to 125 ms more at that hop, about 40 ms on
-average. Idle, such a member fetches 4 times a second, about 0.25% of a core with the broker's share (bench/README.md,
-bench/idle.py)."""
+average. Idle, such a member fetches 4 times a second: about half a percent of a core with the broker's share, where
+500 ms would take a third of a percent but double that wait."""
 QUIET_SHARE: Final = 0.02
 """A quiet group member's fetch wait is this share of how long its topics have been quiet: a fiftieth, so a
 request after a pause of P seconds waits at most P/100 s more at that hop (P/300 on average), and until the wait
@@ -102,8 +102,8 @@ def pace(subscriber: Any, pacer: Pacer) -> None:
     BatchSubscriber's own `get_msg` calls `getmany(timeout_ms=batch_timeout_ms)` and, when nothing came, sleeps as
     long again: a subscriber with nothing to do wakes every few milliseconds, and a record that comes during the
     sleep waits for its end. This sets, on this one subscriber, a `get_msg` that waits on `getmany` alone (it
-    returns as soon as a fetch brought records) and tells `pacer` about each step. tests/unit/test_pacing.py checks
-    that the installed FastStream and aiokafka still work the way this relies on."""
+    returns as soon as a fetch brought records) and tells `pacer` about each step. tests/integration/test_pacing.py
+    checks that the installed FastStream and aiokafka still work the way this relies on."""
     if not isinstance(subscriber, BatchSubscriber):
         raise TypeError(f"pace() runs FastStream batch subscribers, not {type(subscriber).__name__}")
     max_records = subscriber.max_records
