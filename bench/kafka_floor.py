@@ -33,7 +33,8 @@ from faststream.kafka import KafkaBroker
 
 from signalyard.settings import PlatformSettings
 from topics.common.admin import ensure_topics
-from topics.common.client import LINGER_MS, batch_subscription
+from topics.common.client import FETCH_MAX_WAIT_MS, LINGER_MS, batch_subscription
+from topics.common.pacing import DemandPacer, QuietPacer, pace
 from topics.phone import VerificationCompleted, VerificationRequested, VerifyResult, partition_key
 
 
@@ -92,14 +93,18 @@ async def floor(args: argparse.Namespace) -> None:
     result = msgspec.Raw(args.result.read_bytes()) if args.result else None
     broker = KafkaBroker(args.bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
     waiting: dict[str, asyncio.Future[None]] = {}
+    demand = DemandPacer(lambda: bool(waiting))  # paced as the stack paces its processors and its gateways' waiters
 
-    @broker.subscriber(
+    processor = broker.subscriber(
         requested,
         **batch_subscription(VerificationRequested),
         group_id=f"bench-floor-{suffix}",
         max_records=200,
         auto_offset_reset="earliest",
     )
+    pace(processor, QuietPacer(FETCH_MAX_WAIT_MS))
+
+    @processor
     async def process(batch: list[VerificationRequested]) -> None:
         await asyncio.gather(
             *(
@@ -118,12 +123,17 @@ async def floor(args: argparse.Namespace) -> None:
             )
         )
 
-    @broker.subscriber(completed, **batch_subscription(_Ref), auto_offset_reset="latest")
+    waiter = broker.subscriber(completed, **batch_subscription(_Ref), auto_offset_reset="latest")
+    pace(waiter, demand)
+
+    @waiter
     async def wake(batch: list[_Ref]) -> None:
         for ref in batch:
             future = waiting.pop(ref.request_id, None)
             if future is not None and not future.done():
                 future.set_result(None)
+        if not waiting:
+            demand.changed()
 
     await broker.start()
     number = 2_000_000
@@ -135,6 +145,8 @@ async def floor(args: argparse.Namespace) -> None:
         phone = f"+1212{number:07d}"
         future = asyncio.get_running_loop().create_future()
         waiting[request_id] = future
+        if len(waiting) == 1:
+            demand.changed()
         started = time.perf_counter()
         message = VerificationRequested(request_id=request_id, tenant_id="bench", environment="test", phone_e164=phone)
         await broker.publish(message, requested, key=partition_key(phone))

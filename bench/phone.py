@@ -852,7 +852,7 @@ def report(result: dict[str, Any]) -> str:
         "cpu% = share of one core over the measured window (srv: the server process, for the stack its gateway;",
         "child: the stack's child processes, Tansu and the processors; client: this load generator); cpu ms/ok =",
         "CPU of srv and child per 200 answer. While the bare endpoint ran, the idle stack used",
-        f"{idle['server']:.0f}% + children {idle['children']:.0f}% (Kafka consumers polling).",
+        f"{idle['server']:.0f}% + children {idle['children']:.0f}% (bench/idle.py measures an idle stack alone).",
         "kafka = the transport floor: the stack's two Kafka hops alone, round trips/s (bench/kafka_floor.py).",
         "",
         f"stack max rate = {result['max_rate']:.1f} req/s (closed loop, concurrency {result['max_rate_concurrency']})",

@@ -16,10 +16,10 @@ VERIFICATION_REQUESTED = "photo.verification.requested"
 VERIFICATION_COMPLETED = "photo.verification.completed"
 """A verification reached its verdict (or failed); carries the verdict for stream consumers."""
 CONSUME_WAIT_MS = 10
-"""How long the photo topics' subscribers (the image-check processors, the gateways' waiters) let a fetch wait, which
-on the embedded broker is each hop's latency. Judging an image takes about 10 ms of CPU, so the platform's 5 ms
-would buy little latency for twice the polling (docs/photo.md, "Performance": 90 verifications/s at 5 ms, 103-105 at
-10)."""
+"""How long the photo topics' subscribers (the image-check processors, the gateways' waiters) let a fetch wait while
+busy, which on the embedded broker bounds a caught-up hop's latency. Judging an image takes about 10 ms of CPU, so
+the platform's 5 ms would buy little latency for twice the polling (docs/photo.md, "Performance": 90
+verifications/s at 5 ms, 103-105 at 10)."""
 
 POLICIES = ("us_passport", "icao", "profile_photo")
 """The policy identifiers the verify call accepts; the processors' catalogue holds exactly these."""

@@ -1,5 +1,6 @@
-"""Waiting for one's own results: futures resolved from the completed topic, each confirmed from storage, and the
-publish -> wait -> answer-from-storage step every service's accepting route ends with."""
+"""Waiting for one's own results: futures resolved from the completed topic (fetched only while someone waits), each
+confirmed from storage, and the publish -> wait -> answer-from-storage step every service's accepting route ends
+with."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from sqlalchemy.engine import Connection
 
 from storage.common.db import Database
 from topics.common.client import FETCH_MAX_WAIT_MS, batch_subscription
+from topics.common.pacing import DemandPacer, pace
 
 log = structlog.get_logger("signalyard.gateway")
 
@@ -40,19 +42,29 @@ class ResultWaiter:
         self.ref = msgspec.defstruct("CompletedRef", [(id_field, str)])
         """The part of a completion message the gateway needs: the id in its `id_field` (the rest is in storage)."""
         self._waiting: dict[str, set[asyncio.Future[Any]]] = {}
+        self._pacers: list[DemandPacer] = []
 
     @contextmanager
     def expecting(self, request_id: str) -> Iterator[asyncio.Future[Any]]:
         """A future resolved with the request's stored row once it is finished; register before publishing."""
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        first = not self._waiting
         waiting = self._waiting.setdefault(request_id, set())
         waiting.add(future)
+        if first:
+            self._demand_changed()  # fetch again now, before the request is published
         try:
             yield future
         finally:
             waiting.discard(future)
             if not waiting and self._waiting.get(request_id) is waiting:
                 del self._waiting[request_id]
+            if not self._waiting:
+                self._demand_changed()  # nobody waits: stop fetching
+
+    def _demand_changed(self) -> None:
+        for pacer in self._pacers:
+            pacer.changed()
 
     async def outcome(
         self, request_id: str, wait_s: float, publish: Callable[[], Awaitable[None]] | None = None
@@ -94,15 +106,20 @@ class ResultWaiter:
 
     def router(self, completed_topic: str, title: str, *, wait_ms: int = FETCH_MAX_WAIT_MS) -> KafkaRouter:
         """A subscriber without a consumer group: every gateway instance sees every completion, `wait_ms` after it
-        is published at most (see `batch_subscription`)."""
+        is published at most (see `batch_subscription`). It fetches only while a caller waits (`DemandPacer`): idle,
+        it costs the broker nothing, and what was published meanwhile is read when fetching resumes."""
         router = KafkaRouter()
-
-        @router.subscriber(
+        pacer = DemandPacer(lambda: bool(self._waiting))
+        self._pacers.append(pacer)
+        subscriber = router.subscriber(
             completed_topic,
             **batch_subscription(self.ref, wait_ms=wait_ms),
             auto_offset_reset="latest",
             title=title,
         )
+        pace(subscriber, pacer)
+
+        @subscriber
         async def on_completed(batch: list[Any]) -> None:
             await self.confirm([getattr(ref, self.id_field) for ref in batch])
 

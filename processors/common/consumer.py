@@ -1,5 +1,6 @@
 """The batch consumer every service's processors use: a consumer-group member that hands whole fetched batches to a
-handler, redelivers a batch whose handler raised, commits processed offsets in the background and reports lag."""
+handler, redelivers a batch whose handler raised, commits processed offsets in the background, reports lag, and
+fetches less often while its topic is quiet."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from faststream.kafka import KafkaMessage, KafkaRouter
 from processors.common.metrics import FAILED_BATCHES, LAG
 from processors.common.offsets import OffsetCommitter, records_of
 from topics.common.client import FETCH_MAX_WAIT_MS, batch_subscription
+from topics.common.pacing import IDLE_WAIT_MS, QuietPacer, pace
 
 log = structlog.get_logger("signalyard.processors")
 
@@ -32,13 +34,15 @@ def batch_consumer(
     group_id: str,
     max_records: int = 200,
     wait_ms: int = FETCH_MAX_WAIT_MS,
+    idle_wait_ms: int = IDLE_WAIT_MS,
 ) -> KafkaRouter:
     """Members of `group_id` share `topic`'s partitions (add members to scale out); each batch is decoded into
-    `message_type` and handled whole. A batch is committed only once handled, so nothing is skipped."""
+    `message_type` and handled whole. A batch is committed only once handled, so nothing is skipped. Fetches wait
+    `wait_ms` while records come, longer while the topic is quiet, up to `idle_wait_ms` (`QuietPacer`)."""
     router = KafkaRouter()
     committer = OffsetCommitter()
 
-    @router.subscriber(
+    subscriber = router.subscriber(
         topic,
         **batch_subscription(message_type, wait_ms=wait_ms),
         group_id=group_id,
@@ -47,6 +51,9 @@ def batch_consumer(
         ack_policy=AckPolicy.MANUAL,  # redelivered on failure (nack); committed in the background on success
         title=group_id,
     )
+    pace(subscriber, QuietPacer(wait_ms, idle_wait_ms))
+
+    @subscriber
     async def on_batch(batch: list[Any], message: KafkaMessage) -> None:
         try:
             await handle(batch)

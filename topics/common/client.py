@@ -13,10 +13,10 @@ LINGER_MS: Final = 0
 """How long the producer waits to gather messages into one produce request. Not at all: messages that come while a
 request is in flight still go out together, and each hop is a millisecond shorter (measured, bench/README.md)."""
 FETCH_MAX_WAIT_MS: Final = 5
-"""How long a fetch waits at the broker. The embedded broker (Tansu) holds every fetch this long, even when it has
-data, so this is the consume latency; longer waits poll less but add latency (measured in bench/README.md)."""
-BATCH_TIMEOUT_MS: Final = 5
-"""How long a batch subscriber waits for its first message before polling again."""
+"""How long a busy subscriber's fetch waits at the broker when no record is there yet. The embedded broker (Tansu)
+answers at once when records are there, and otherwise looks again at half the wait, then at three quarters, and so
+on: a record that comes meanwhile waits for the next look, a sixth of the wait on average. A longer wait polls less
+but adds latency to each hop (docs/operations.md, "Fetch waits"); a quiet subscriber waits longer (`pacing`)."""
 
 
 def _batch_decoder(message_type: type[T]) -> Callable[[Any], list[T]]:
@@ -31,12 +31,13 @@ def _batch_decoder(message_type: type[T]) -> Callable[[Any], list[T]]:
 
 
 def batch_subscription(message_type: type[T], *, wait_ms: int = FETCH_MAX_WAIT_MS) -> dict[str, Any]:
-    """What every batch subscriber of ours shares (`subscriber(topic, **batch_subscription(T), ...)`): the fetch
-    and batch waits above, and msgspec decoding into `message_type`. A subscriber that is not on a caller's path
-    may wait longer (`wait_ms`): its consume latency grows, and it polls the broker that many times less."""
+    """What every batch subscriber of ours shares (`subscriber(topic, **batch_subscription(T), ...)`, then
+    `pacing.pace(subscriber, ...)`): the fetch wait above while busy, and msgspec decoding into `message_type`. A
+    subscriber that is not on a caller's path may wait longer (`wait_ms`): its consume latency grows, and it polls
+    the broker that many times less."""
     return {
         "batch": True,
         "fetch_max_wait_ms": wait_ms,
-        "batch_timeout_ms": max(BATCH_TIMEOUT_MS, wait_ms),
+        "batch_timeout_ms": wait_ms,  # FastStream's own polling step, which a paced subscriber does not use
         "decoder": _batch_decoder(message_type),
     }

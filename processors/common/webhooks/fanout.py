@@ -18,8 +18,11 @@ from storage.common.db import Database
 from storage.common.webhooks import WebhookEventRecorded
 
 FANOUT_WAIT_MS = 100
-"""The fan-out's consume latency. No caller waits on it, and a delivery 100 ms later is nothing to a receiver, while
-an idle subscriber at the platform's 5 ms polls the broker 200 times a second."""
+"""How long the fan-out's fetches wait while events come. No caller waits on it, and a delivery 100 ms later is
+nothing to a receiver, while at the platform's 5 ms it would fetch up to 200 times a second."""
+FANOUT_IDLE_WAIT_MS = 2000
+"""... and once its topic is quiet (topics/common/pacing.py): the first event after a quiet spell is fanned out up to
+a second later, and the idle fan-out fetches once every 2 s."""
 
 
 def fanout_router(
@@ -49,6 +52,7 @@ def fanout_router(
         handle,
         group_id=f"{prefix}signalyard-{service}-webhook-fanout",
         wait_ms=FANOUT_WAIT_MS,
+        idle_wait_ms=FANOUT_IDLE_WAIT_MS,
     )
 
 
