@@ -1,4 +1,6 @@
-"""Shared fixtures: one embedded broker per session, and a whole phone stack per database under test."""
+"""The platform's fixtures: one embedded broker per session (per worker under xdist), the databases under test, the
+local peers, and `running_stack`, which starts any service as `signalyard up` wires it. Each service's stack and its
+fixtures live in `tests/<service>_stack.py`, registered below; a test starts only the stacks it asks for."""
 
 from __future__ import annotations
 
@@ -6,12 +8,14 @@ import asyncio
 import dataclasses
 import logging
 import os
+import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, ClassVar, Generic, TypeVar
 
 import asyncpg
 import httpx
@@ -20,19 +24,18 @@ import structlog
 from sqlalchemy.engine import make_url
 
 from signalyard import bootstrap, logs
-from signalyard.embedded_broker import EmbeddedBroker, free_port
+from signalyard.embedded_broker import EmbeddedBroker
 from signalyard.service import Service, topics_of
-from signalyard.services import phone, photo
 from signalyard.services.phone import PhoneSettings
 from signalyard.services.photo import PhotoSettings
 from signalyard.settings import PlatformSettings, Settings
 from storage.common.db import Database
-from storage.phone import tenants
 from tests.peers.receiver import WebhookReceiver
 from tests.peers.s3 import S3Server
 from tests.peers.twilio import TwilioLookupServer
-from tests.photo_stack import PhotoStack, wait_for_photo_processor
-from topics.phone import PhoneTopics
+
+pytest_plugins = ["tests.phone_stack", "tests.photo_stack"]
+"""Each service's stack fixtures (`stack`, `gateway_only`; `photo_stack`), registered once for the whole session."""
 
 logs.configure("warning")
 
@@ -73,6 +76,20 @@ def twilio() -> Iterator[TwilioLookupServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3-compatible server (moto's) on a local socket; each test makes buckets of its own."""
+    with S3Server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def receiver() -> Iterator[WebhookReceiver]:
+    """Customers' webhook receiver: real HTTPS on localhost, with a certificate from a test CA."""
+    with WebhookReceiver() as running:
+        yield running
+
+
 @pytest.fixture(scope="session", params=DATABASES)
 async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
     """A fresh database per session: a SQLite file, or a new PostgreSQL database dropped afterwards."""
@@ -106,9 +123,12 @@ class fresh_postgres_database:
 _PLATFORM_FIELDS = {spec.name for spec in dataclasses.fields(PlatformSettings)}
 
 
-def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer | None, **overrides: Any) -> Settings:
+def stack_settings(
+    data_dir: Path, database_url: str | None, twilio: TwilioLookupServer | None, **overrides: Any
+) -> Settings:
     """Settings of a test stack; `overrides` name platform fields, photo fields with `photo_`, or phone fields with
-    or without `phone_`."""
+    or without `phone_`. Gateway ports are 0: `running_stack` binds a free one (and the settings it returns say
+    which), so that no other process can take it in between."""
     platform: dict[str, Any] = {
         "data_dir": data_dir,
         "database_url": database_url,
@@ -118,7 +138,7 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
         "sweep_every_s": 1,
     }
     phone: dict[str, Any] = {
-        "port": free_port(),
+        "port": 0,
         "wait_ms": 2000,
         "rate_limit": "1000/second",
         "sandbox_slow_ms": 2500,
@@ -128,7 +148,7 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
         "carrier_lookup_timeout_s": 0.5,
         "carrier_lookup_retries": 1,
     }
-    photo: dict[str, Any] = {"port": free_port(), "wait_ms": 5000, "check_workers": 1}
+    photo: dict[str, Any] = {"port": 0, "wait_ms": 5000, "check_workers": 1}
     for name, value in overrides.items():
         if name in _PLATFORM_FIELDS:
             platform[name] = value
@@ -140,177 +160,86 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
 
 
 @dataclass
-class TenantKeys:
-    id: str
-    test_key: str
-    live_key: str
+class ServiceStack:
+    """A running service (its gateway, and its processors unless left out) with a client at its gateway's root. Each
+    service's stack (`tests/<service>_stack.py`) adds the requests its users send."""
 
-
-@dataclass
-class Stack:
-    """A running phone gateway and processor on the session broker, with a client pointed at its /v1."""
-
+    service: ClassVar[Service]
     settings: Settings
     db: Database
     base_url: str
     client: httpx.AsyncClient
     platform: bootstrap.Platform
 
-    @property
-    def topics(self) -> PhoneTopics:
-        return PhoneTopics(self.settings.platform.topic_prefix)
-
-    async def new_tenant(
-        self, *, scopes: list[str] | None = None, skus: list[str] | None = None, spend_cap: int | None = None
-    ) -> TenantKeys:
-        async with self.db.write() as session:
-            tenant_id = await tenants.create_tenant(session, "test", skus=skus, spend_cap_microdollars=spend_cap)
-            _, test_key = await tenants.create_key(session, tenant_id, "test", scopes)
-            _, live_key = await tenants.create_key(session, tenant_id, "live", scopes)
-        return TenantKeys(tenant_id, test_key, live_key)
-
-    async def verify(
-        self, key: str, body: Any, *, idempotency_key: str | None = "auto", **headers: str
-    ) -> httpx.Response:
-        sent = {"Authorization": f"Bearer {key}", **headers}
-        if idempotency_key == "auto":
-            idempotency_key = str(uuid.uuid4())
-        if idempotency_key is not None:
-            sent["Idempotency-Key"] = idempotency_key
-        return await self.client.post("/v1/verify", json=body, headers=sent)
-
-    async def get(self, key: str, path: str, **params: str) -> httpx.Response:
-        return await self.client.get(path, headers={"Authorization": f"Bearer {key}"}, params=params)
-
-    async def settle(self, key: str, request_id: str, timeout_s: float = 15) -> httpx.Response:
-        """Poll GET /requests/{id} until it is no longer pending."""
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while True:
-            response = await self.get(key, f"/v1/requests/{request_id}")
-            if response.status_code != 202 or asyncio.get_running_loop().time() > deadline:
-                return response
-            await asyncio.sleep(0.1)
+    async def wait_for_processors(self) -> None:
+        """Return once the processors answer: their consumer group takes a few seconds to join."""
+        raise NotImplementedError
 
 
-@pytest.fixture(scope="session")
-async def stack(
-    broker_bootstrap: str, database_url: str, twilio: TwilioLookupServer, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Stack]:
-    settings = stack_settings(tmp_path_factory.mktemp("data"), database_url, twilio)
-    async with running_stack(settings, broker_bootstrap) as running:
-        yield running
+S = TypeVar("S", bound=ServiceStack)
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """An S3-compatible server (moto's) on a local socket; each test makes buckets of its own."""
-    with S3Server() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def receiver() -> Iterator[WebhookReceiver]:
-    """Customers' webhook receiver: real HTTPS on localhost, with a certificate from a test CA."""
-    with WebhookReceiver() as running:
-        yield running
-
-
-@pytest.fixture(scope="session")
-async def photo_stack(
-    broker_bootstrap: str, database_url: str, receiver: WebhookReceiver, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[PhotoStack]:
-    settings = stack_settings(
-        tmp_path_factory.mktemp("photo"),
-        database_url,
-        None,
-        webhook_allow_private_targets=True,
-        webhook_ca_bundle=str(receiver.ca_bundle),
-    )
-    async with running_stack(settings, broker_bootstrap, service=photo.SERVICE) as running:
-        yield running
-
-
-@pytest.fixture
-async def gateway_only(
-    broker_bootstrap: str, database_url: str, tmp_path: Path
-) -> AsyncIterator[Callable[..., AbstractAsyncContextManager[Stack]]]:
-    """A factory of extra phone gateways (no processor) on the session's database, with settings of the test's own:
-    `async with gateway_only(phone_rate_limit="2/minute") as strict: ...`. Their requests stay pending."""
-
-    def start(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
-        settings = stack_settings(tmp_path, database_url, None, phone_wait_ms=100, **overrides)
-        return running_stack(settings, broker_bootstrap, with_processor=False)
-
-    return start
-
-
-class running_stack:
-    """A service's gateway (served by uvicorn on a free port) and processors, exactly as `signalyard up` wires them;
-    phone by default, `service=photo.SERVICE` for photo (entered as a `PhotoStack`)."""
+class running_stack(Generic[S]):
+    """The service of `kind` (a `ServiceStack`), exactly as `signalyard up` wires it, on `broker_bootstrap`: its
+    gateway served by uvicorn on a socket bound here, and its processors unless `with_processor=False`."""
 
     def __init__(
-        self,
-        settings: Settings,
-        broker_bootstrap: str,
-        *,
-        with_processor: bool = True,
-        service: Service = phone.SERVICE,
+        self, settings: Settings, broker_bootstrap: str, kind: type[S], *, with_processor: bool = True
     ) -> None:
         self.settings = settings
         self.bootstrap = broker_bootstrap
+        self.kind = kind
         self.with_processor = with_processor
-        self.service = service
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> S:
         import uvicorn
 
-        group = self.settings.services[self.service.name]
-        topics = topics_of([self.service], self.settings.platform.topic_prefix)
-        self._platform = bootstrap.platform(self.settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
-        p = await self._platform.__aenter__()
-        app = self.service.gateway(p, group)
-        self.background = self.service.processors(p, group) if self.with_processor else []
-        await p.broker.start()
-        port = self.service.port(group)
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
-        self._server = bootstrap.Server(config)
-        self._serving = asyncio.create_task(self._server.serve())
-        self._sweeping = bootstrap.run_background(self.background)
-        while not self._server.started:
-            await asyncio.sleep(0.02)
-        base_url = f"http://127.0.0.1:{port}"
-        self._client = httpx.AsyncClient(base_url=base_url, timeout=30)
-        if self.service.name == "photo":
+        service = self.kind.service
+        async with AsyncExitStack() as stack:
+            listening = stack.enter_context(socket.socket())
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listening.bind(("127.0.0.1", service.port(self.settings.services[service.name])))
+            port = listening.getsockname()[1]
+            group = dataclasses.replace(self.settings.services[service.name], port=port)
+            settings = dataclasses.replace(self.settings, services={**self.settings.services, service.name: group})
+
+            topics = topics_of([service], settings.platform.topic_prefix)
+            p = await stack.enter_async_context(
+                bootstrap.platform(settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
+            )
+            app = service.gateway(p, group)
+            background = service.processors(p, group) if self.with_processor else []
+            await p.broker.start()
+            server = bootstrap.Server(uvicorn.Config(app, log_config=None, access_log=False))
+            serving = asyncio.create_task(server.serve(sockets=[listening]))
+            stack.push_async_callback(_stop, server, serving)
+            sweeping = bootstrap.run_background(background)
+            stack.push_async_callback(_cancel, sweeping)
+            while not server.started:
+                if serving.done():
+                    await serving  # uvicorn could not start: say why
+                    raise RuntimeError("the gateway stopped before it started")
+                await asyncio.sleep(0.02)
+            base_url = f"http://127.0.0.1:{port}"
+            client = await stack.enter_async_context(httpx.AsyncClient(base_url=base_url, timeout=30))
+            running = self.kind(settings, p.db, base_url, client, p)
             if self.with_processor:
-                await wait_for_photo_processor(self._client, p)
-            return PhotoStack(self.settings, p.db, base_url, self._client, p)
-        if self.with_processor:
-            await _wait_for_processor(self._client, p)
-        return Stack(self.settings, p.db, base_url, self._client, p)
+                await running.wait_for_processors()
+            self._exit = stack.pop_all()
+        return running
 
-    async def __aexit__(self, *exc: object) -> None:
-        for task in self._sweeping:
-            task.cancel()
-        await asyncio.gather(*self._sweeping, return_exceptions=True)
-        await self._client.aclose()
-        self._server.should_exit = True
-        await self._serving
-        await self._platform.__aexit__(*exc)
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self._exit.__aexit__(kind, error, traceback)
 
 
-async def _wait_for_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
-    """The processors' consumer group takes a few seconds to join; a warm-up check tells when it has."""
-    async with p.db.write() as session:
-        tenant_id = await tenants.create_tenant(session, "warm-up")
-        _, key = await tenants.create_key(session, tenant_id, "test")
-    for attempt in range(60):
-        response = await client.post(
-            "/v1/verify",
-            json={"phone": "+12025550100", "name": "Warm Up", "subject_type": "person"},
-            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": f"warm-up-{attempt}"},
-        )
-        if response.status_code == 200:
-            return
-        if response.status_code == 409:  # the previous attempt is still pending: give it time
-            await asyncio.sleep(0.5)
-    raise RuntimeError("the phone processor never answered")
+async def _stop(server: bootstrap.Server, serving: asyncio.Task[None]) -> None:
+    server.should_exit = True
+    await serving
+
+
+async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,4 +1,5 @@
-"""The photo test stack: a running photo gateway and processors, customers and keys, and requests as users send them."""
+"""The photo test stack: a running photo gateway and processors, customers and keys, and requests as users send them;
+its fixture (`photo_stack`) is registered by the root conftest."""
 
 from __future__ import annotations
 
@@ -6,16 +7,18 @@ import asyncio
 import base64
 import io
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
+import pytest
 from PIL import Image
 
-from signalyard import bootstrap
-from signalyard.settings import Settings
-from storage.common.db import Database
+from signalyard.service import Service
+from signalyard.services import photo
 from storage.photo import customers
+from tests.conftest import ServiceStack, running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from topics.photo import PhotoTopics
 
@@ -35,14 +38,10 @@ def jpeg(width: int = 600, height: int = 600, colour: tuple[int, int, int] = (24
 
 
 @dataclass
-class PhotoStack:
+class PhotoStack(ServiceStack):
     """A running photo gateway and processors on the session broker, with a client at the host root."""
 
-    settings: Settings
-    db: Database
-    base_url: str
-    client: httpx.AsyncClient
-    platform: bootstrap.Platform
+    service: ClassVar[Service] = photo.SERVICE
 
     @property
     def topics(self) -> PhotoTopics:
@@ -98,21 +97,30 @@ class PhotoStack:
         headers = {"X-API-Key": key} if key is not None else {}
         return await self.client.request(method, path, headers=headers, **kwargs)
 
+    async def wait_for_processors(self) -> None:
+        """The processors' consumer group takes a few seconds to join; a warm-up verification tells when it has."""
+        async with self.db.write() as session:
+            customer_id = await customers.create_customer(session, "warm-up")
+            _, key = await customers.create_key(session, customer_id, "test", name="warm-up")
+        image = jpeg()
+        for _ in range(60):
+            response = await self.verify(key, image, idempotency_key=f"warm-up-{uuid.uuid4()}", filename="warm-up.jpg")
+            if response.status_code == 200:
+                return
+            await asyncio.sleep(0.5)
+        raise RuntimeError("the photo processor never answered")
 
-async def wait_for_photo_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
-    """The processors' consumer group takes a few seconds to join; a warm-up verification tells when it has."""
-    async with p.db.write() as session:
-        customer_id = await customers.create_customer(session, "warm-up")
-        _, key = await customers.create_key(session, customer_id, "test", name="warm-up")
-    image = jpeg()
-    for _ in range(60):
-        response = await client.post(
-            "/v1/verify",
-            files={"image": ("warm-up.jpg", image, "image/jpeg")},
-            data={"policy": "profile_photo"},
-            headers={"X-API-Key": key, "Idempotency-Key": f"warm-up-{uuid.uuid4()}"},
-        )
-        if response.status_code == 200:
-            return
-        await asyncio.sleep(0.5)
-    raise RuntimeError("the photo processor never answered")
+
+@pytest.fixture(scope="session")
+async def photo_stack(
+    broker_bootstrap: str, database_url: str, receiver: WebhookReceiver, tmp_path_factory: pytest.TempPathFactory
+) -> AsyncIterator[PhotoStack]:
+    settings = stack_settings(
+        tmp_path_factory.mktemp("photo"),
+        database_url,
+        None,
+        webhook_allow_private_targets=True,
+        webhook_ca_bundle=str(receiver.ca_bundle),
+    )
+    async with running_stack(settings, broker_bootstrap, PhotoStack) as running:
+        yield running

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from tests.conftest import Stack
+from tests.phone_stack import Stack
 
 
 @asynccontextmanager

@@ -12,9 +12,9 @@ from sqlalchemy import select
 
 from storage.phone import tenants
 from storage.phone.models import LedgerEntry, PhoneRequest
-from tests.conftest import Stack
-from tests.contract.helpers import assert_error, person
+from tests.contract.phone.helpers import assert_error, person
 from tests.integration.faults import ledger_refused, run_cli
+from tests.phone_stack import Stack
 from topics.phone import VerificationRequested
 
 

@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from sqlalchemy import update
 
-from signalyard.services import photo
 from storage.photo import verifications
 from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
@@ -24,13 +23,13 @@ from tests.photo_stack import PhotoStack, jpeg
 from topics.photo import VerificationRequested, partition_key
 
 
-def gateway_alone(stack: PhotoStack, broker_bootstrap: str) -> running_stack:
+def gateway_alone(stack: PhotoStack, broker_bootstrap: str) -> running_stack[PhotoStack]:
     """A photo gateway beside `stack` (its database and data directory) with no processors on a topic prefix of its
     own: a verify call answers 503 and stays pending."""
     platform = stack.settings.platform
     prefix = f"t{uuid.uuid4().hex[:8]}."
     settings = stack_settings(platform.data_dir, platform.database_url, None, topic_prefix=prefix, photo_wait_ms=100)
-    return running_stack(settings, broker_bootstrap, with_processor=False, service=photo.SERVICE)
+    return running_stack(settings, broker_bootstrap, PhotoStack, with_processor=False)
 
 
 async def pending(gateway: PhotoStack, key: str, idempotency_key: str) -> str:

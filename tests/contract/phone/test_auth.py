@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from storage.phone import tenants
-from tests.conftest import Stack
-from tests.contract.helpers import assert_error, assert_result, live_number, person
+from tests.contract.phone.helpers import assert_error, assert_result, live_number, person
 from tests.peers.twilio import TwilioLookupServer
+from tests.phone_stack import Stack
 
 ENDPOINTS = ["verify", "request", "usage"]
 
