@@ -118,6 +118,7 @@ async def test_a_request_accepted_before_its_tenant_was_suspended_is_rejected_an
         if row.state != "pending":
             break
         await asyncio.sleep(0.1)
+    assert row is not None
     assert row.state == "rejected"
 
     assert_error(await stack.get(tenant.test_key, f"/v1/requests/{request_id}"), 403, "tenant_suspended")

@@ -20,7 +20,7 @@ from storage.photo import verifications
 from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import PhotoStack, jpeg
-from topics.photo import VerificationRequested, partition_key
+from topics.photo import Environment, VerificationRequested, partition_key
 
 
 def gateway_alone(stack: PhotoStack, broker_bootstrap: str) -> running_stack[PhotoStack]:
@@ -90,7 +90,7 @@ async def test_a_work_order_delivered_twice_completes_once(
         twice = await pending(gateway, customer.live_key, "twice-1")
         after = await pending(gateway, customer.test_key, "after-1")
 
-    def work_order(verification_id: str, environment: str) -> VerificationRequested:
+    def work_order(verification_id: str, environment: Environment) -> VerificationRequested:
         return VerificationRequested(
             verification_id=verification_id,
             customer_id=customer.id,

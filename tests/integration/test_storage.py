@@ -168,8 +168,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
         try:
             async with engine.connect() as connection:
                 tables = await connection.run_sync(lambda sync: set(inspect(sync).get_table_names()))
-                versions = (await connection.execute(text("SELECT version_num FROM alembic_version"))).scalars()
-                versions = list(versions)
+                versions = list((await connection.execute(text("SELECT version_num FROM alembic_version"))).scalars())
                 indexes = await connection.run_sync(
                     lambda sync: {index["name"]: index for index in inspect(sync).get_indexes("phone_requests")}
                 )
