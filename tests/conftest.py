@@ -29,7 +29,7 @@ from signalyard.service import Service, topics_of
 from signalyard.services.phone import PhoneSettings
 from signalyard.services.photo import PhotoSettings
 from signalyard.settings import PlatformSettings, Settings
-from storage.common.db import Database
+from storage.common.db import Database, migrate
 from tests.peers.receiver import WebhookReceiver
 from tests.peers.s3 import S3Server
 from tests.peers.twilio import TwilioLookupServer
@@ -92,11 +92,16 @@ def receiver() -> Iterator[WebhookReceiver]:
 
 @pytest.fixture(scope="session", params=DATABASES)
 async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    """A fresh database per session: a SQLite file, or a new PostgreSQL database dropped afterwards."""
+    """A fresh database per session (per worker under xdist) at the newest schema: a SQLite file, or a new PostgreSQL
+    database dropped afterwards. Migrated here, not by whichever stack happens to start first on it: a worker may run
+    tests that use the database without any stack."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'signalyard.db'}"
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'signalyard.db'}"
+        await asyncio.to_thread(migrate, url)
+        yield url
         return
     async with fresh_postgres_database(PG_URL or "") as url:
+        await asyncio.to_thread(migrate, url)
         yield url
 
 
