@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +36,8 @@ from tests.peers.twilio import TwilioLookupServer
 
 pytest_plugins = ["tests.phone_stack", "tests.photo_stack"]
 """Each service's stack fixtures (`stack`, `gateway_only`; `photo_stack`), registered once for the whole session."""
+SHARED_STACKS = ["stack", "photo_stack"]
+"""The fixtures of each service's shared stack (`SharedStacks`): one running stack per database, shared by its tests."""
 
 logs.configure("warning")
 
@@ -61,6 +63,38 @@ PG_URL = os.environ.get("SIGNALYARD_TEST_DATABASE_URL")
 DATABASES = ["sqlite"] + (["postgresql"] if PG_URL else [])
 TWILIO_SID = "AC" + "0" * 32
 TWILIO_TOKEN = "test-auth-token"
+
+
+def shared_stacks_of(item: pytest.Item) -> list[str]:
+    """The shared stacks a test uses, each named with its database: `stack-sqlite` (no brackets: xdist reads a
+    group after the last `]` of a test's id)."""
+    callspec = getattr(item, "callspec", None)
+    if not isinstance(item, pytest.Function) or callspec is None or "database_url" not in callspec.params:
+        return []
+    return [f"{name}-{callspec.params['database_url']}" for name in SHARED_STACKS if name in item.fixturenames]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist (`-n 2 --dist loadgroup`, pyproject's addopts) each worker starts the fixtures its tests use. The
+    tests of one shared stack form a group that one worker runs, in collection order, so that each stack starts once
+    per run, not once per worker. Other tests go to whichever worker is free."""
+    for item in items:
+        stacks = shared_stacks_of(item)
+        if stacks:
+            item.add_marker(pytest.mark.xdist_group("+".join(stacks)))
+
+
+LAST_USERS = pytest.StashKey[dict[str, pytest.Item]]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The last test (in collection order) of each shared stack: `SharedStacks` stops the stack after it."""
+    last_users: dict[str, pytest.Item] = {}
+    for item in session.items:
+        for name in shared_stacks_of(item):
+            last_users[name] = item
+    session.config.stash[LAST_USERS] = last_users
 
 
 @pytest.fixture(scope="session")
@@ -202,7 +236,6 @@ class running_stack(Generic[S]):
         service = self.kind.service
         async with AsyncExitStack() as stack:
             listening = stack.enter_context(socket.socket())
-            listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             listening.bind(("127.0.0.1", service.port(self.settings.services[service.name])))
             port = listening.getsockname()[1]
             group = dataclasses.replace(self.settings.services[service.name], port=port)
@@ -237,6 +270,50 @@ class running_stack(Generic[S]):
         self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
     ) -> None:
         await self._exit.__aexit__(kind, error, traceback)
+
+
+class SharedStacks:
+    """This worker's shared stacks (`SHARED_STACKS`): each starts for the first test that uses it and stops after the
+    last one, in collection order, instead of polling the broker idle (a fifth of a core with the broker's share) until
+    the session ends. One asked for again after it stopped (tests run out of order) starts again."""
+
+    def __init__(self, last_users: dict[str, pytest.Item]) -> None:
+        self.last_users = last_users
+        self.running: dict[str, tuple[running_stack[Any], ServiceStack]] = {}
+
+    async def use(self, request: pytest.FixtureRequest, start: Callable[[], running_stack[S]]) -> S:
+        """The stack of the fixture `request` is for; `start()` says how to start it."""
+        name = self._name(request)
+        if name not in self.running:
+            starting = start()
+            self.running[name] = (starting, await starting.__aenter__())
+        starting, running = self.running[name]
+        assert isinstance(running, starting.kind)
+        return running
+
+    async def done(self, request: pytest.FixtureRequest) -> None:
+        """After each test: stop the stack if no later test uses it."""
+        name = self._name(request)
+        if self.last_users.get(name) is request.node:
+            await self._stop(name)
+
+    async def stop_all(self) -> None:
+        for name in list(self.running):
+            await self._stop(name)
+
+    def _name(self, request: pytest.FixtureRequest) -> str:
+        return f"{request.fixturename}-{request.node.callspec.params['database_url']}"
+
+    async def _stop(self, name: str) -> None:
+        starting, _ = self.running.pop(name)
+        await starting.__aexit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+async def shared_stacks(request: pytest.FixtureRequest, broker_bootstrap: str) -> AsyncIterator[SharedStacks]:
+    stacks = SharedStacks(request.config.stash.get(LAST_USERS, {}))
+    yield stacks
+    await stacks.stop_all()
 
 
 async def _stop(server: bootstrap.Server, serving: asyncio.Task[None]) -> None:

@@ -17,7 +17,7 @@ import pytest
 from signalyard.service import Service
 from signalyard.services import phone
 from storage.phone import tenants
-from tests.conftest import ServiceStack, running_stack, stack_settings
+from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.twilio import TwilioLookupServer
 from topics.phone import PhoneTopics
 
@@ -92,13 +92,23 @@ GatewayOnly = Callable[..., AbstractAsyncContextManager[Stack]]
 """The `gateway_only` fixture: extra gateways without a processor (their requests stay pending)."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 async def stack(
-    broker_bootstrap: str, database_url: str, twilio: TwilioLookupServer, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    shared_stacks: SharedStacks,
+    broker_bootstrap: str,
+    database_url: str,
+    twilio: TwilioLookupServer,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[Stack]:
-    settings = stack_settings(tmp_path_factory.mktemp("data"), database_url, twilio)
-    async with running_stack(settings, broker_bootstrap, Stack) as running:
-        yield running
+    """The phone stack on the session's database, shared by the tests that use it (`SharedStacks`)."""
+
+    def start() -> running_stack[Stack]:
+        settings = stack_settings(tmp_path_factory.mktemp("data"), database_url, twilio)
+        return running_stack(settings, broker_bootstrap, Stack)
+
+    yield await shared_stacks.use(request, start)
+    await shared_stacks.done(request)
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from PIL import Image
 from signalyard.service import Service
 from signalyard.services import photo
 from storage.photo import customers
-from tests.conftest import ServiceStack, running_stack, stack_settings
+from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from topics.photo import PhotoTopics
 
@@ -111,16 +111,26 @@ class PhotoStack(ServiceStack):
         raise RuntimeError("the photo processor never answered")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 async def photo_stack(
-    broker_bootstrap: str, database_url: str, receiver: WebhookReceiver, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    shared_stacks: SharedStacks,
+    broker_bootstrap: str,
+    database_url: str,
+    receiver: WebhookReceiver,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> AsyncIterator[PhotoStack]:
-    settings = stack_settings(
-        tmp_path_factory.mktemp("photo"),
-        database_url,
-        None,
-        webhook_allow_private_targets=True,
-        webhook_ca_bundle=str(receiver.ca_bundle),
-    )
-    async with running_stack(settings, broker_bootstrap, PhotoStack) as running:
-        yield running
+    """The photo stack on the session's database, shared by the tests that use it (`SharedStacks`)."""
+
+    def start() -> running_stack[PhotoStack]:
+        settings = stack_settings(
+            tmp_path_factory.mktemp("photo"),
+            database_url,
+            None,
+            webhook_allow_private_targets=True,
+            webhook_ca_bundle=str(receiver.ca_bundle),
+        )
+        return running_stack(settings, broker_bootstrap, PhotoStack)
+
+    yield await shared_stacks.use(request, start)
+    await shared_stacks.done(request)
