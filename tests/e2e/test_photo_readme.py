@@ -4,6 +4,7 @@ the documented receiver, a verified photo and its signed delivery, at the first 
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import select
@@ -44,6 +45,25 @@ def read_until(fd: int, wanted: str, timeout_s: float) -> str:
         output += chunk
 
 
+def wait_for_processors(up: Up, service: str, timeout_s: float = 120) -> None:
+    """Until `up`'s processors of `service` have joined their consumer group (`processors_started` in its log), as
+    they have by the time a reader opens the second terminal: `up` prints its banner as soon as the gateways listen,
+    and a verification sent before the processors join waits out its budget (503)."""
+    started = {"event": "processors_started", "service": service}
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in up.log.read_text().splitlines():
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict) and started.items() <= event.items():
+                return
+        assert up.process.poll() is None, up.log.read_text()
+        time.sleep(0.2)
+    raise AssertionError(f"the {service} processors did not start:\n{up.log.read_text()}")
+
+
 def test_the_photo_walkthrough_delivers_a_signed_event(tmp_path: Path) -> None:
     setup = block("sh photo-setup").replace("\\\n", "")
     *prepare, up_line = [line for line in setup.splitlines() if line.strip()]
@@ -59,6 +79,7 @@ def test_the_photo_walkthrough_delivers_a_signed_event(tmp_path: Path) -> None:
     photo_port, receiver_port = free_port(), free_port()
     (tmp_path / ".signalyard").mkdir()
     up = Up(tmp_path / ".signalyard", free_port(), settings | {"SIGNALYARD_PHOTO_PORT": str(photo_port)})
+    wait_for_processors(up, "photo")
     (tmp_path / "receiver.py").write_text(block("python receiver.py").replace("9443", str(receiver_port)))
     script = block("sh photo-try").replace("127.0.0.1:8002", f"127.0.0.1:{photo_port}")
     script = script.replace("localhost:9443", f"localhost:{receiver_port}")
