@@ -36,6 +36,7 @@ from tests.peers.twilio import TwilioLookupServer
 
 pytest_plugins = ["tests.phone_stack", "tests.photo_stack"]
 """Each service's stack fixtures (`stack`, `gateway_only`; `photo_stack`), registered once for the whole session."""
+E2E = Path(__file__).parent / "e2e"
 SHARED_STACKS = ["stack", "photo_stack"]
 """The fixtures of each service's shared stack (`SharedStacks`): one running stack per database, shared by its tests."""
 
@@ -76,9 +77,11 @@ def shared_stacks_of(item: pytest.Item) -> list[str]:
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist (`-n 2 --dist loadgroup`, pyproject's addopts) each worker starts the fixtures its tests use. The
+    """Under xdist (`-n 3 --dist loadgroup`, pyproject's addopts) each worker starts the fixtures its tests use. The
     tests of one shared stack form a group that one worker runs, in collection order, so that each stack starts once
-    per run, not once per worker. Other tests go to whichever worker is free."""
+    per run, not once per worker. Other tests go to whichever worker is free, end-to-end tests first: they are the
+    longest (a schemathesis run takes minutes), and handed out last they would keep one worker busy alone at the end."""
+    items.sort(key=lambda item: not item.path.is_relative_to(E2E))
     for item in items:
         stacks = shared_stacks_of(item)
         if stacks:
