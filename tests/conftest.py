@@ -1,4 +1,6 @@
-"""Shared fixtures: one embedded broker per session, and a whole phone stack per database under test."""
+"""The platform's fixtures: one embedded broker per session (per worker under xdist), the databases under test, the
+local peers, and `running_stack`, which starts any service as `signalyard up` wires it. Each service's stack and its
+fixtures live in `tests/<service>_stack.py`, registered below; a test starts only the stacks it asks for."""
 
 from __future__ import annotations
 
@@ -6,34 +8,38 @@ import asyncio
 import dataclasses
 import logging
 import os
+import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractAsyncContextManager, contextmanager
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, ClassVar, Generic, TypeVar
 
 import asyncpg
 import httpx
 import pytest
 import structlog
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import make_url
 
 from signalyard import bootstrap, logs
-from signalyard.embedded_broker import EmbeddedBroker, free_port
-from signalyard.registry import phone, photo
+from signalyard.embedded_broker import EmbeddedBroker
 from signalyard.registry.phone import PhoneSettings
 from signalyard.registry.photo import PhotoSettings
 from signalyard.service import Service, topics_of
 from signalyard.settings import PlatformSettings, Settings
-from storage.common.db import Database
-from storage.phone import tenants
+from storage.common.db import Database, migrate
 from tests.peers.receiver import WebhookReceiver
 from tests.peers.s3 import S3Server
 from tests.peers.twilio import TwilioLookupServer
-from tests.photo_stack import PhotoStack, wait_for_photo_processor
 from tests.processes import descendants_of
-from topics.phone import PhoneTopics
+
+pytest_plugins = ["tests.phone_stack", "tests.photo_stack"]
+"""Each service's stack fixtures (`stack`, `gateway_only`; `photo_stack`), registered once for the whole session."""
+E2E = Path(__file__).parent / "e2e"
+SHARED_STACKS = ["stack", "photo_stack"]
+"""The fixtures of each service's shared stack (`SharedStacks`): one running stack per database, shared by its tests."""
 
 logs.configure("warning")
 
@@ -70,6 +76,40 @@ TWILIO_SID = "AC" + "0" * 32
 TWILIO_TOKEN = "test-auth-token"
 
 
+def shared_stacks_of(item: pytest.Item) -> list[str]:
+    """The shared stacks a test uses, each named with its database: `stack-sqlite` (no brackets: xdist reads a
+    group after the last `]` of a test's id)."""
+    callspec = getattr(item, "callspec", None)
+    if not isinstance(item, pytest.Function) or callspec is None or "database_url" not in callspec.params:
+        return []
+    return [f"{name}-{callspec.params['database_url']}" for name in SHARED_STACKS if name in item.fixturenames]
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own, which reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist (`-n 3 --dist loadgroup`, pyproject's addopts) each worker starts the fixtures its tests use. The
+    tests of one shared stack form a group that one worker runs, in collection order, so that each stack starts once
+    per run, not once per worker. Other tests go to whichever worker is free, end-to-end tests first: they are the
+    longest (a schemathesis run takes minutes), and handed out last they would keep one worker busy alone at the end."""
+    items.sort(key=lambda item: not item.path.is_relative_to(E2E))
+    for item in items:
+        stacks = shared_stacks_of(item)
+        if stacks:
+            item.add_marker(pytest.mark.xdist_group("+".join(stacks)))
+
+
+LAST_USERS = pytest.StashKey[dict[str, pytest.Item]]()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The last test (in collection order) of each shared stack: `SharedStacks` stops the stack after it."""
+    last_users: dict[str, pytest.Item] = {}
+    for item in session.items:
+        for name in shared_stacks_of(item):
+            last_users[name] = item
+    session.config.stash[LAST_USERS] = last_users
+
+
 @pytest.fixture(scope="session")
 def broker_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     broker = EmbeddedBroker(log_path=tmp_path_factory.mktemp("broker") / "broker.log")
@@ -83,13 +123,32 @@ def twilio() -> Iterator[TwilioLookupServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """An S3-compatible server (moto's) on a local socket; each test makes buckets of its own."""
+    with S3Server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def receiver() -> Iterator[WebhookReceiver]:
+    """Customers' webhook receiver: real HTTPS on localhost, with a certificate from a test CA."""
+    with WebhookReceiver() as running:
+        yield running
+
+
 @pytest.fixture(scope="session", params=DATABASES)
 async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[str]:
-    """A fresh database per session: a SQLite file, or a new PostgreSQL database dropped afterwards."""
+    """A fresh database per session (per worker under xdist) at the newest schema: a SQLite file, or a new PostgreSQL
+    database dropped afterwards. Migrated here, not by whichever stack happens to start first on it: a worker may run
+    tests that use the database without any stack."""
     if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'signalyard.db'}"
+        url = f"sqlite+aiosqlite:///{tmp_path_factory.mktemp('db') / 'signalyard.db'}"
+        await asyncio.to_thread(migrate, url)
+        yield url
         return
     async with fresh_postgres_database(PG_URL or "") as url:
+        await asyncio.to_thread(migrate, url)
         yield url
 
 
@@ -116,9 +175,12 @@ class fresh_postgres_database:
 _PLATFORM_FIELDS = {spec.name for spec in dataclasses.fields(PlatformSettings)}
 
 
-def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer | None, **overrides: Any) -> Settings:
+def stack_settings(
+    data_dir: Path, database_url: str | None, twilio: TwilioLookupServer | None, **overrides: Any
+) -> Settings:
     """Settings of a test stack; `overrides` name platform fields, photo fields with `photo_`, or phone fields with
-    or without `phone_`."""
+    or without `phone_`. Gateway ports are 0: `running_stack` binds a free one (and the settings it returns say
+    which), so that no other process can take it in between."""
     platform: dict[str, Any] = {
         "data_dir": data_dir,
         "database_url": database_url,
@@ -128,7 +190,7 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
         "sweep_every_s": 1,
     }
     phone: dict[str, Any] = {
-        "port": free_port(),
+        "port": 0,
         "wait_ms": 2000,
         "rate_limit": "1000/second",
         "sandbox_slow_ms": 2500,
@@ -138,7 +200,7 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
         "carrier_lookup_timeout_s": 0.5,
         "carrier_lookup_retries": 1,
     }
-    photo: dict[str, Any] = {"port": free_port(), "wait_ms": 5000, "check_workers": 1}
+    photo: dict[str, Any] = {"port": 0, "wait_ms": 5000, "check_workers": 1}
     for name, value in overrides.items():
         if name in _PLATFORM_FIELDS:
             platform[name] = value
@@ -150,180 +212,130 @@ def stack_settings(data_dir: Path, database_url: str, twilio: TwilioLookupServer
 
 
 @dataclass
-class TenantKeys:
-    id: str
-    test_key: str
-    live_key: str
+class ServiceStack:
+    """A running service (its gateway, and its processors unless left out) with a client at its gateway's root. Each
+    service's stack (`tests/<service>_stack.py`) adds the requests its users send."""
 
-
-@dataclass
-class Stack:
-    """A running phone gateway and processor on the session broker, with a client pointed at its /v1."""
-
+    service: ClassVar[Service]
     settings: Settings
     db: Database
     base_url: str
     client: httpx.AsyncClient
     platform: bootstrap.Platform
 
-    @property
-    def topics(self) -> PhoneTopics:
-        return PhoneTopics(self.settings.platform.topic_prefix)
-
-    async def new_tenant(
-        self, *, scopes: list[str] | None = None, skus: list[str] | None = None, spend_cap: int | None = None
-    ) -> TenantKeys:
-        def create(connection: Connection) -> TenantKeys:
-            tenant_id = tenants.create_tenant(connection, "test", skus=skus, spend_cap_microdollars=spend_cap)
-            _, test_key = tenants.create_key(connection, tenant_id, "test", scopes)
-            _, live_key = tenants.create_key(connection, tenant_id, "live", scopes)
-            return TenantKeys(tenant_id, test_key, live_key)
-
-        return await self.db.write(create)
-
-    async def verify(
-        self, key: str, body: Any, *, idempotency_key: str | None = "auto", **headers: str
-    ) -> httpx.Response:
-        sent = {"Authorization": f"Bearer {key}", **headers}
-        if idempotency_key == "auto":
-            idempotency_key = str(uuid.uuid4())
-        if idempotency_key is not None:
-            sent["Idempotency-Key"] = idempotency_key
-        return await self.client.post("/v1/verify", json=body, headers=sent)
-
-    async def get(self, key: str, path: str, **params: str) -> httpx.Response:
-        return await self.client.get(path, headers={"Authorization": f"Bearer {key}"}, params=params)
-
-    async def settle(self, key: str, request_id: str, timeout_s: float = 15) -> httpx.Response:
-        """Poll GET /requests/{id} until it is no longer pending."""
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        while True:
-            response = await self.get(key, f"/v1/requests/{request_id}")
-            if response.status_code != 202 or asyncio.get_running_loop().time() > deadline:
-                return response
-            await asyncio.sleep(0.1)
+    async def wait_for_processors(self) -> None:
+        """Return once the processors answer: their consumer group takes a few seconds to join."""
+        raise NotImplementedError
 
 
-@pytest.fixture(scope="session")
-async def stack(
-    broker_bootstrap: str, database_url: str, twilio: TwilioLookupServer, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[Stack]:
-    settings = stack_settings(tmp_path_factory.mktemp("data"), database_url, twilio)
-    async with running_stack(settings, broker_bootstrap) as running:
-        yield running
+S = TypeVar("S", bound=ServiceStack)
 
 
-@pytest.fixture(scope="session")
-def s3_server() -> Iterator[S3Server]:
-    """An S3-compatible server (moto's) on a local socket; each test makes buckets of its own."""
-    with S3Server() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def receiver() -> Iterator[WebhookReceiver]:
-    """Customers' webhook receiver: real HTTPS on localhost, with a certificate from a test CA."""
-    with WebhookReceiver() as running:
-        yield running
-
-
-@pytest.fixture(scope="session")
-async def photo_stack(
-    broker_bootstrap: str, database_url: str, receiver: WebhookReceiver, tmp_path_factory: pytest.TempPathFactory
-) -> AsyncIterator[PhotoStack]:
-    settings = stack_settings(
-        tmp_path_factory.mktemp("photo"),
-        database_url,
-        None,
-        webhook_allow_private_targets=True,
-        webhook_ca_bundle=str(receiver.ca_bundle),
-    )
-    async with running_stack(settings, broker_bootstrap, service=photo.SERVICE) as running:
-        yield running
-
-
-@pytest.fixture
-async def gateway_only(
-    broker_bootstrap: str, database_url: str, tmp_path: Path
-) -> AsyncIterator[Callable[..., AbstractAsyncContextManager[Stack]]]:
-    """A factory of extra phone gateways (no processor) on the session's database, with settings of the test's own:
-    `async with gateway_only(phone_rate_limit="2/minute") as strict: ...`. Their requests stay pending."""
-
-    def start(**overrides: Any) -> AbstractAsyncContextManager[Stack]:
-        settings = stack_settings(tmp_path, database_url, None, phone_wait_ms=100, **overrides)
-        return running_stack(settings, broker_bootstrap, with_processor=False)
-
-    return start
-
-
-class running_stack:
-    """A service's gateway (served by uvicorn on a free port) and processors, exactly as `signalyard up` wires them;
-    phone by default, `service=photo.SERVICE` for photo (entered as a `PhotoStack`)."""
+class running_stack(Generic[S]):
+    """The service of `kind` (a `ServiceStack`), exactly as `signalyard up` wires it, on `broker_bootstrap`: its
+    gateway served by uvicorn on a socket bound here, and its processors unless `with_processor=False`."""
 
     def __init__(
-        self,
-        settings: Settings,
-        broker_bootstrap: str,
-        *,
-        with_processor: bool = True,
-        service: Service = phone.SERVICE,
+        self, settings: Settings, broker_bootstrap: str, kind: type[S], *, with_processor: bool = True
     ) -> None:
         self.settings = settings
         self.bootstrap = broker_bootstrap
+        self.kind = kind
         self.with_processor = with_processor
-        self.service = service
 
-    async def __aenter__(self) -> Any:
+    async def __aenter__(self) -> S:
         import uvicorn
 
-        group = self.settings.services[self.service.name]
-        topics = topics_of([self.service], self.settings.platform.topic_prefix)
-        self._platform = bootstrap.platform(self.settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
-        p = await self._platform.__aenter__()
-        app = self.service.gateway(p, group)
-        await p.broker.start()
-        self.background = self.service.processors(p, group) if self.with_processor else []
-        await p.consume()  # as `signalyard processors` does: its consumer groups joined together
-        port = self.service.port(group)
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
-        self._server = bootstrap.Server(config)
-        self._serving = asyncio.create_task(self._server.serve())
-        self._sweeping = bootstrap.run_background(self.background)
-        while not self._server.started:
-            await asyncio.sleep(0.02)
-        base_url = f"http://127.0.0.1:{port}"
-        self._client = httpx.AsyncClient(base_url=base_url, timeout=30)
-        if self.service.name == "photo":
+        service = self.kind.service
+        async with AsyncExitStack() as stack:
+            listening = stack.enter_context(socket.socket())
+            listening.bind(("127.0.0.1", service.port(self.settings.services[service.name])))
+            port = listening.getsockname()[1]
+            group = dataclasses.replace(self.settings.services[service.name], port=port)
+            settings = dataclasses.replace(self.settings, services={**self.settings.services, service.name: group})
+
+            topics = topics_of([service], settings.platform.topic_prefix)
+            p = await stack.enter_async_context(
+                bootstrap.platform(settings.platform, topics, bootstrap=self.bootstrap, upgrade=True)
+            )
+            app = service.gateway(p, group)
+            await p.broker.start()
+            background = service.processors(p, group) if self.with_processor else []
+            await p.consume()  # as `signalyard processors` does: its consumer groups joined together
+            server = bootstrap.Server(uvicorn.Config(app, log_config=None, access_log=False))
+            serving = asyncio.create_task(server.serve(sockets=[listening]))
+            stack.push_async_callback(_stop, server, serving)
+            sweeping = bootstrap.run_background(background)
+            stack.push_async_callback(_cancel, sweeping)
+            while not server.started:
+                if serving.done():
+                    await serving  # uvicorn could not start: say why
+                    raise RuntimeError("the gateway stopped before it started")
+                await asyncio.sleep(0.02)
+            base_url = f"http://127.0.0.1:{port}"
+            client = await stack.enter_async_context(httpx.AsyncClient(base_url=base_url, timeout=30))
+            running = self.kind(settings, p.db, base_url, client, p)
             if self.with_processor:
-                await wait_for_photo_processor(self._client, p)
-            return PhotoStack(self.settings, p.db, base_url, self._client, p)
-        if self.with_processor:
-            await _wait_for_processor(self._client, p)
-        return Stack(self.settings, p.db, base_url, self._client, p)
+                await running.wait_for_processors()
+            self._exit = stack.pop_all()
+        return running
 
-    async def __aexit__(self, *exc: object) -> None:
-        for task in self._sweeping:
-            task.cancel()
-        await asyncio.gather(*self._sweeping, return_exceptions=True)
-        await self._client.aclose()
-        self._server.should_exit = True
-        await self._serving
-        await self._platform.__aexit__(*exc)
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self._exit.__aexit__(kind, error, traceback)
 
 
-async def _wait_for_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
-    """The processors' consumer group takes a few seconds to join; a warm-up check tells when it has."""
-    _, key = await p.db.write(
-        lambda connection: tenants.create_key(connection, tenants.create_tenant(connection, "warm-up"), "test")
-    )
-    for attempt in range(60):
-        response = await client.post(
-            "/v1/verify",
-            json={"phone": "+12025550100", "name": "Warm Up", "subject_type": "person"},
-            headers={"Authorization": f"Bearer {key}", "Idempotency-Key": f"warm-up-{attempt}"},
-        )
-        if response.status_code == 200:
-            return
-        if response.status_code == 409:  # the previous attempt is still pending: give it time
-            await asyncio.sleep(0.5)
-    raise RuntimeError("the phone processor never answered")
+class SharedStacks:
+    """This worker's shared stacks (`SHARED_STACKS`): each starts for the first test that uses it and stops after the
+    last one, in collection order, instead of polling the broker idle (a fifth of a core with the broker's share) until
+    the session ends. One asked for again after it stopped (tests run out of order) starts again."""
+
+    def __init__(self, last_users: dict[str, pytest.Item]) -> None:
+        self.last_users = last_users
+        self.running: dict[str, tuple[running_stack[Any], ServiceStack]] = {}
+
+    async def use(self, request: pytest.FixtureRequest, start: Callable[[], running_stack[S]]) -> S:
+        """The stack of the fixture `request` is for; `start()` says how to start it."""
+        name = self._name(request)
+        if name not in self.running:
+            starting = start()
+            self.running[name] = (starting, await starting.__aenter__())
+        starting, running = self.running[name]
+        assert isinstance(running, starting.kind)
+        return running
+
+    async def done(self, request: pytest.FixtureRequest) -> None:
+        """After each test: stop the stack if no later test uses it."""
+        name = self._name(request)
+        if self.last_users.get(name) is request.node:
+            await self._stop(name)
+
+    async def stop_all(self) -> None:
+        for name in list(self.running):
+            await self._stop(name)
+
+    def _name(self, request: pytest.FixtureRequest) -> str:
+        return f"{request.fixturename}-{request.node.callspec.params['database_url']}"
+
+    async def _stop(self, name: str) -> None:
+        starting, _ = self.running.pop(name)
+        await starting.__aexit__(None, None, None)
+
+
+@pytest.fixture(scope="session")
+async def shared_stacks(request: pytest.FixtureRequest, broker_bootstrap: str) -> AsyncIterator[SharedStacks]:
+    stacks = SharedStacks(request.config.stash.get(LAST_USERS, {}))
+    yield stacks
+    await stacks.stop_all()
+
+
+async def _stop(server: bootstrap.Server, serving: asyncio.Task[None]) -> None:
+    server.should_exit = True
+    await serving
+
+
+async def _cancel(tasks: list[asyncio.Task[Any]]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,4 +1,5 @@
-"""The photo test stack: a running photo gateway and processors, customers and keys, and requests as users send them."""
+"""The photo test stack: a running photo gateway and processors, customers and keys, and requests as users send them;
+its fixture (`photo_stack`) is registered by the root conftest."""
 
 from __future__ import annotations
 
@@ -6,17 +7,19 @@ import asyncio
 import base64
 import io
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
+import pytest
 from PIL import Image
 from sqlalchemy.engine import Connection
 
-from signalyard import bootstrap
-from signalyard.settings import Settings
-from storage.common.db import Database
+from signalyard.registry import photo
+from signalyard.service import Service
 from storage.photo import customers
+from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from topics.photo import PhotoTopics
 
@@ -36,14 +39,10 @@ def jpeg(width: int = 600, height: int = 600, colour: tuple[int, int, int] = (24
 
 
 @dataclass
-class PhotoStack:
+class PhotoStack(ServiceStack):
     """A running photo gateway and processors on the session broker, with a client at the host root."""
 
-    settings: Settings
-    db: Database
-    base_url: str
-    client: httpx.AsyncClient
-    platform: bootstrap.Platform
+    service: ClassVar[Service] = photo.SERVICE
 
     @property
     def topics(self) -> PhotoTopics:
@@ -101,24 +100,43 @@ class PhotoStack:
         headers = {"X-API-Key": key} if key is not None else {}
         return await self.client.request(method, path, headers=headers, **kwargs)
 
+    async def wait_for_processors(self) -> None:
+        """The processors' consumer group takes a few seconds to join; a warm-up verification tells when it has."""
 
-async def wait_for_photo_processor(client: httpx.AsyncClient, p: bootstrap.Platform) -> None:
-    """The processors' consumer group takes a few seconds to join; a warm-up verification tells when it has."""
+        def create(connection: Connection) -> str:
+            customer_id = customers.create_customer(connection, "warm-up")
+            return customers.create_key(connection, customer_id, "test", name="warm-up")[1]
 
-    def create(connection: Connection) -> str:
-        customer_id = customers.create_customer(connection, "warm-up")
-        return customers.create_key(connection, customer_id, "test", name="warm-up")[1]
+        key = await self.db.write(create)
+        image = jpeg()
+        for _ in range(60):
+            response = await self.verify(key, image, idempotency_key=f"warm-up-{uuid.uuid4()}", filename="warm-up.jpg")
+            if response.status_code == 200:
+                return
+            await asyncio.sleep(0.5)
+        raise RuntimeError("the photo processor never answered")
 
-    key = await p.db.write(create)
-    image = jpeg()
-    for _ in range(60):
-        response = await client.post(
-            "/v1/verify",
-            files={"image": ("warm-up.jpg", image, "image/jpeg")},
-            data={"policy": "profile_photo"},
-            headers={"X-API-Key": key, "Idempotency-Key": f"warm-up-{uuid.uuid4()}"},
+
+@pytest.fixture
+async def photo_stack(
+    request: pytest.FixtureRequest,
+    shared_stacks: SharedStacks,
+    broker_bootstrap: str,
+    database_url: str,
+    receiver: WebhookReceiver,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> AsyncIterator[PhotoStack]:
+    """The photo stack on the session's database, shared by the tests that use it (`SharedStacks`)."""
+
+    def start() -> running_stack[PhotoStack]:
+        settings = stack_settings(
+            tmp_path_factory.mktemp("photo"),
+            database_url,
+            None,
+            webhook_allow_private_targets=True,
+            webhook_ca_bundle=str(receiver.ca_bundle),
         )
-        if response.status_code == 200:
-            return
-        await asyncio.sleep(0.5)
-    raise RuntimeError("the photo processor never answered")
+        return running_stack(settings, broker_bootstrap, PhotoStack)
+
+    yield await shared_stacks.use(request, start)
+    await shared_stacks.done(request)

@@ -13,7 +13,7 @@ from pathlib import Path
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from tests.conftest import Stack
+from tests.phone_stack import Stack
 
 
 @asynccontextmanager

@@ -18,10 +18,10 @@ from sqlalchemy import inspect
 
 from storage.common.db import Database, create_engine
 from storage.phone import tenants
-from tests.conftest import Stack
-from tests.contract.helpers import assert_error, assert_result, assert_retry_after, person
+from tests.contract.phone.helpers import assert_error, assert_result, assert_retry_after, person
 from tests.integration.faults import run_cli
 from tests.integration.test_storage import TABLES, empty_database
+from tests.phone_stack import Stack
 from tests.photo_stack import PhotoStack, jpeg
 
 KEY = re.compile(r"sy_(test|live)_[0-9a-f]{40}")

@@ -19,9 +19,10 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from prometheus_client.parser import text_string_to_metric_families
 
 from signalyard import logs
-from tests.conftest import Stack, logging_restored
-from tests.contract.helpers import assert_error, assert_result, assert_uuid, person
+from tests.conftest import logging_restored
+from tests.contract.phone.helpers import assert_error, assert_result, assert_uuid, person
 from tests.integration.faults import ledger_refused
+from tests.phone_stack import Stack
 
 Samples = list[tuple[str, dict[str, str], float]]
 

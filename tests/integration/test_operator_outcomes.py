@@ -13,9 +13,9 @@ from sqlalchemy.engine import Connection
 
 from storage.phone import requests, tenants
 from storage.phone.models import LedgerEntry
-from tests.conftest import Stack
-from tests.contract.helpers import assert_error, person
+from tests.contract.phone.helpers import assert_error, person
 from tests.integration.faults import ledger_refused, run_cli
+from tests.phone_stack import Stack
 from topics.phone import VerificationRequested
 
 
@@ -119,6 +119,7 @@ async def test_a_request_accepted_before_its_tenant_was_suspended_is_rejected_an
         if row.state != "pending":
             break
         await asyncio.sleep(0.1)
+    assert row is not None
     assert row.state == "rejected"
 
     assert_error(await stack.get(tenant.test_key, f"/v1/requests/{request_id}"), 403, "tenant_suspended")

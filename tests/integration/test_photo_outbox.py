@@ -16,21 +16,20 @@ from datetime import UTC, datetime, timedelta
 import httpx
 from sqlalchemy import update
 
-from signalyard.registry import photo
 from storage.photo import verifications
 from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import PhotoStack, jpeg
-from topics.photo import VerificationRequested, partition_key
+from topics.photo import Environment, VerificationRequested, partition_key
 
 
-def gateway_alone(stack: PhotoStack, broker_bootstrap: str) -> running_stack:
+def gateway_alone(stack: PhotoStack, broker_bootstrap: str) -> running_stack[PhotoStack]:
     """A photo gateway beside `stack` (its database and data directory) with no processors on a topic prefix of its
     own: a verify call answers 503 and stays pending."""
     platform = stack.settings.platform
     prefix = f"t{uuid.uuid4().hex[:8]}."
     settings = stack_settings(platform.data_dir, platform.database_url, None, topic_prefix=prefix, photo_wait_ms=100)
-    return running_stack(settings, broker_bootstrap, with_processor=False, service=photo.SERVICE)
+    return running_stack(settings, broker_bootstrap, PhotoStack, with_processor=False)
 
 
 async def pending(gateway: PhotoStack, key: str, idempotency_key: str) -> str:
@@ -91,7 +90,7 @@ async def test_a_work_order_delivered_twice_completes_once(
         twice = await pending(gateway, customer.live_key, "twice-1")
         after = await pending(gateway, customer.test_key, "after-1")
 
-    def work_order(verification_id: str, environment: str) -> VerificationRequested:
+    def work_order(verification_id: str, environment: Environment) -> VerificationRequested:
         return VerificationRequested(
             verification_id=verification_id,
             customer_id=customer.id,

@@ -15,7 +15,6 @@ import pytest
 from sqlalchemy import update
 
 from processors.photo import retention
-from signalyard.registry import photo
 from storage.common.blobs import open_blobs
 from storage.photo import verifications
 from tests.conftest import running_stack, stack_settings
@@ -35,7 +34,7 @@ def photo_parts(
 
     def start(*, processors: bool, **overrides: Any) -> AbstractAsyncContextManager[PhotoStack]:
         settings = stack_settings(tmp_path, database_url, None, topic_prefix=prefix, **overrides)
-        return running_stack(settings, broker_bootstrap, with_processor=processors, service=photo.SERVICE)
+        return running_stack(settings, broker_bootstrap, PhotoStack, with_processor=processors)
 
     return start
 

@@ -20,9 +20,10 @@ from processors.common.outbox import Sweeper
 from processors.phone.service import PhoneProcessorConfig, phone_outbox
 from signalyard.embedded_broker import EmbeddedBroker, free_port
 from storage.common.db import SchemaOutOfDate, check_schema
-from tests.conftest import PG_URL, Stack, fresh_postgres_database, running_stack, stack_settings
-from tests.contract.helpers import person
+from tests.conftest import PG_URL, fresh_postgres_database, running_stack, stack_settings
+from tests.contract.phone.helpers import person
 from tests.integration.faults import run_cli
+from tests.phone_stack import Stack
 from tests.photo_stack import PhotoStack, jpeg
 from topics.phone import PhoneTopics
 
@@ -230,7 +231,7 @@ async def test_a_sweep_pass_during_a_broker_outage_ends_after_one_publish_timeou
     broker.start()
     try:
         settings = stack_settings(tmp_path, database_url, None, phone_wait_ms=50, publish_timeout_s=0.5)
-        async with running_stack(settings, broker.bootstrap, with_processor=False) as stack:
+        async with running_stack(settings, broker.bootstrap, Stack, with_processor=False) as stack:
             tenant = await stack.new_tenant()
             broker.stop()
             numbers = [f"+1212300{index:04d}" for index in range(40)]

@@ -21,8 +21,9 @@ from processors.phone.router import GROUP_ID
 from signalyard.embedded_broker import EmbeddedBroker
 from storage.common.db import Database
 from storage.phone.models import LedgerEntry, PhoneRequest
-from tests.conftest import Stack, running_stack, stack_settings
-from tests.contract.helpers import person
+from tests.conftest import running_stack, stack_settings
+from tests.contract.phone.helpers import person
+from tests.phone_stack import Stack
 
 
 def distinct_numbers(count: int) -> Iterator[str]:
@@ -113,7 +114,7 @@ async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_bi
         "SIGNALYARD_DATA_DIR": str(tmp_path),
     }
     log = tmp_path / "processors.log"
-    async with running_stack(settings, broker_bootstrap, with_processor=False) as gateway:
+    async with running_stack(settings, broker_bootstrap, Stack, with_processor=False) as gateway:
         tenant = await gateway.new_tenant()
         first = start_processor(env, log)
         total = 600
@@ -177,7 +178,7 @@ async def test_broker_restarted_with_its_memory_lost_the_sweeper_completes_every
     settings = stack_settings(
         tmp_path, database_url, None, phone_wait_ms=200, sweep_after_s=2, sweep_every_s=0.5, publish_timeout_s=0.5
     )
-    async with running_stack(settings, own_broker.bootstrap) as stack:
+    async with running_stack(settings, own_broker.bootstrap, Stack) as stack:
         tenant = await stack.new_tenant()
         own_broker.stop()
         numbers = list(distinct_numbers(20))

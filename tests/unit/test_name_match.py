@@ -499,7 +499,9 @@ def test_every_table_reason_is_documented() -> None:
         supplied, cnam, subject_type, caller_type, _, _ = case.values
         emitted.update(_run(supplied, cnam, subject_type, caller_type).reasons)
     for case in UNAVAILABLE_CASES:
-        emitted.update(match_name("John Smith", case.values[0], "person").reasons)
+        caller_id = case.values[0]
+        assert isinstance(caller_id, CallerId)
+        emitted.update(match_name("John Smith", caller_id, "person").reasons)
     assert emitted <= set(REASONS)
     # Every documented code is reachable from the table, so REASONS does not drift from the code.
     assert set(REASONS) - emitted == {"supplied_name_unusable"}

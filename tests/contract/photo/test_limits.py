@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from signalyard.registry import photo
 from storage.photo import customers
 from storage.photo.models import Verification
 from tests.conftest import running_stack, stack_settings
@@ -166,7 +165,7 @@ async def test_an_unreachable_rate_limit_store_is_503_and_nothing_is_processed(
     settings = stack_settings(
         tmp_path, photo_stack.settings.platform.database_url or "", None, redis_url="redis://127.0.0.1:1"
     )
-    async with running_stack(settings, broker_bootstrap, with_processor=False, service=photo.SERVICE) as unlimited:
+    async with running_stack(settings, broker_bootstrap, PhotoStack, with_processor=False) as unlimited:
         for response in (
             await unlimited.verify(customer.live_key, jpeg()),
             await unlimited.call(customer.test_key, "GET", "/api/v1/api-keys"),

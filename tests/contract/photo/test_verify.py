@@ -9,6 +9,7 @@ import asyncio
 import base64
 import io
 import uuid
+from typing import Any
 
 import pytest
 from PIL import Image
@@ -142,7 +143,7 @@ async def test_unknown_policy_is_400(photo_stack: PhotoStack, customer: Customer
 
 async def test_missing_fields_are_400(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
     headers = {"X-API-Key": customer.test_key}
-    cases = [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({"data": {"policy": "icao"}, "files": {"other": ("a", b"x")}}, "Missing field: image"),
         ({"files": {"image": ("a.jpg", jpeg(), "image/jpeg")}}, "Missing field: policy"),
         ({"json": {"policy": "icao"}}, "Missing field: image"),

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from signalyard.registry import photo
 from storage.common.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from tests.conftest import running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
@@ -80,7 +79,7 @@ async def test_literal_private_addresses_are_refused_unless_private_targets_are_
         "https://[::1]/x": "url must be an HTTPS URL with a host name",  # the body's schema admits no IPv6 literal
     }
     settings = stack_settings(tmp_path, database_url, None, webhook_allow_private_targets=False)
-    async with running_stack(settings, broker_bootstrap, with_processor=False, service=photo.SERVICE) as strict:
+    async with running_stack(settings, broker_bootstrap, PhotoStack, with_processor=False) as strict:
         owner = await strict.new_customer()
         for url, message in refused.items():
             response = await strict.call(owner.test_key, "POST", HOOKS, json={"url": url, "events": ALL_EVENTS})

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Stack, TenantKeys
-from tests.contract.helpers import (
+from tests.contract.phone.helpers import (
     PRICE,
     assert_error,
     assert_failure,
@@ -15,6 +14,7 @@ from tests.contract.helpers import (
     sandbox,
 )
 from tests.peers.twilio import TwilioLookupServer
+from tests.phone_stack import Stack, TenantKeys
 
 
 async def test_live_answer_is_mapped_into_the_result(

@@ -8,8 +8,7 @@ import pytest
 from sqlalchemy import update
 
 from storage.phone.models import LedgerEntry
-from tests.conftest import Stack
-from tests.contract.helpers import (
+from tests.contract.phone.helpers import (
     PRICE,
     assert_error,
     assert_names_field,
@@ -20,6 +19,7 @@ from tests.contract.helpers import (
     sandbox,
 )
 from tests.peers.twilio import TwilioLookupServer
+from tests.phone_stack import Stack
 
 
 def period(first: date, last: date) -> dict[str, str]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import Stack, TenantKeys
-from tests.contract.helpers import live_number
+from tests.contract.phone.helpers import live_number
+from tests.phone_stack import Stack, TenantKeys
 
 
 @pytest.fixture

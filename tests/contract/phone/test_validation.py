@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Stack
-from tests.contract.helpers import assert_error, assert_names_field, assert_result, ledger, person, post_raw
+from tests.contract.phone.helpers import assert_error, assert_names_field, assert_result, ledger, person, post_raw
+from tests.phone_stack import Stack
 
 
 async def test_unknown_property_is_invalid_request(stack: Stack) -> None:

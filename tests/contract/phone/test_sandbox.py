@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from processors.phone.name_match import SCORE_BANDS
-from tests.conftest import Stack
-from tests.contract.helpers import (
+from tests.contract.phone.helpers import (
     REQUIRED_RESULT_FIELDS,
     assert_error,
     assert_pending,
@@ -16,6 +15,7 @@ from tests.contract.helpers import (
     person,
     sandbox,
 )
+from tests.phone_stack import Stack
 
 
 @pytest.mark.parametrize(

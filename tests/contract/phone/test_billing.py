@@ -9,8 +9,7 @@ from sqlalchemy import update
 
 from storage.phone import requests, tenants
 from storage.phone.models import PhoneRequest
-from tests.conftest import Stack, TenantKeys
-from tests.contract.helpers import (
+from tests.contract.phone.helpers import (
     FREE_RECHECK,
     PRICE,
     assert_error,
@@ -22,6 +21,7 @@ from tests.contract.helpers import (
     sandbox,
 )
 from tests.peers.twilio import TwilioLookupServer
+from tests.phone_stack import Stack, TenantKeys
 
 
 def assert_billable(result: dict, price: int = PRICE) -> None:

@@ -6,8 +6,8 @@ import uuid
 
 import pytest
 
-from tests.conftest import Stack
-from tests.contract.helpers import ERROR_CODES, assert_error, person, post_raw, sandbox
+from tests.contract.phone.helpers import ERROR_CODES, assert_error, person, post_raw, sandbox
+from tests.phone_stack import Stack
 
 
 async def test_unknown_path_is_404_not_found(stack: Stack) -> None:

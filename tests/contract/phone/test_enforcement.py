@@ -6,10 +6,8 @@ import asyncio
 import os
 
 from storage.phone import tenants
-from tests.conftest import Stack, TenantKeys
-from tests.contract.helpers import (
+from tests.contract.phone.helpers import (
     PRICE,
-    GatewayOnly,
     assert_error,
     assert_pending,
     assert_result,
@@ -19,6 +17,7 @@ from tests.contract.helpers import (
     person,
     sandbox,
 )
+from tests.phone_stack import GatewayOnly, Stack, TenantKeys
 
 
 async def test_rate_limit_per_key_is_429_rate_limited_with_retry_after(

@@ -10,10 +10,8 @@ import pytest
 from sqlalchemy import func, select, update
 
 from storage.phone.models import PhoneRequest
-from tests.conftest import Stack
-from tests.contract.helpers import (
+from tests.contract.phone.helpers import (
     PRICE,
-    GatewayOnly,
     assert_error,
     assert_failure,
     assert_pending,
@@ -23,6 +21,7 @@ from tests.contract.helpers import (
     post_raw,
     sandbox,
 )
+from tests.phone_stack import GatewayOnly, Stack
 
 SLOW = sandbox("0199")
 PROVIDER_DOWN = sandbox("0192")

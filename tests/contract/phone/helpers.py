@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any
 
@@ -16,10 +14,7 @@ from sqlalchemy import select
 
 from processors.phone.name_match import REASONS
 from storage.phone.models import LedgerEntry
-from tests.conftest import Stack
-
-GatewayOnly = Callable[..., AbstractAsyncContextManager[Stack]]
-"""The `gateway_only` fixture: extra gateways without a processor (their requests stay pending)."""
+from tests.phone_stack import Stack
 
 ERROR_FIELDS = {"code", "message", "request_id", "details"}
 ERROR_CODES = {

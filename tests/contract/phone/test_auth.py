@@ -11,9 +11,9 @@ from sqlalchemy import func, select, text
 
 from storage.phone import tenants
 from storage.phone.models import PhoneRequest
-from tests.conftest import Stack
-from tests.contract.helpers import assert_error, assert_result, live_number, person
+from tests.contract.phone.helpers import assert_error, assert_result, live_number, person
 from tests.peers.twilio import TwilioLookupServer
+from tests.phone_stack import Stack
 
 ENDPOINTS = ["verify", "request", "usage"]
 

@@ -10,8 +10,8 @@ import pytest
 import schemathesis
 
 from gateway.phone.errors import STATUS
-from tests.conftest import Stack
-from tests.contract.helpers import ERROR_CODES, assert_error, assert_names_field, person, post_raw
+from tests.contract.phone.helpers import ERROR_CODES, assert_error, assert_names_field, person, post_raw
+from tests.phone_stack import Stack
 
 DOCUMENTED_STATUSES = {
     ("post", "/v1/verify"): {200, 202, 400, 401, 403, 409, 413, 422, 429, 500, 502, 503},
