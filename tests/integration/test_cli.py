@@ -308,9 +308,9 @@ async def test_customers_create_prints_an_account_whose_keys_work(photo_stack: P
         ("live key", live[:12] + "…"),
     }
     assert (await photo_stack.verify(live, jpeg())).json()["environment"] == "live"
-    listed = ok(await photo_cli("customers", "list")).splitlines()
-    assert listed[0] == "id\tplan\tmonthly_cap\tsubscription\tname"
-    assert f"{customer_id}\tstarter\t1000\tactive\tPhoto Booth Ltd" in listed[1:]
+    lines = ok(await photo_cli("customers", "list")).splitlines()
+    assert lines[0] == "id\tplan\tmonthly_cap\tsubscription\tname"
+    assert f"{customer_id}\tstarter\t1000\tactive\tPhoto Booth Ltd" in lines[1:]
 
 
 async def test_customers_set_plan_gives_the_plans_cap(photo_stack: PhotoStack, photo_cli: Cli) -> None:

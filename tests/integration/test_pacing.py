@@ -15,8 +15,8 @@ from aiokafka.protocol.fetch import FetchRequest
 from fast_depends.msgspec import MsgSpecSerializer
 from faststream.kafka import KafkaBroker
 
-from tests.conftest import Stack
-from tests.contract.helpers import person, sandbox
+from tests.contract.phone.helpers import person, sandbox
+from tests.phone_stack import Stack
 from topics.common.admin import ensure_topics
 from topics.common.client import batch_subscription
 from topics.common.pacing import IDLE_WAIT_MS, QuietPacer, pace

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from processors.phone.name_match import REASONS, SCORE_BANDS, CallerId, NameMatch, match_name, read_caller_id
+from topics.phone import NameMatchState
 
 # --------------------------------------------------------------------------- read_caller_id
 
@@ -436,7 +437,9 @@ DOUBLE_SURNAME_CASES = [
 
 
 @pytest.mark.parametrize(("supplied", "cnam", "state", "score", "reasons"), DOUBLE_SURNAME_CASES)
-def test_double_and_hyphenated_surnames(supplied: str, cnam: str, state: str, score: int, reasons: list[str]) -> None:
+def test_double_and_hyphenated_surnames(
+    supplied: str, cnam: str, state: NameMatchState, score: int, reasons: list[str]
+) -> None:
     assert _run(supplied, cnam, "person", None) == NameMatch(state=state, score=score, reasons=reasons)
 
 
