@@ -9,19 +9,10 @@ import signal
 import sys
 from typing import Any
 
+from signalyard.exits import INTERRUPTED, USAGE
 from signalyard.registry import SERVICES
 from signalyard.service import Command
 from signalyard.settings import SettingError, load_settings
-
-# Exit statuses (docs/operations.md lists them), beside 0.
-PROCESSORS_EXITED = 1
-"""`up`: a processors child died, so `up` stopped everything rather than answer 202 forever."""
-USAGE = 2
-"""A bad setting, argument or operator request (argparse exits with it too)."""
-PORT_UNAVAILABLE = 3
-"""A port to listen on is in use (or not allowed); nothing was started."""
-INTERRUPTED = 130
-"""Stopped by Ctrl-C or SIGTERM before it had started; what it had started is stopped."""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -15,7 +15,7 @@ from prometheus_client import start_http_server
 
 from signalyard import bootstrap, logs
 from signalyard.bootstrap import Listener, PortUnavailable
-from signalyard.cli import INTERRUPTED, PORT_UNAVAILABLE, PROCESSORS_EXITED, USAGE
+from signalyard.exits import INTERRUPTED, PORT_UNAVAILABLE, PROCESSORS_EXITED, USAGE
 from signalyard.registry import SERVICES
 from signalyard.service import Task, topics_of
 from signalyard.settings import Settings

@@ -33,43 +33,52 @@ class ApiDocument:
     """The scheme every route needs unless it says otherwise, and its name."""
 
 
-def service_app(
-    service: str,
-    routes: Sequence[ControllerRouterHandler],
-    document: ApiDocument,
-    exception_handlers: Mapping[Any, Any],
-    *,
-    given: Mapping[str, Any],
-    authenticator: Authenticator[Any],
-    readiness: Readiness,
-    max_body_bytes: int,
-    request_id_prefix: str = "",
-    on_shutdown: Sequence[Callable[[], Awaitable[None]]] = (),
-) -> ASGIApp:
-    """The gateway of `service` as an ASGI app; `given` are the objects its routes take by name (dependencies)."""
-    app = Litestar(
-        route_handlers=[*routes, *health_routes(readiness), docs_assets()],
-        dependencies={
-            name: Provide(_value(value), use_cache=True, sync_to_thread=False) for name, value in given.items()
-        },
-        middleware=[authentication(authenticator)],
-        state=State({AUTHENTICATOR: authenticator}),
-        exception_handlers=dict(exception_handlers),
-        request_max_body_size=max_body_bytes,
-        plugins=[MsgspecSchemaPlugin()],
-        on_shutdown=list(on_shutdown),
-        openapi_config=OpenAPIConfig(
-            title=document.title,
-            version=document.version,
-            description=document.description,
-            path="/docs",
-            render_plugins=docs_render_plugins(),
-            components=Components(security_schemes=dict([document.security])),
-            security=[{document.security[0]: []}],
-        ),
-        logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
-    )
-    return observe(service, request_ids(request_id_prefix))(complete_allow(app))
+@dataclass(frozen=True, slots=True)
+class GatewayApp:
+    """What a service's gateway app is made of, known before anything runs: `build` adds what a running process
+    gives it."""
+
+    service: str
+    routes: Sequence[ControllerRouterHandler]
+    """Every route of the API (health, metrics and the docs page are the platform's)."""
+    document: ApiDocument
+    exception_handlers: Mapping[Any, Any]
+    max_body_bytes: int
+    request_id_prefix: str = ""
+
+    def build(
+        self,
+        *,
+        given: Mapping[str, Any],
+        authenticator: Authenticator[Any],
+        readiness: Readiness,
+        on_shutdown: Sequence[Callable[[], Awaitable[None]]] = (),
+    ) -> ASGIApp:
+        """The gateway as an ASGI app; `given` are the objects its routes take by name (dependencies)."""
+        document = self.document
+        app = Litestar(
+            route_handlers=[*self.routes, *health_routes(readiness), docs_assets()],
+            dependencies={
+                name: Provide(_value(value), use_cache=True, sync_to_thread=False) for name, value in given.items()
+            },
+            middleware=[authentication(authenticator)],
+            state=State({AUTHENTICATOR: authenticator}),
+            exception_handlers=dict(self.exception_handlers),
+            request_max_body_size=self.max_body_bytes,
+            plugins=[MsgspecSchemaPlugin()],
+            on_shutdown=list(on_shutdown),
+            openapi_config=OpenAPIConfig(
+                title=document.title,
+                version=document.version,
+                description=document.description,
+                path="/docs",
+                render_plugins=docs_render_plugins(),
+                components=Components(security_schemes=dict([document.security])),
+                security=[{document.security[0]: []}],
+            ),
+            logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
+        )
+        return observe(self.service, request_ids(self.request_id_prefix))(complete_allow(app))
 
 
 def _value(value: Any) -> Callable[[], Any]:

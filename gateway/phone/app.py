@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from litestar.types import ASGIApp, ControllerRouterHandler
+from litestar.types import ASGIApp
 
-from gateway.common.app import Readiness, service_app
+from gateway.common.app import GatewayApp, Readiness
 from gateway.phone import docs
 from gateway.phone.auth import PhoneAuthenticator
 from gateway.phone.deps import PhoneGateway
@@ -13,18 +13,10 @@ from gateway.phone.requests import RequestsController
 from gateway.phone.usage import UsageController
 from gateway.phone.verify import MAX_BODY_BYTES, VerifyController
 
-ROUTES: list[ControllerRouterHandler] = [VerifyController, RequestsController, UsageController]
-"""Every route of the API (health, metrics and the docs page are the platform's)."""
+APP = GatewayApp(
+    "phone", [VerifyController, RequestsController, UsageController], docs.DOCUMENT, EXCEPTION_HANDLERS, MAX_BODY_BYTES
+)
 
 
 def create_phone_app(gateway: PhoneGateway, authenticator: PhoneAuthenticator, readiness: Readiness) -> ASGIApp:
-    return service_app(
-        "phone",
-        ROUTES,
-        docs.DOCUMENT,
-        EXCEPTION_HANDLERS,
-        given={"phone": gateway},
-        authenticator=authenticator,
-        readiness=readiness,
-        max_body_bytes=MAX_BODY_BYTES,
-    )
+    return APP.build(given={"phone": gateway}, authenticator=authenticator, readiness=readiness)

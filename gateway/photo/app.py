@@ -3,9 +3,9 @@ management under `/api/v1`."""
 
 from __future__ import annotations
 
-from litestar.types import ASGIApp, ControllerRouterHandler
+from litestar.types import ASGIApp
 
-from gateway.common.app import Readiness, service_app
+from gateway.common.app import GatewayApp, Readiness
 from gateway.photo import docs
 from gateway.photo.auth import PhotoAuthenticator
 from gateway.photo.deps import PhotoGateway
@@ -17,26 +17,20 @@ from gateway.photo.verifications import VerificationsController
 from gateway.photo.verify import VerifyController
 from gateway.photo.webhooks import WEBHOOK_ROUTES
 
-ROUTES: list[ControllerRouterHandler] = [
-    VerifyController,
-    ImagesController,
-    KeysController,
-    WEBHOOK_ROUTES,
-    VerificationsController,
-]
-"""Every route of the API (health, metrics and the docs page are the platform's)."""
+APP = GatewayApp(
+    "photo",
+    [VerifyController, ImagesController, KeysController, WEBHOOK_ROUTES, VerificationsController],
+    docs.DOCUMENT,
+    EXCEPTION_HANDLERS,
+    MAX_JSON_BODY,
+    request_id_prefix="req_",
+)
 
 
 def create_photo_app(gateway: PhotoGateway, authenticator: PhotoAuthenticator, readiness: Readiness) -> ASGIApp:
-    return service_app(
-        "photo",
-        ROUTES,
-        docs.DOCUMENT,
-        EXCEPTION_HANDLERS,
+    return APP.build(
         given={"photo": gateway, "webhook_store": gateway.webhooks},
         authenticator=authenticator,
         readiness=readiness,
-        max_body_bytes=MAX_JSON_BODY,
-        request_id_prefix="req_",
         on_shutdown=[authenticator.last_used.flush],
     )

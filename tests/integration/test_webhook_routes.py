@@ -21,7 +21,7 @@ from cryptography.fernet import Fernet, MultiFernet
 from litestar.connection import ASGIConnection
 from sqlalchemy.engine import Connection
 
-from gateway.common.app import ApiDocument, service_app
+from gateway.common.app import ApiDocument, GatewayApp
 from gateway.common.auth import KeyAuthenticator, KeyHeader, Principal, Refusal, Scopes
 from gateway.common.errors import ServiceError, exception_handlers, field_of, readable
 from gateway.common.openapi import error_responses
@@ -239,15 +239,11 @@ async def api(db: Database, receiver: WebhookReceiver) -> AsyncIterator[Api]:
         )
     )
     authenticator = Authenticator(db, profile.service)
-    app = service_app(
-        profile.service,
-        [routes],
-        ApiDocument("test", "1", "routes under test", ("bearer", KEY_HEADER.security_scheme("a key"))),
-        exception_handlers(errors),
+    document = ApiDocument("test", "1", "routes under test", ("bearer", KEY_HEADER.security_scheme("a key")))
+    app = GatewayApp(profile.service, [routes], document, exception_handlers(errors), 64 * 1024).build(
         given={"webhook_store": WebhookStore(db, cipher, allow_private_targets=True)},
         authenticator=authenticator,
         readiness={},
-        max_body_bytes=64 * 1024,
     )
     async with httpx.AsyncClient(
         transport=httpx.ASGITransport(app=cast(Any, app)), base_url="http://gateway"
