@@ -8,7 +8,6 @@ import asyncio
 import dataclasses
 import logging
 import os
-import socket
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, contextmanager
@@ -248,8 +247,8 @@ class running_stack(Generic[S]):
 
         service = self.kind.service
         async with AsyncExitStack() as stack:
-            listening = stack.enter_context(socket.socket())
-            listening.bind(("127.0.0.1", service.port(self.settings.services[service.name])))
+            port = service.port(self.settings.services[service.name])
+            listening = stack.enter_context(bootstrap.listen("127.0.0.1", port, "the test's port"))
             port = listening.getsockname()[1]
             group = dataclasses.replace(self.settings.services[service.name], port=port)
             settings = dataclasses.replace(self.settings, services={**self.settings.services, service.name: group})
