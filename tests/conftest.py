@@ -151,6 +151,14 @@ async def database_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.
         yield url
 
 
+@pytest.fixture(scope="module")
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """The session's database through an engine of the test module's own, for tests that use storage directly."""
+    database = Database(database_url)
+    yield database
+    await database.dispose()
+
+
 class fresh_postgres_database:
     def __init__(self, base_url: str) -> None:
         self.base = make_url(base_url)

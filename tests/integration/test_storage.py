@@ -55,14 +55,6 @@ FUTURE = timedelta(days=1)
 _numbers = itertools.count()
 
 
-@pytest.fixture(scope="module")
-async def db(database_url: str) -> AsyncIterator[Database]:
-    await asyncio.to_thread(migrate, database_url)
-    database = Database(database_url)
-    yield database
-    await database.dispose()
-
-
 def new_tenant_id() -> str:
     return str(uuid.uuid4())
 

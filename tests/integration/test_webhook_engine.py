@@ -32,7 +32,7 @@ from processors.common.webhooks import WebhookDeliverer, events_outbox, fanout_r
 from signalyard import secrets
 from signalyard.settings import PlatformSettings, load
 from storage.common import webhooks
-from storage.common.db import Database, migrate
+from storage.common.db import Database
 from storage.common.webhooks import ATTEMPTS, DELIVERIES, ENDPOINTS, EVENTS
 from tests.peers.receiver import Received, Verify, WebhookReceiver, verify_helpdesk, verify_photo
 from topics import helpdesk, photo
@@ -97,14 +97,6 @@ def profiles(where: Callable[[WebhookProfile], bool]) -> pytest.MarkDecorator:
     """Run the test for the services whose profile `where` holds for (instead of every service)."""
     chosen = [contract for contract in CONTRACTS if where(contract.profile)]
     return pytest.mark.parametrize("hooks", chosen, indirect=True, ids=[contract.name for contract in chosen])
-
-
-@pytest.fixture(scope="module")
-async def db(database_url: str) -> AsyncIterator[Database]:
-    await asyncio.to_thread(migrate, database_url)
-    database = Database(database_url)
-    yield database
-    await database.dispose()
 
 
 @pytest.fixture(scope="module")

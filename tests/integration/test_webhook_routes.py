@@ -7,7 +7,6 @@ as every gateway, behind a real key look-up in the key store. Every test uses a 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -28,7 +27,7 @@ from gateway.common.openapi import error_responses
 from gateway.common.webhooks import EndpointRoutes, WebhookStore, endpoint_routes
 from processors.common.webhooks import WebhookDeliverer
 from storage.common import keys
-from storage.common.db import Database, migrate
+from storage.common.db import Database
 from storage.common.webhooks import Endpoint
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 from topics import helpdesk
@@ -196,14 +195,6 @@ class Api:
             return await deliverer.deliver_due()
         finally:
             await deliverer.aclose(grace_s=1)
-
-
-@pytest.fixture(scope="module")
-async def db(database_url: str) -> AsyncIterator[Database]:
-    await asyncio.to_thread(migrate, database_url)
-    database = Database(database_url)
-    yield database
-    await database.dispose()
 
 
 @pytest.fixture(scope="module")
