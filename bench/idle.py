@@ -38,29 +38,14 @@ import httpx
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 sys.path.insert(0, str(HERE))
 
+from phone import _stat, cmdline, cpu_seconds  # noqa: E402
 from photo import BOUNDARY, jpegs, multipart  # noqa: E402
 
 from signalyard.embedded_broker import free_port  # noqa: E402
 
 # ------------------------------------------------------------------------------------------------ processes
-
-
-def _stat(pid: int) -> list[str] | None:
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on
-
-
-def _cmdline(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def descendants(root: int) -> dict[int, str]:
@@ -83,17 +68,12 @@ def descendants(root: int) -> dict[int, str]:
 def _role(pid: int, root: int) -> str:
     if pid == root:
         return "launcher"
-    command = _cmdline(pid)
+    command = cmdline(pid).replace(b"\0", b" ").decode(errors="replace")
     if "tansu" in command:
         return "broker"
     if match := re.search(r"processors (\w+)", command):
         return f"processors {match[1]}"
     return "workers"  # the image-check pool's processes and multiprocessing's helpers
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = _stat(pid)
-    return 0.0 if fields is None else (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime + stime
 
 
 def cpu_by_role(root: int) -> dict[str, float]:
