@@ -189,6 +189,7 @@ REASONS: dict[str, str] = {
     "typo_tolerated": "A name part matched with a small spelling difference.",
     "caller_type_business": "The phone belongs to a business (provider caller type or a legal form in the caller-ID).",
     "caller_type_consumer": "The provider reports a consumer phone for a business subject.",
+    "generation_mismatch": "The two names carry different generational suffixes (JR/SR, II/III): father and son.",
 }
 
 SCORE_BANDS: dict[str, tuple[int, int]] = {
@@ -510,6 +511,8 @@ class _Person(NamedTuple):
     middles: tuple[_Part, ...]
     swappable: bool
     text: str
+    generation: str | None = None
+    """The generational suffix written after the name (jr, sr, ii, iii, iv), if any."""
 
 
 class _Cnam(NamedTuple):
@@ -517,6 +520,7 @@ class _Cnam(NamedTuple):
     truncated: bool
     business_like: bool
     text: str
+    generation: str | None = None
 
 
 def _part(pieces: list[str]) -> _Part:
@@ -535,13 +539,14 @@ def _parse_person(supplied: str) -> _Person | None:
     words = [pieces for pieces in (_WORD.findall(raw) for raw in folded.split()) if pieces]
     while len(words) > 1 and len(words[0]) == 1 and words[0][0] in _HONORIFICS:
         words.pop(0)
+    generation = None
     while len(words) > 1 and "".join(words[-1]) in _GENERATIONAL:
-        words.pop()
+        generation = "".join(words.pop())
     if not words:
         return None
     text = " ".join(chain.from_iterable(words))
     if len(words) == 1:
-        return _Person(None, _part(words[0]), (), False, text)
+        return _Person(None, _part(words[0]), (), False, text, generation)
     # Particles belong to the surname: "Juan de la Cruz" has surname "de la cruz" / "delacruz".
     while len(words) > 2 and "".join(words[-2]) in _PARTICLES:
         words[-2:] = [words[-2] + words[-1]]
@@ -550,7 +555,8 @@ def _parse_person(supplied: str) -> _Person | None:
     if middles:
         # "Mary Jane Smith" may be on file as "SMITH MARYJANE".
         given = _Part((*given.forms, given.first + middles[0].first))
-    return _Person(given, surname, middles, swappable=len(words) == 2 and not has_comma, text=text)
+    swappable = len(words) == 2 and not has_comma
+    return _Person(given, surname, middles, swappable, text, generation)
 
 
 @lru_cache(maxsize=4096)
@@ -558,8 +564,10 @@ def _parse_cnam(name: str) -> _Cnam:
     words = [word for word in _words(name) if not word.isdigit() and word != "and"]
     business_like = any(word in _LEGAL_MARKERS for word in words)
     tokens = tuple(word for word in words if word not in _LEGAL_MARKERS and word not in _GENERATIONAL)
+    generations = [word for word in words if word in _GENERATIONAL]
     truncated = _is_cut(name)
-    return _Cnam(tokens or tuple(words), truncated, business_like, " ".join(words))
+    generation = generations[-1] if generations and len(tokens) > 1 else None
+    return _Cnam(tokens or tuple(words), truncated, business_like, " ".join(words), generation)
 
 
 def _nickname_of(token: str, forms: tuple[str, ...]) -> bool:
@@ -764,6 +772,10 @@ def _match_person(supplied: str, cnam: _Cnam) -> _Verdict:
         alternative = _person_outcome(swapped, cnam, None)
         if _STATE_RANK[alternative.state] > _STATE_RANK[outcome.state]:
             outcome = alternative
+    if person.generation and cnam.generation and person.generation != cnam.generation and outcome.state == "match":
+        # The same name with another suffix is the father or the son: the same family, not the same person. A
+        # suffix written on one side only says nothing.
+        return _verdict("partial_match", _in_band("partial_match", 50), *outcome.reasons, "generation_mismatch")
     return outcome
 
 

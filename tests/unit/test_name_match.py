@@ -260,6 +260,15 @@ MATCH_CASES = [
     person("particle-surname", "Juan de la Cruz", "DELACRUZ JUAN", "match"),
     person("double-surname-first-only", "Maria Garcia Lopez", "GARCIA MARIA", "match"),
     person("honorific-and-suffix", "Dr. John Smith Jr.", "SMITH JOHN", "match"),
+    # Generational suffixes: on both sides and different, father and son; on one side only, still the person.
+    person("suffix-jr-sr", "Robert Smith Jr", "SMITH ROBERT SR", "partial_match", SUR, GIVEN, "generation_mismatch"),
+    person("suffix-sr-jr", "Robert Smith Sr.", "SMITH ROBERT JR", "partial_match", SUR, GIVEN, "generation_mismatch"),
+    person("suffix-ii-iii", "James Carter III", "CARTER JAMES II", "partial_match", SUR, GIVEN, "generation_mismatch"),
+    person("suffix-nickname", "Bob Smith Jr", "SMITH ROBERT SR", "partial_match", SUR, NICK, "generation_mismatch"),
+    person("suffix-same", "Robert Smith Jr.", "SMITH ROBERT JR", "match", SUR, GIVEN),
+    person("suffix-cnam-only", "Robert Smith", "SMITH ROBERT JR", "match", SUR, GIVEN),
+    person("suffix-supplied-only", "Robert Smith Sr", "SMITH ROBERT", "match", SUR, GIVEN),
+    person("suffix-other-given-name", "Robert Smith Jr", "SMITH ALAN SR", "partial_match", SUR, GIVEN_X),
     # Middle initials.
     person("cnam-middle-initial", "John Smith", "SMITH JOHN A", "match", SUR, GIVEN),
     person("both-middle-initial", "John A. Smith", "SMITH JOHN A", "match", SUR, GIVEN),
