@@ -141,6 +141,7 @@ from typing import NamedTuple
 
 import msgspec
 from cleanco import prepare_default_terms
+from gender_guesser.detector import Detector
 from nicknames import NickNamer
 from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
@@ -591,8 +592,21 @@ def _relation(token: str, part: _Part, *, given: bool, truncated: bool) -> int:
     if len(token) == 1 or len(part.first) == 1:
         return _INITIAL if token[0] == part.first[0] else _NONE
     if any(_similar(token, form) for form in forms):
+        if any(_other_gender(token, form) for form in forms):
+            return _NONE  # Gabriel and Gabriela are two people, not a slip of the keyboard (in either order)
         return _TYPO
     return _NONE
+
+
+_MALE, _FEMALE = frozenset({"male", "mostly_male"}), frozenset({"female", "mostly_female"})
+_GENDERS = Detector(case_sensitive=False)
+"""gender-guesser's table of about 40,000 given names and their use by gender, from Jörg Michael's name dictionary."""
+
+
+def _other_gender(a: str, b: str) -> bool:
+    """Whether two given names are the male and the female form of one name (Paul and Paula, Julian and Juliana)."""
+    genders = {_GENDERS.get_gender(a), _GENDERS.get_gender(b)}
+    return bool(genders & _MALE) and bool(genders & _FEMALE)
 
 
 def _surname_relation(token: str, person: _Person, truncated: bool) -> int:

@@ -260,6 +260,16 @@ MATCH_CASES = [
     person("particle-surname", "Juan de la Cruz", "DELACRUZ JUAN", "match"),
     person("double-surname-first-only", "Maria Garcia Lopez", "GARCIA MARIA", "match"),
     person("honorific-and-suffix", "Dr. John Smith Jr.", "SMITH JOHN", "match"),
+    # The male and the female form of one given name are two people (siblings, spouses), never a typo.
+    person("gendered-gabriel", "Gabriela Lopez", "LOPEZ GABRIEL", "partial_match", SUR, GIVEN_X),
+    person("gendered-julian", "Julian Ross", "ROSS JULIANA", "partial_match", SUR, GIVEN_X),
+    person("gendered-paul", "Paul Smith", "SMITH PAULA", "partial_match", SUR, GIVEN_X),
+    person("gendered-antonio", "Antonia Ruiz", "RUIZ ANTONIO", "partial_match", SUR, GIVEN_X),
+    person("gendered-roberto", "Roberto Diaz", "DIAZ ROBERTA", "partial_match", SUR, GIVEN_X),
+    person("gendered-francisco", "Francisca Vega", "VEGA FRANCISCO", "partial_match", SUR, GIVEN_X),
+    person("gendered-daniel", "Daniel Kim", "KIM DANIELA", "partial_match", SUR, GIVEN_X),
+    person("same-gender-typo", "Micheal Lee", "LEE MICHAEL", "match", SUR, GIVEN, "typo_tolerated"),
+    person("same-gender-spelling", "Kristen Ray", "RAY KRISTIN", "match", SUR, GIVEN, "typo_tolerated"),
     # Generational suffixes: on both sides and different, father and son; on one side only, still the person.
     person("suffix-jr-sr", "Robert Smith Jr", "SMITH ROBERT SR", "partial_match", SUR, GIVEN, "generation_mismatch"),
     person("suffix-sr-jr", "Robert Smith Sr.", "SMITH ROBERT JR", "partial_match", SUR, GIVEN, "generation_mismatch"),
