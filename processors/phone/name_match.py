@@ -775,6 +775,28 @@ def _match_person(supplied: str, cnam: _Cnam) -> _Verdict:
         return _verdict("ambiguous", 40, "supplied_name_unusable")
     if person.given is None:
         return _single_word_outcome(person, cnam)
+    outcome = _person_reading(person, cnam)
+    if outcome.state != "match":
+        # A romanised name may be written as one word on one side and two on the other (JIANGUO and JIAN GUO): read
+        # the CNAM again with two neighbouring words joined where the join is a whole supplied name part.
+        parts = {form for part in (person.given, person.surname, *person.middles) if part for form in part.forms}
+        for index in range(len(cnam.tokens) - 1):
+            joined = cnam.tokens[index] + cnam.tokens[index + 1]
+            if joined in parts:
+                tokens = (*cnam.tokens[:index], joined, *cnam.tokens[index + 2 :])
+                alternative = _person_reading(person, cnam._replace(tokens=tokens))
+                if _STATE_RANK[alternative.state] > _STATE_RANK[outcome.state]:
+                    outcome = alternative
+    if person.generation and cnam.generation and person.generation != cnam.generation and outcome.state == "match":
+        # The same name with another suffix is the father or the son: the same family, not the same person. A
+        # suffix written on one side only says nothing.
+        return _verdict("partial_match", _in_band("partial_match", 50), *outcome.reasons, "generation_mismatch")
+    return outcome
+
+
+def _person_reading(person: _Person, cnam: _Cnam) -> _Verdict:
+    """The verdict on one reading of the CNAM's words, trying the supplied words the other way round too."""
+    assert person.given is not None
     span = _surname_span(person, cnam.tokens, _cut_index(cnam))
     outcome = _person_outcome(person, cnam, span)
     if person.swappable and outcome.state != "match" and span is None:
@@ -786,10 +808,6 @@ def _match_person(supplied: str, cnam: _Cnam) -> _Verdict:
         alternative = _person_outcome(swapped, cnam, None)
         if _STATE_RANK[alternative.state] > _STATE_RANK[outcome.state]:
             outcome = alternative
-    if person.generation and cnam.generation and person.generation != cnam.generation and outcome.state == "match":
-        # The same name with another suffix is the father or the son: the same family, not the same person. A
-        # suffix written on one side only says nothing.
-        return _verdict("partial_match", _in_band("partial_match", 50), *outcome.reasons, "generation_mismatch")
     return outcome
 
 

@@ -260,6 +260,11 @@ MATCH_CASES = [
     person("particle-surname", "Juan de la Cruz", "DELACRUZ JUAN", "match"),
     person("double-surname-first-only", "Maria Garcia Lopez", "GARCIA MARIA", "match"),
     person("honorific-and-suffix", "Dr. John Smith Jr.", "SMITH JOHN", "match"),
+    # Romanised given names written as one word on one side and two on the other.
+    person("romanised-joined-supplied", "Jianguo Wang", "WANG JIAN GUO", "match", SUR, GIVEN),
+    person("romanised-split-supplied", "Jian Guo Wang", "WANG JIANGUO", "match", SUR, GIVEN),
+    person("romanised-xiaoming", "Xiaoming Li", "LI XIAO MING", "match", SUR, GIVEN),
+    person("romanised-other-name", "Jianguo Wang", "WANG JIAN HUA", "partial_match", SUR, GIVEN_X),
     # The male and the female form of one given name are two people (siblings, spouses), never a typo.
     person("gendered-gabriel", "Gabriela Lopez", "LOPEZ GABRIEL", "partial_match", SUR, GIVEN_X),
     person("gendered-julian", "Julian Ross", "ROSS JULIANA", "partial_match", SUR, GIVEN_X),
