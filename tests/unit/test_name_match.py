@@ -260,6 +260,11 @@ MATCH_CASES = [
     person("particle-surname", "Juan de la Cruz", "DELACRUZ JUAN", "match"),
     person("double-surname-first-only", "Maria Garcia Lopez", "GARCIA MARIA", "match"),
     person("honorific-and-suffix", "Dr. John Smith Jr.", "SMITH JOHN", "match"),
+    # A surname that begins another (GARCIA, GARCIANO) is another surname, unless a 15-character cut explains it.
+    person("surname-prefix-both-differ", "Maria Garcia", "GARCIANO ANA", "mismatch", SUR_X, GIVEN_X),
+    person("surname-prefix-martinez", "Ana Martin", "MARTINEZ JOSE", "mismatch", SUR_X, GIVEN_X),
+    person("surname-prefix-same-given", "Maria Garcia", "GARCIANO MARIA", "partial_match", SUR_X, GIVEN),
+    person("surname-prefix-cut-cnam", "Maria Garciano", "GARCIA MARIA", "partial_match", SUR_X, GIVEN),
     # Romanised given names written as one word on one side and two on the other.
     person("romanised-joined-supplied", "Jianguo Wang", "WANG JIAN GUO", "match", SUR, GIVEN),
     person("romanised-split-supplied", "Jian Guo Wang", "WANG JIANGUO", "match", SUR, GIVEN),
