@@ -457,6 +457,11 @@ class _Verdict(NamedTuple):
     def rank(self) -> tuple[int, int]:
         return _STATE_RANK[self.state], self.score
 
+    def or_better_state(self, alternative: _Verdict) -> _Verdict:
+        """`alternative` where it reaches a better state; another reading of the names must win on state, not on
+        score alone."""
+        return alternative if _STATE_RANK[alternative.state] > _STATE_RANK[self.state] else self
+
 
 def _verdict(state: NameMatchState, score: float, *reasons: str) -> _Verdict:
     low, high = SCORE_BANDS[state]
@@ -789,9 +794,7 @@ def _match_person(supplied: str, cnam: _Cnam) -> _Verdict:
             joined = cnam.tokens[index] + cnam.tokens[index + 1]
             if joined in parts:
                 tokens = (*cnam.tokens[:index], joined, *cnam.tokens[index + 2 :])
-                alternative = _person_reading(person, cnam._replace(tokens=tokens))
-                if _STATE_RANK[alternative.state] > _STATE_RANK[outcome.state]:
-                    outcome = alternative
+                outcome = outcome.or_better_state(_person_reading(person, cnam._replace(tokens=tokens)))
     if person.generation and cnam.generation and person.generation != cnam.generation and outcome.state == "match":
         # The same name with another suffix is the father or the son: the same family, not the same person. A
         # suffix written on one side only says nothing.
@@ -810,9 +813,7 @@ def _person_reading(person: _Person, cnam: _Cnam) -> _Verdict:
         # would recast "JOHN" vs "John Smith" as a surname-only reading. A double surname found
         # whole in the CNAM settles the order ("FERNANDEZ-GONZA" is no given name).
         swapped = _Person(person.surname, person.given, (), False, person.text)
-        alternative = _person_outcome(swapped, cnam, None)
-        if _STATE_RANK[alternative.state] > _STATE_RANK[outcome.state]:
-            outcome = alternative
+        outcome = outcome.or_better_state(_person_outcome(swapped, cnam, None))
     return outcome
 
 
