@@ -38,6 +38,5 @@ def batch_subscription(message_type: type[T], *, wait_ms: int = FETCH_MAX_WAIT_M
     return {
         "batch": True,
         "fetch_max_wait_ms": wait_ms,
-        "batch_timeout_ms": wait_ms,  # FastStream's own polling step, which a paced subscriber does not use
         "decoder": _batch_decoder(message_type),
     }
