@@ -43,6 +43,17 @@ out ``available``, while a person whose two-letter first name is a state code wi
 nickname ("NGUYEN MI") comes out ``placeholder``. The package also lists a few surnames as given
 names (SMITH, WILSON), so "SMITH CA" reads as a name.
 
+Abbreviated place words. FT, MT and PT (fort, mount, port or point) begin no name, so a city that starts with one is a
+rate centre before check (2): "FT COLLINS CO" and "MT AIRY MD" are places, not a company and a doctor. N, S, E, W (the
+USPS Publication 28 directionals) and PT are place words for check (4) ("N LAS VEGAS NV", "E ST LOUIS IL"). A rate
+centre cut at 15 characters may keep one letter of its state code or none. It is a placeholder when it is a listed rate
+centre, or when it starts with a place word and names no person: no given name among its words except after a saint's
+or SAN/SANTA ("ST PETERSBURG F", "FT LAUDERDALE F", "PORT ST LUCIE F"; "ST CLAIR MARY A" is Mary A. St Clair). With the
+state cut off entirely it must start with FT, MT or PT, or with another place word followed by one ("S SAN
+FRANCISCO"); a single-letter direction counts only before a place word or a listed city ("N LITTLE ROCK A"), since a
+person's initial stands there too ("S MARTINEZ-LOPE"). ST, PORT, MOUNT, LAKE and WEST also begin surnames, so "ST JOHN
+MARY", "WEST CHRISTOPHE" and "MOUNT EMILY" stay names.
+
 Matching (`match_name`)
 -----------------------
 Only an ``available`` caller-ID is compared. Any other state gives ``unavailable`` with score
@@ -99,6 +110,15 @@ supplied single word does not appear          mismatch         supplied_name_inc
 nothing agrees                                mismatch         surname_mismatch, given_name_mismatch
 ============================================  ===============  ==========================================
 
+Hard cases. The male and the female form of one given name (Paul/Paula, Julian/Juliana, Louis/Louise, by
+gender-guesser's name table) are two people, neither a typo nor a nickname, though the ``nicknames`` package relates
+some of them (Louis/Louise); a nickname that is more than two letters shorter stays one (Lou, Alex for Alexandra). A
+word that begins another and is two letters longer (GARCIA/GARCIANO) is another name unless the CNAM was cut. A
+romanised given name written as one word on one side and two on the other (JIANGUO, JIAN GUO) is the same name: the
+CNAM is read again with two neighbouring words joined where the join is a whole supplied part. The same name with
+different generational suffixes on both sides (JR/SR, II/III) is father and son: at most ``partial_match`` with
+``generation_mismatch``; a suffix on one side only says nothing.
+
 ``cnam_truncated`` and ``typo_tolerated`` are added when a truncated prefix or a typo carried
 the evidence. A nickname, truncation or typo lowers the score a little but not the state. A
 two-word supplied name is also tried reversed ("Smith Bob"), and that reading is kept only when it
@@ -111,7 +131,30 @@ supplied name, or whose last word is a cut-off legal form ("MCDONALDS CORPO"), i
 ``cnam_truncated``; a rapidfuzz similarity >= 80 is a ``partial_match`` (``business_name_similar``),
 as is a key whose words are all inside the other (``business_name_subset``); the rest is a
 ``mismatch``. cleanco's own ``basename`` scans its whole term list on every call (about 40 µs);
-this module indexes the same terms in a set instead.
+this module indexes the same terms in a set instead. Letters joined by an unspaced "&" are one word (AT&T, PG&E).
+
+Business abbreviations. Short of a match, the CNAM is compared again with each word that abbreviates a supplied word
+(or is abbreviated by one) spelled as the supplied name spells it: MFG/Manufacturing, SVCS/Services, INTL, MGMT, ASSN,
+DEPT, BROS, ASSOC, CTR, HOSP, UNIV, DIST, ENGR, CONSTR, TECH, SYS. The table is reporters-db's list of the common
+words in case names (the Bluebook's table T6), less the short forms that are words of their own (BUS, PUB, COAL),
+plus carrier short forms T6 lacks (SVCS, MGT, PLBG, HTG, RLTY, ...; ``_CARRIER_ABBREVIATIONS_TEXT``). No registry
+package carries business-word abbreviations as such: cleanco has legal forms only, usaddress and usaddress-scourgify
+the USPS Publication 28 street, unit and directional words, probablepeople a trained model. Equal names then are a
+``match`` (score 92) with ``business_abbreviation``; a near or subset match keeps that reason. An acronym is one word
+that is the initials of two to six neighbouring words on the other side, the rest of both names being the same ("GE
+CO" for General Electric Company, "SJ PLUMBING" for Smith Johnson Plumbing, supplied "IBM" for "INTL BUS MACH"): a
+``match`` (score 90) with ``business_abbreviation``. An acronym that leaves words over proves nothing ("GE" for
+Global Energy Partners stays a mismatch).
+
+Professional suffix. A CNAM ending in a credential (nameparser's post-nominal acronyms: CPA, DDS, DMD, DVM, MD, DO,
+OD, PHD, RN, ...; ESQ; ATTY) is read as a person's name (at most three words) with a suffix, for a business subject:
+the whole name in the business name, every other word the credential's trade (``_TRADES_TEXT``: CPA accounting/tax,
+DDS dental/orthodontics, ...) or a practice word (associates, office, group, law office of ...), is a ``match``
+("Susan Park Accounting" for PARK SUSAN CPA); the whole name beside another trade is a ``partial_match`` ("Susan
+Park Realty"); part of the name (the surname) with trade or practice words only is a ``partial_match`` ("Park &
+Associates", "Kim Medical Group" for KIM MD); the trade without the name is ``ambiguous`` ("Bright Smile Dental" for
+LEE JAMES DDS); all with ``professional_name``. Anything else stays as the business comparison had it. MD is read as
+a credential here only because ``read_caller_id`` already read the CNAM as a name (checks (2) and (6)).
 
 Caller type. The phone belongs to a business when the provider says ``caller_type`` BUSINESS or
 the CNAM carries a legal form (INC, LLC, CORP, ...). For a person that is expected of a work phone,
@@ -133,15 +176,19 @@ digits cannot be compared: ``ambiguous``, score 40, ``supplied_name_unusable``.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import re
 import unicodedata
 from functools import lru_cache
 from itertools import chain
+from pathlib import Path
 from typing import NamedTuple
 
 import msgspec
 from cleanco import prepare_default_terms
 from gender_guesser.detector import Detector
+from nameparser.config.suffixes import SUFFIX_ACRONYMS
 from nicknames import NickNamer
 from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
@@ -191,6 +238,8 @@ REASONS: dict[str, str] = {
     "caller_type_business": "The phone belongs to a business (provider caller type or a legal form in the caller-ID).",
     "caller_type_consumer": "The provider reports a consumer phone for a business subject.",
     "generation_mismatch": "The two names carry different generational suffixes (JR/SR, II/III): father and son.",
+    "business_abbreviation": "A word abbreviates the other name's word (MFG) or is an acronym of its words (GE).",
+    "professional_name": "A person with a professional suffix (CPA, DDS) whose name or trade the business name holds.",
 }
 
 SCORE_BANDS: dict[str, tuple[int, int]] = {
@@ -301,9 +350,16 @@ _DESIGNATION_CODES = frozenset({"co", "pa", "md"})
 _NAME_FIRST_CODES = _DESIGNATION_CODES | {"de", "la"}
 # First words that make a multi-word place name ("SAN JOSE", "FORT WORTH", "LAKE CHARLES").
 _PLACE_WORDS = _word_set(
-    "san santa santo los las la el new fort ft port saint st sainte ste mount mt lake palm east west north "
-    "south grand glen cape"
+    "san santa santo los las la el new fort ft port pt saint st sainte ste mount mt lake palm east west north "
+    "south grand glen cape n s e w"
 )
+# Place words as the LERG and the carriers abbreviate them, which begin no name: FORT, MOUNT, PORT or POINT ("FT
+# COLLINS CO", "MT AIRY MD", "PT PLEASANT NJ"). N, S, E and W (USPS Publication 28's directionals) may be a person's
+# initial ("S MARTINEZ"), and ST begins surnames ("ST JOHN MARY"), so they count only beside more evidence.
+_PLACE_ABBREVIATIONS = _word_set("ft mt pt")
+_DIRECTIONS = _word_set("n s e w")
+# Words after which a given name is part of a place name: saints ("PORT ST LUCIE", "E ST LOUIS") and SAN/SANTA.
+_SAINT_WORDS = _word_set("st saint ste sainte san santa santo")
 # Words (and their LERG abbreviations) that end a multi-word place name ("CEDAR RAPIDS", "WALNUT
 # CREEK", "STERLING HTS"). Words that are also common surnames (HILL, MILLS, WELLS) are left out.
 _CITY_WORDS = _word_set(
@@ -349,6 +405,7 @@ def _rate_centres(text: str) -> frozenset[tuple[str, str]]:
 
 
 _RATE_CENTRES = _rate_centres(_RATE_CENTRES_TEXT)
+_RATE_CENTRE_CITIES = frozenset(place for place, _ in _RATE_CENTRES)
 
 _NICKNAMER = NickNamer()
 _GIVEN_NAMES = frozenset(chain(_NICKNAMER.nickname_lookup, _NICKNAMER.canonical_lookup))
@@ -364,6 +421,8 @@ def _is_rate_centre(place: tuple[str, ...], state: str, *, spelled: bool, cut: b
     """
     text = " ".join(place)
     if text in _GENERIC_PHRASES or (text, state) in _RATE_CENTRES:
+        return True
+    if len(place) >= 2 and place[0] in _PLACE_ABBREVIATIONS:  # before (2): "FT COLLINS CO", "MT AIRY MD"
         return True
     if not spelled and (state in _DESIGNATION_CODES or state in _GIVEN_NAMES):
         return False
@@ -418,11 +477,38 @@ def _is_placeholder(name: str) -> bool:
     # A generic phrase cut at 15 characters: "CALLER ID BLOCK", "NAME NOT AVAILA".
     if text in _GENERIC_CUTS and len(words[-1]) >= 3:
         return True
-    # A long rate centre cut at 15 characters keeps one letter of its state code: "SAN FRANCISCO C".
-    if len(words[-1]) == 1:
-        place = " ".join(words[:-1])
-        return any((place, code) in _RATE_CENTRES for code in _STATE_CODES if code[0] == words[-1])
-    return False
+    # A long rate centre cut at 15 characters keeps one letter of its state code ("SAN FRANCISCO C", "FT
+    # LAUDERDALE F", "ST PETERSBURG F") or none ("S SAN FRANCISCO").
+    if len(words[-1]) == 1 and any(code[0] == words[-1] for code in _STATE_CODES):
+        place = words[:-1]
+        if any((" ".join(place), code) in _RATE_CENTRES for code in _STATE_CODES if code[0] == words[-1]):
+            return True
+        if len(place) >= 2 and _is_cut_place(place):
+            return True
+    return _is_cut_place(words) and (words[0] in _PLACE_ABBREVIATIONS or words[1] in _PLACE_WORDS)
+
+
+def _is_cut_place(words: tuple[str, ...]) -> bool:
+    """A place name whose state was cut off: it starts with a place word and names no person.
+
+    A given name among its words makes it a name ("ST CLAIR MARY A"), unless a saint's or SAN/SANTA stands before it
+    ("PORT ST LUCIE F"). A single-letter direction counts only before another place word ("S SAN FRANCISCO"), as a
+    person's initial stands there too ("S MARTINEZ-LOPE").
+    """
+    if len(words) < 2 or words[0] not in _PLACE_WORDS:
+        return False
+    if words[0] in _DIRECTIONS:
+        if _is_listed_city(words[1:]):  # "N LITTLE ROCK A"
+            return True
+        if words[1] not in _PLACE_WORDS:
+            return False
+    return not any(
+        word in _GIVEN_NAMES and words[index - 1] not in _SAINT_WORDS for index, word in enumerate(words) if index
+    )
+
+
+def _is_listed_city(place: tuple[str, ...]) -> bool:
+    return " ".join(place) in _RATE_CENTRE_CITIES
 
 
 def _is_cut(name: str) -> bool:
@@ -598,6 +684,8 @@ def _relation(token: str, part: _Part, *, given: bool, truncated: bool) -> int:
         # matched in full (`_person_outcome`).
         return _INITIAL
     if given and _nickname_of(token, forms):
+        if any(_gendered_pair(token, form) for form in forms):
+            return _NONE  # Louis and Louise: the nicknames package relates them, but they are two people
         return _NICKNAME
     if len(token) == 1 or len(part.first) == 1:
         return _INITIAL if token[0] == part.first[0] else _NONE
@@ -617,6 +705,20 @@ def _other_gender(a: str, b: str) -> bool:
     """Whether two given names are the male and the female form of one name (Paul and Paula, Julian and Juliana)."""
     genders = {_GENDERS.get_gender(a), _GENDERS.get_gender(b)}
     return bool(genders & _MALE) and bool(genders & _FEMALE)
+
+
+def _gendered_pair(a: str, b: str) -> bool:
+    """The male and the female form of one name (Louis/Louise, Carlo/Carla): of the other gender, at most two letters
+    longer, and the same but for the last letter of the shorter one. Lou and Louise, Alex and Alexandra, Sam and
+    Samantha are nicknames, not such pairs."""
+    shorter, longer = sorted((a, b), key=len)
+    if len(shorter) < _GENDERED_MIN or len(longer) - len(shorter) > _GENDERED_EXTRA:
+        return False
+    return longer.startswith(shorter[:-1]) and _other_gender(a, b)
+
+
+# A gendered form adds at most this many letters (Victor, Victoria) to a name of at least this many (Eric, Erica).
+_GENDERED_EXTRA, _GENDERED_MIN = 2, 3
 
 
 def _surname_relation(token: str, person: _Person, truncated: bool) -> int:
@@ -831,6 +933,8 @@ _NICKNAMES = _build_nicknames()
 # --------------------------------------------------------------------------- businesses
 
 _BUSINESS_NOISE = frozenset({"the", "and"})
+# Letters joined by an unspaced "&" are one acronym ("AT&T", "PG&E", "H&R"), not two words.
+_AMPERSAND_ACRONYM = re.compile(r"\b([a-z]{1,3})&([a-z]{1,3})\b", re.IGNORECASE)
 
 
 # cleanco's legal-form terms ("inc", "llc", "pty ltd", ...) indexed by length for O(1) suffix checks.
@@ -850,6 +954,81 @@ _LEGAL_WORDS = frozenset(word for terms in _LEGAL_TERMS.values() for term in ter
     "company",
     "limited",
 }
+
+# Abbreviations of the words in business names. The maintained list is reporters-db's table of the common words in
+# case names (the Bluebook's table T6: ASS'N, BROS., CONSTR., CTR., DEP'T, DIST., ENG'R, HOSP., INT'L, MFG., MGMT.,
+# SYS., TECH., UNIV., ... 189 entries), read as folded here (ASSN, DEPT, INTL). Two edits to it: the short forms that
+# are English words in their own right, which a business name carries as themselves (a BUS company, a PUB, COAL), are
+# left out; and the short forms carriers and directory listings use that T6 does not have (SVCS, MGT, PLBG, HTG,
+# RLTY, ...) are added below, as are the meanings T6 leaves out of a short form it has (DIST for distributors, ENGR
+# for engineering). A plural is the short form plus S (SERVS, ASSOCS), as in T6, and each meaning stands for its
+# plural too, as carriers drop the S (ASSOC for associates).
+_NOT_ABBREVIATIONS = _word_set("all am bus coal def det dig disc equal found mar no op pub ref rest ret sol sur temp")
+_CARRIER_ABBREVIATIONS_TEXT = """
+    svc srvc srv svcs srvcs svs: service|svcs srvcs svs: services|mgt: management|assoc assocs: associates
+    plbg plmbg: plumbing|htg: heating|clng: cleaning|const cnstr constrn: construction|contr cntr: contractor
+    contrs cntrs: contractors|bldr: builder|bldrs: builders|rlty: realty|ptnrs prtnrs: partners|ptnr prtnr: partner
+    hldg: holding|hldgs: holdings|ent entpr enterp: enterprise|ents entprs: enterprises|soln: solution
+    solns: solutions|acctg: accounting|acct: accounting|accts: accountants|bk bnk: bank|svgs: savings|mtg: mortgage
+    dntl dent: dental|chiro: chiropractic|clnc clin: clinic|hlth: health|ins: insurance|mtr: motor|mtrs: motors
+    elect electr: electric|sply supp suppl: supply|splys: supplies|whse: warehouse|whsl whsle: wholesale
+    dist: distributors|dist: distributing|dist: distribution|distr: distribution|distrs: distributors
+    trkg: trucking|trans transp: transportation|lndscp lndscpg: landscaping|rstrnt: restaurant|comm: communications
+    comms: communications|telecom: telecommunications|amer: american|ch chr chrch: church|min: ministries
+    fdn: foundation|cntr: center|ofc: office|indl: industrial|inds: industries|prods: products|ther: therapy
+    thrpy: therapy|fam: family|devel: development|enviro: environmental|archt: architects|engrg eng: engineering
+    engr: engineering|engrs: engineers|cnsltg consltg: consulting|cnslt conslt: consultants|cap: capital
+    tech: technologies|tech: technical|grp: group|labs: laboratories|vet: veterinary|anml: animal|mkt: market
+    intl: international|natl: national|univ: university|co: company|corp: corporation|assn: association
+    """
+
+
+def _keyed_lines(text: str) -> list[tuple[list[str], list[str]]]:
+    """("KEY KEY: WORD WORD" entries, one per line or "|"-separated) as (keys, words) pairs."""
+    return [(keys.split(), words.split()) for keys, _, words in (line.partition(":") for line in _phrases(text))]
+
+
+def _plural(word: str) -> str:
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
+        return word[:-1] + "ies"
+    return word if word.endswith("s") else word + "s"
+
+
+def _abbreviations() -> dict[str, frozenset[str]]:
+    """Short form -> the folded words it stands for (each with its plural)."""
+    spec = importlib.util.find_spec("reporters_db")
+    assert spec is not None
+    assert spec.submodule_search_locations
+    # Read the one table directly: importing reporters_db loads its whole database of law reporters (about 40 ms).
+    path = Path(next(iter(spec.submodule_search_locations))) / "data" / "case_name_abbreviations.json"
+    table: dict[str, set[str]] = {}
+
+    def add(short: str, meanings: list[str]) -> None:
+        key = "".join(_WORD.findall(_fold(short)))
+        words = [_fold(meaning) for meaning in meanings if _WORD.fullmatch(_fold(meaning))]
+        if not key.isalpha() or key in _NOT_ABBREVIATIONS or not words:
+            return
+        table.setdefault(key, set()).update(chain.from_iterable((word, _plural(word)) for word in words))
+        if not key.endswith("s"):  # SERVS, ASSOCS
+            table.setdefault(key + "s", set()).update(_plural(word) for word in words)
+
+    for short, meanings in json.loads(path.read_text(encoding="utf-8")).items():
+        add(short, meanings)
+    for shorts, meanings in _keyed_lines(_CARRIER_ABBREVIATIONS_TEXT):
+        for short in shorts:
+            add(short, meanings)
+    return {short: frozenset(meanings - {short}) for short, meanings in table.items()}
+
+
+_ABBREVIATIONS = _abbreviations()
+
+
+def _same_business_word(a: str, b: str) -> bool:
+    """Whether two words are one word, or one abbreviates the other, or both abbreviate one word (SVCS, SERVS)."""
+    if a == b:
+        return True
+    of_a, of_b = _ABBREVIATIONS.get(a, frozenset()), _ABBREVIATIONS.get(b, frozenset())
+    return b in of_a or a in of_b or not of_a.isdisjoint(of_b)
 
 
 class _Business(NamedTuple):
@@ -874,8 +1053,9 @@ def _strip_legal_forms(words: tuple[str, ...]) -> tuple[str, ...]:
 
 @lru_cache(maxsize=4096)
 def _parse_business(name: str) -> _Business:
-    # Dots join abbreviations ("L.L.C.", "Inc.") so they meet cleanco's undotted terms.
-    words = tuple(word for word in _words(name.replace(".", "")) if word not in _BUSINESS_NOISE)
+    # Dots join abbreviations ("L.L.C.", "Inc.") so they meet cleanco's undotted terms; "AT&T" is one word.
+    joined = _AMPERSAND_ACRONYM.sub(r"\1\2", name.replace(".", ""))
+    words = tuple(word for word in _words(joined) if word not in _BUSINESS_NOISE)
     return _Business(words, _strip_legal_forms(words))
 
 
@@ -885,20 +1065,40 @@ def _match_business(supplied: str, cnam_name: str, truncated: bool) -> _Verdict:
         return _verdict("ambiguous", 40, "supplied_name_unusable")
     if not theirs.key:
         return _verdict("mismatch", 0, "business_name_mismatch")
-    ours_text, theirs_text = " ".join(ours.key), " ".join(theirs.key)
+    outcome = _compare_business_keys(ours.key, theirs.key)
+    if truncated and outcome.score < 98 and _truncated_business_match(ours, theirs):
+        outcome = _verdict("match", 94, "business_name_match", "cnam_truncated")
+    if outcome.state == "match":
+        return outcome
+    # Carriers abbreviate words (MFG, SVCS, INTL) and whole names (GE CO, IBM): compare again with the abbreviations
+    # spelled as the other side spells them. An acronym must account for the whole name; an abbreviated word may
+    # also make a near match or a subset.
+    spelled = _spell_abbreviations(ours.key, theirs.key)
+    if spelled != theirs.key:
+        alternative = _compare_business_keys(ours.key, spelled)
+        if alternative.state == "match":
+            return _verdict("match", 92, "business_name_match", "business_abbreviation")
+        outcome = outcome.or_better_state(
+            _verdict(alternative.state, alternative.score, *alternative.reasons, "business_abbreviation")
+        )
+    if _acronym_reading(ours.key, spelled):
+        return _verdict("match", 90, "business_name_match", "business_abbreviation")
+    return outcome.or_better_state(_professional_reading(ours.key, theirs.words))
+
+
+def _compare_business_keys(ours: tuple[str, ...], theirs: tuple[str, ...]) -> _Verdict:
+    ours_text, theirs_text = " ".join(ours), " ".join(theirs)
     ours_flat, theirs_flat = ours_text.replace(" ", ""), theirs_text.replace(" ", "")
     if ours_text == theirs_text:
         return _verdict("match", 100, "business_name_match")
     if ours_flat == theirs_flat:  # "MC DONALDS" vs "McDonald's"
         return _verdict("match", 98, "business_name_match")
-    if truncated and _truncated_business_match(ours, theirs):
-        return _verdict("match", 94, "business_name_match", "cnam_truncated")
     similarity = max(fuzz.token_sort_ratio(ours_text, theirs_text), fuzz.ratio(ours_flat, theirs_flat))
     if similarity == 100:  # same words in another order
         return _verdict("match", 96, "business_name_match")
     if similarity >= 80:
         return _verdict("partial_match", 60 + (similarity - 80) * 1.2, "business_name_similar")
-    shorter, longer = sorted((set(ours.key), set(theirs.key)), key=len)
+    shorter, longer = sorted((set(ours), set(theirs)), key=len)
     if shorter <= longer and len("".join(shorter)) >= 4:
         return _verdict("partial_match", 62, "business_name_subset")
     return _verdict("mismatch", _in_band("mismatch", similarity), "business_name_mismatch")
@@ -913,6 +1113,107 @@ def _truncated_business_match(ours: _Business, theirs: _Business) -> bool:
     if len(theirs.words) > 1 and len(stub) > 1 and any(word.startswith(stub) for word in _LEGAL_WORDS):
         return _strip_legal_forms(theirs.words[:-1]) == ours.key
     return False
+
+
+def _spell_abbreviations(ours: tuple[str, ...], theirs: tuple[str, ...]) -> tuple[str, ...]:
+    """`theirs` with each word not in `ours` that abbreviates one there (or is abbreviated by it) spelled as there."""
+    return tuple(
+        word
+        if word in ours
+        else next((other for other in ours if other not in theirs and _same_business_word(word, other)), word)
+        for word in theirs
+    )
+
+
+def _acronym_reading(ours: tuple[str, ...], theirs: tuple[str, ...]) -> bool:
+    """Whether one word on one side is the initials of two or more neighbouring words on the other, and the rest of
+    the two names is the same: "GE" for General Electric, "SJ PLUMBING" for Smith Johnson Plumbing, "IBM" for INTL
+    BUS MACH. A cut CNAM may end in the first letter of its last word ("UNITED PARCEL S")."""
+    for short, long in ((theirs, ours), (ours, theirs)):
+        for at, word in enumerate(short):
+            size = len(word)
+            if not _ACRONYM_SIZES[0] <= size <= _ACRONYM_SIZES[1] or word in long:
+                continue
+            rest = (*short[:at], *short[at + 1 :])
+            for start in range(len(long) - size + 1):
+                run = long[start : start + size]
+                if "".join(part[0] for part in run) == word and (*long[:start], *long[start + size :]) == rest:
+                    return True
+    return False
+
+
+_ACRONYM_SIZES = (2, 6)
+
+# A person's name with a professional suffix on a business line ("PARK SUSAN CPA"). The credentials are nameparser's
+# post-nominal acronyms (CPA, DDS, DMD, DVM, MD, DO, OD, PHD, RN, ... about 600) and its word ESQ, with ATTY and
+# ATTORNEY added. The trade each common credential practises, so that the business name can be checked against it
+# ("Susan Park Accounting" is the practice of PARK SUSAN CPA; "Susan Park Realty" is another business of hers):
+_TRADES_TEXT = """
+    cpa ea cfp cma cia acct: accounting accountant accountants accountancy tax taxes bookkeeping cpas audit financial
+    esq esquire atty attorney jd llm: law legal attorney attorneys lawyer lawyers counsel justice
+    dds dmd: dental dentistry dentist dentists orthodontics orthodontic endodontics periodontics smile smiles oral
+    md do pa np fnp rn aprn dnp: medical medicine clinic health healthcare pediatrics pediatric physicians physician
+    md do pa np fnp rn aprn dnp: doctors care internal surgery surgical dermatology cardiology urgent wellness nursing
+    dvm vmd: veterinary vet animal animals pet pets hospital clinic
+    od: optometry optometric eye eyecare vision optical
+    dc: chiropractic chiropractor spine
+    dpm: podiatry podiatric foot ankle
+    pt dpt: physical therapy rehab rehabilitation physiotherapy
+    phd psyd lcsw lpc lmft: psychology psychological counseling therapy behavioral mental
+    pe eit: engineering engineers
+    aia ra: architecture architects architect
+    """
+# Words any practice may carry ("Park & Associates", "Law Office of ...", "Family Dentistry").
+_PRACTICE_WORDS = _word_set("associates assoc office offices group practice partners firm services of at family center")
+
+
+def _trades() -> dict[str, frozenset[str]]:
+    table: dict[str, set[str]] = {}
+    for credentials, words in _keyed_lines(_TRADES_TEXT):
+        for credential in credentials:
+            table.setdefault(credential, set()).update(words)
+    return {credential: frozenset(words) for credential, words in table.items()}
+
+
+_TRADES = _trades()
+_CREDENTIALS = frozenset(
+    word for word in chain(SUFFIX_ACRONYMS, ("esq", "esquire", "atty", "attorney"), _TRADES) if word.isalpha()
+)
+
+
+def _professional_reading(ours: tuple[str, ...], cnam_words: tuple[str, ...]) -> _Verdict:
+    """The CNAM as a person's name with a professional suffix, weighed against the business name.
+
+    The person's whole name (two or more words) in the business name is a match when every other word of the
+    business name is the person's trade or a practice word, else a partial match; part of the name (the surname)
+    with such words only is a partial match; the trade alone, with no name in common, is ambiguous. Anything else is
+    a mismatch (the caller's verdict stands).
+    """
+    words = _strip_legal_forms(cnam_words)
+    credentials: list[str] = []
+    while len(words) > 1 and words[-1] in _CREDENTIALS:
+        credentials.append(words[-1])
+        words = _strip_legal_forms(words[:-1])
+    if not credentials or len(words) > _PERSON_WORDS_MAX:
+        return _verdict("mismatch", 0, "business_name_mismatch")
+    trade = frozenset(chain.from_iterable(_TRADES.get(credential, ()) for credential in credentials))
+    supplied = [word for word in ours if word not in _CREDENTIALS and word not in _HONORIFICS]
+    named = [word for word in words if word in supplied]
+    others = [word for word in supplied if word not in words]
+    fits = all(word in trade or word in _PRACTICE_WORDS for word in others)
+    if len(named) == len(words) >= 2:
+        if fits:
+            return _verdict("match", 88, "professional_name")
+        return _verdict("partial_match", 70, "professional_name")
+    if named and fits:
+        return _verdict("partial_match", 66, "professional_name")
+    if not named and not trade.isdisjoint(supplied):
+        return _verdict("ambiguous", 45, "professional_name")
+    return _verdict("mismatch", 0, "business_name_mismatch")
+
+
+# At most this many words of a CNAM before a professional suffix are read as a person's name.
+_PERSON_WORDS_MAX = 3
 
 
 # --------------------------------------------------------------------------- entry point

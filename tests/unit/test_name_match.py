@@ -182,6 +182,17 @@ CARRIER_PLACEHOLDERS = [
     pytest.param("STERLING HTS MI", id="cut-city-st-abbreviated-heights"),
     pytest.param("NEWPORT NEWS VA", id="cut-city-st-listed"),
     pytest.param("LSAN DA 12 CA", id="city-st-lerg-abbreviation"),
+    # Rate centres with abbreviated place words, cut at 15 characters or not.
+    pytest.param("FT LAUDERDALE F", id="cut-ft-state-stub"),
+    pytest.param("ST PETERSBURG F", id="cut-st-state-stub"),
+    pytest.param("PORT ST LUCIE F", id="cut-port-st-saint-given-name"),
+    pytest.param("N LITTLE ROCK A", id="cut-direction-listed-city"),
+    pytest.param("S SAN FRANCISCO", id="cut-state-gone"),
+    pytest.param("E ST LOUIS IL", id="direction-saint-given-name"),
+    pytest.param("N CHARLESTON SC", id="cut-direction-city-st"),
+    pytest.param("MT AIRY MD", id="mt-before-md-designation"),
+    pytest.param("FT COLLINS CO", id="ft-before-co-designation"),
+    pytest.param("PT PLEASANT NJ", id="pt-city-given-name"),
 ]
 
 
@@ -221,6 +232,12 @@ NAMES_NOT_PLACEHOLDERS = [
     pytest.param("GARCIA-LOPEZ MA", id="cut-double-surname-hyphen-ma"),
     pytest.param("GARCIA LOPEZ MA", id="cut-double-surname-space-ma"),
     pytest.param("RAMOS-TORRES CA", id="cut-double-surname-ca"),
+    # Surnames that begin with a place word, and an initial where a direction could stand.
+    pytest.param("ST JOHN MARY", id="person-surname-st-john"),
+    pytest.param("ST CLAIR MARY A", id="cut-person-st-clair-initial"),
+    pytest.param("ST GERMAIN JEAN", id="cut-person-st-germain"),
+    pytest.param("WEST CHRISTOPHE", id="cut-person-surname-west"),
+    pytest.param("S MARTINEZ-LOPE", id="cut-person-initial-s"),
 ]
 
 
@@ -244,6 +261,7 @@ def business(case_id: str, supplied: str, cnam: str, state: str, *reasons: str, 
 SUR, GIVEN, NICK = "surname_match", "given_name_match", "nickname"
 SUR_X, GIVEN_X = "surname_mismatch", "given_name_mismatch"
 BIZ = "business_name_match"
+ABBR, PRO, SIMILAR = "business_abbreviation", "professional_name", "business_name_similar"
 
 MATCH_CASES = [
     # Normalisation: case, punctuation, diacritics, apostrophes, hyphens, particles, titles.
@@ -394,6 +412,22 @@ MATCH_CASES = [
     business("biz-near", "Acme Widgets", "ACME WIDGET", "partial_match", "business_name_similar"),
     business("biz-typo", "Acme Plumbing", "ACME PLUMBNG", "partial_match", "business_name_similar"),
     business("biz-subset", "Acme", "ACME PLUMBING SUP", "partial_match", "business_name_subset"),
+    # Abbreviations carriers use (T6 of the Bluebook via reporters-db, and carrier short forms), both ways.
+    business("biz-abbreviated-word", "Acme Manufacturing", "ACME MFG CO", "match", BIZ, ABBR),
+    business("biz-abbreviated-supplied", "Apex Svcs", "APEX SERVICES", "match", BIZ, ABBR),
+    business("biz-abbreviated-subset", "Acme Manufacturing Services", "ACME MFG", "partial_match", SIMILAR, ABBR),
+    business("biz-other-word-abbreviated", "Acme Management", "ACME MFG", "mismatch", "business_name_mismatch"),
+    business("biz-acronym", "General Electric Company", "GE CO", "match", BIZ, ABBR),
+    business("biz-acronym-ampersand", "Pacific Gas and Electric", "PG&E", "match", BIZ, ABBR),
+    business("biz-acronym-supplied", "IBM", "INTL BUS MACH", "match", BIZ, ABBR),
+    business("biz-acronym-other-letters", "General Electric Company", "GM CO", "mismatch", "business_name_mismatch"),
+    # A person's name with a professional suffix on a business line.
+    business("professional-trade", "Susan Park Accounting", "PARK SUSAN CPA", "match", PRO),
+    business("professional-other-trade", "Susan Park Realty", "PARK SUSAN CPA", "partial_match", PRO),
+    business("professional-surname", "Park & Associates", "PARK SUSAN CPA", "partial_match", PRO),
+    business("professional-md-not-state", "Kim Medical Group", "KIM MD", "partial_match", PRO),
+    business("professional-trade-only", "Bright Smile Dental", "LEE JAMES DDS", "ambiguous", PRO),
+    business("professional-other", "Park Dental", "PARK SUSAN CPA", "mismatch", "business_name_mismatch"),
     business("biz-mismatch", "Globex Corp", "INITECH LLC", "mismatch", "business_name_mismatch"),
     business("biz-shared-word-only", "Acme Widgets", "ACME PLUMBING", "mismatch", "business_name_mismatch"),
     business("biz-legal-form-only", "Inc.", "ACME INC", "mismatch", "business_name_mismatch"),
