@@ -1,0 +1,1 @@
+"""Labelled judgement sets: real-world-shaped cases, each labelled as a careful reviewer would, with the reason why."""
