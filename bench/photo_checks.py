@@ -6,7 +6,7 @@ Builds 600 x 600 JPEGs from scikit-image's astronaut portrait (the compliant US 
 rolled, dark, blurred, busy backdrop, a second face, a group photo, no face; test-only dependency), warms the
 detector, then evaluates `--samples` images round-robin in this process, timing each with time.process_time (CPU of
 every thread of the process) and perf_counter (wall). Prints CPU per image (mean, p50, p99), wall p50/p99 and
-images/s; with --workers, also images/s through a CheckPool of that many processes.
+images/s and the mean CPU of each variant; with --workers, also images/s through a CheckPool of that many processes.
 `checks_cpu_ms(samples)` is the mean CPU figure, for the pipeline benchmark to import.
 """
 
@@ -53,20 +53,22 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def measure(samples: int, policy: str = "us_passport") -> dict[str, float]:
-    blobs = list(images().values())
-    for blob in blobs:
+    named = list(images().items())
+    for _, blob in named:
         evaluate(blob, policy)  # warm: detector graph built, caches filled
     cpu: list[float] = []
     wall: list[float] = []
+    per_variant: dict[str, list[float]] = {name: [] for name, _ in named}
     started = time.perf_counter()
     for i in range(samples):
-        blob = blobs[i % len(blobs)]
+        name, blob = named[i % len(named)]
         c0, w0 = time.process_time(), time.perf_counter()
         evaluate(blob, policy)
         cpu.append((time.process_time() - c0) * 1000)
         wall.append((time.perf_counter() - w0) * 1000)
+        per_variant[name].append(cpu[-1])
     elapsed = time.perf_counter() - started
-    return {
+    return {name: statistics.fmean(values) for name, values in per_variant.items() if values} | {
         "cpu_mean_ms": statistics.fmean(cpu),
         "cpu_p50_ms": _percentile(cpu, 0.5),
         "cpu_p99_ms": _percentile(cpu, 0.99),
@@ -107,6 +109,7 @@ def main() -> None:
     )
     print(f"wall per image: p50 {figures['wall_p50_ms']:.2f} ms, p99 {figures['wall_p99_ms']:.2f} ms")
     print(f"throughput: {figures['images_per_s']:.0f} images/s")
+    print("CPU per variant: " + ", ".join(f"{name} {figures[name]:.1f} ms" for name in images()))
     if args.workers:
         rate = asyncio.run(pool_rate(args.workers, args.samples, args.policy))
         print(f"CheckPool({args.workers}) on {os.cpu_count()} CPUs: {rate:.0f} images/s")

@@ -24,21 +24,26 @@ def astronaut() -> Array:
     return np.ascontiguousarray(data.astronaut())
 
 
-@functools.cache
-def _person_mask() -> npt.NDArray[np.float32]:
+def person_mask(source: Array) -> npt.NDArray[np.float32]:
     """Soft mask of the person, from MediaPipe's selfie segmentation (shipped in the same wheel)."""
     import mediapipe as mp
 
     with mp.solutions.selfie_segmentation.SelfieSegmentation(model_selection=0) as segmenter:
-        mask = segmenter.process(astronaut()).segmentation_mask
+        mask = segmenter.process(source).segmentation_mask
     return np.clip((mask.astype(np.float32) - 0.3) / 0.4, 0.0, 1.0)
+
+
+def on_backdrop(source: Array) -> Array:
+    """The person of a portrait on a plain near-white backdrop, the same size."""
+    mask = person_mask(source)[..., None]
+    person = source.astype(np.float32) * mask + np.array(NEAR_WHITE, np.float32) * (1 - mask)
+    return np.clip(person, 0, 255).astype(np.uint8)
 
 
 @functools.cache
 def on_white() -> Array:
     """The astronaut on a plain near-white backdrop, padded by PAD on every side."""
-    mask = _person_mask()[..., None]
-    person = astronaut().astype(np.float32) * mask + np.array(NEAR_WHITE, np.float32) * (1 - mask)
+    person = on_backdrop(astronaut()).astype(np.float32)
     canvas = np.empty((512 + 2 * PAD, 512 + 2 * PAD, 3), np.float32)
     canvas[:] = NEAR_WHITE
     canvas[PAD : PAD + 512, PAD : PAD + 512] = person

@@ -13,6 +13,7 @@ import pytest
 
 from processors.photo.checks import CATEGORIES, POLICIES, REASON_CODES, CheckPool, Verdict, evaluate
 from processors.photo.checks.evaluate import judge
+from tests.judgement.photos import CASES as JUDGEMENT_CASES
 from tests.unit import photos as p
 
 Build = Callable[[], bytes]
@@ -270,6 +271,8 @@ ASSERTED: set[tuple[str, str]] = {
     for policy, codes in zip(POLICY_ORDER, sets, strict=True)
     for code in codes
 } | {(policy, code) for policy, _, _, codes in SYNTHETIC for code in codes}
+# the labelled photos of the harder kinds (tests/judgement/photos.py, asserted in test_photo_judgement.py)
+ASSERTED |= {(case.policy, code) for case in JUDGEMENT_CASES if not case.known_gap for code in case.must}
 
 
 @functools.cache

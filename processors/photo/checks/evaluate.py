@@ -6,7 +6,7 @@ import math
 
 from processors.photo.checks import measure
 from processors.photo.checks.decode import MAX_PIXELS, DecodeError, decode, open_image
-from processors.photo.checks.detector import Detector, shared_detector
+from processors.photo.checks.detector import SMALL_FACE, Detector, merge, shared_detector
 from processors.photo.checks.policies import FORMAT_THRESHOLD, POLICIES, Policy
 from processors.photo.checks.verdict import REASON_CODES, Check, Verdict, verdict
 
@@ -24,6 +24,11 @@ def evaluate(image: bytes, policy: str, detector: Detector | None = None) -> Ver
     return judge(metrics, rules)
 
 
+# On a frontal portrait the head (crown to chin) is about this many detector face boxes high (1.44 on the
+# Grace Hopper portrait, 1.47 on the astronaut's).
+HEAD_PER_FACE_BOX = 1.45
+
+
 def _measure(image: bytes, detector: Detector) -> measure.Metrics:
     opened, header = open_image(image)
     metrics: measure.Metrics = {
@@ -38,12 +43,26 @@ def _measure(image: bytes, detector: Detector) -> measure.Metrics:
     decoded = decode(opened, header)
     metrics |= measure.image_metrics(decoded)
     detection = detector.detect(decoded.rgb)
-    # a face the mesh cannot land on is not a face anyone can check
-    count = len(detection.faces) if detection.mesh is not None or len(detection.faces) != 1 else 0
-    metrics["face_count"] = float(count)
-    if count == 1:
-        metrics |= measure.face_metrics(decoded, detection)
-    return metrics
+    height = decoded.rgb.shape[0]
+    meshed = detection.mesh is not None and len(detection.faces) == 1
+    # a lone face the mesh cannot land on is not a face anyone can check
+    faces = detection.faces if meshed or len(detection.faces) != 1 else ()
+    if not faces or (len(faces) == 1 and faces[0].box[3] < SMALL_FACE * height):
+        # the tiles look for small faces only: one larger than that is the full pass's to find
+        small = tuple(face for face in detector.detect_small(decoded.rgb) if face.box[3] < SMALL_FACE * height)
+        faces = merge(faces + small)
+    metrics["face_count"] = float(len(faces))
+    if len(faces) != 1:
+        return metrics
+    metrics |= {"face_score": faces[0].score, "face_height_ratio": faces[0].box[3] / height}
+    if not meshed:
+        # a small face found only in tiles: its size is all there is to judge
+        return metrics | {"head_height_ratio": HEAD_PER_FACE_BOX * faces[0].box[3] / height}
+    face = measure.face_metrics(decoded, detection)
+    if measure.covered(face):
+        metrics["face_count"] = 0.0  # eyes and mouth both hidden: a face nobody can check
+        return metrics
+    return metrics | face
 
 
 def judge(metrics: measure.Metrics, policy: Policy) -> Verdict:
@@ -61,7 +80,7 @@ def judge(metrics: measure.Metrics, policy: Policy) -> Verdict:
                 passed=passed,
                 measured=round(value, 4),
                 threshold=rule.threshold,
-                feedback="" if passed else REASON_CODES[rule.code],
+                feedback="" if passed else rule.feedback or REASON_CODES[rule.code],
             )
         )
         margins[rule.code] = min(margins.get(rule.code, math.inf), rule.margin(value))

@@ -17,6 +17,8 @@ EYE_RIGHT = (33, 133, (160, 159, 158), (144, 145, 153))
 EYE_LEFT = (263, 362, (387, 386, 385), (373, 374, 380))
 LIP_UPPER_INNER, LIP_LOWER_INNER, MOUTH_RIGHT, MOUTH_LEFT = 13, 14, 61, 291
 CHEEKBONE_RIGHT, CHEEKBONE_LEFT = 205, 425
+LIP_TOP, LIP_BOTTOM = 0, 17
+BETWEEN_BROWS, NOSE_BRIDGE = 168, 6
 
 # The forehead-to-chin line leans back by this much on a frontal face; calibrated on a frontal studio portrait.
 PITCH_AT_FRONTAL = 10.5
@@ -27,6 +29,15 @@ HAIR_CONTRAST = 40.0
 CROWN_ABOVE_FOREHEAD = 0.45
 BORDER = 0.08
 MIN_BACKDROP_PIXELS = 30
+# An eye or a mouth in view has at least this contrast (`_contrast`); under a hand, a card, a mask or a band, less.
+EYES_SEEN, MOUTH_SEEN = 0.25, 0.2
+# Beyond this share of the inner face at full white, eyes and mouth have lost their contrast to the exposure.
+CLIPPED_FACE = 0.2
+# A frame's bar and rims read 0.17 and more (`_glasses_frame`); bare skin under 0.08.
+GLASSES_SEEN = 0.15
+# JPEG codes 8 x 8 blocks; a working copy decoded at 1/2 (draft) shows them every 4 pixels. Below 3 pixels the grid is
+# too fine to tell from the picture itself, and the blockiness check does not run.
+JPEG_BLOCK, MIN_BLOCK_PERIOD = 8, 3
 
 Metrics = dict[str, float]
 Image = npt.NDArray[np.uint8]
@@ -76,6 +87,9 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
     cheek_right = _patch(luma, mesh[CHEEKBONE_RIGHT], 0.08 * face_width)
     cheek_left = _patch(luma, mesh[CHEEKBONE_LEFT], 0.08 * face_width)
     yaw, pitch, roll = _pose(mesh)
+    face_clipped = float((inner >= 250).mean()) if inner.size else 0.0
+    glasses = _glasses_frame(luma, mesh, face_width)
+    glare = max(_clipped(luma, _eye_box(mesh, EYE_RIGHT, 1.6)), _clipped(luma, _eye_box(mesh, EYE_LEFT, 1.6)))
     lightness = float(_luma(backdrop_colour[None, None, :])[0, 0])
 
     metrics = {
@@ -99,10 +113,22 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
             / np.hypot(*(mesh[MOUTH_LEFT][:2] - mesh[MOUTH_RIGHT][:2]))
         ),
         "face_brightness": float(inner.mean()) if inner.size else 0.0,
-        "face_clipped": float((inner >= 250).mean()) if inner.size else 0.0,
         "lighting_imbalance": abs(cheek_right - cheek_left) / max(cheek_right, cheek_left, 1.0),
         "sharpness": _sharpness(luma, mesh, face_width),
+        "face_clipped": face_clipped,
+        "glasses_frame": glasses,
+        # light clipped on the lenses, beyond what is clipped on the whole face (an overexposed photo says so itself)
+        "lens_glare": max(glare - face_clipped, 0.0) if glasses >= GLASSES_SEEN else 0.0,
     }
+    if face_clipped < CLIPPED_FACE:
+        # on a face burnt to white nothing has contrast: the overexposure check says so instead
+        metrics["eyes_visibility"] = min(
+            _contrast(luma, _eye_box(mesh, EYE_RIGHT)), _contrast(luma, _eye_box(mesh, EYE_LEFT))
+        )
+        metrics["mouth_visibility"] = _contrast(luma, _mouth_box(mesh))
+    blockiness = _blockiness(luma, mesh, round(JPEG_BLOCK * width / decoded.header.width))
+    if blockiness is not None:
+        metrics["blockiness"] = blockiness
     if not seen:
         # a head filling the frame leaves no backdrop to judge: the framing checks report that instead
         return metrics
@@ -192,3 +218,94 @@ def _sharpness(luma: npt.NDArray[np.float32], mesh: npt.NDArray[np.float64], fac
         return 0.0
     laplacian = 4 * face[1:-1, 1:-1] - face[:-2, 1:-1] - face[2:, 1:-1] - face[1:-1, :-2] - face[1:-1, 2:]
     return float(laplacian.var())
+
+
+Box = tuple[int, int, int, int]  # x0, y0, x1, y1
+
+
+def _eye_box(
+    mesh: npt.NDArray[np.float64], eye: tuple[int, int, tuple[int, ...], tuple[int, ...]], scale: float = 1.0
+) -> Box:
+    """The eye from corner to corner and 0.3 eye widths above and below its middle (`scale` grows it)."""
+    outer, inner = mesh[eye[0]][:2], mesh[eye[1]][:2]
+    (cx, cy), width = (outer + inner) / 2, float(np.hypot(*(outer - inner))) * scale
+    return int(cx - 0.6 * width), int(cy - 0.3 * width), int(cx + 0.6 * width), int(cy + 0.3 * width)
+
+
+def _mouth_box(mesh: npt.NDArray[np.float64]) -> Box:
+    return (
+        int(mesh[MOUTH_RIGHT][0]),
+        int(mesh[LIP_TOP][1]),
+        int(mesh[MOUTH_LEFT][0]),
+        int(mesh[LIP_BOTTOM][1]),
+    )
+
+
+def _region(luma: npt.NDArray[np.float32], box: Box) -> npt.NDArray[np.float32]:
+    x0, y0, x1, y1 = box
+    return luma[max(y0, 0) : max(y1, 0), max(x0, 0) : max(x1, 0)]
+
+
+def _contrast(luma: npt.NDArray[np.float32], box: Box) -> float:
+    """Michelson contrast of the region's 5th and 95th percentile levels. An eye (white, iris, lashes) or a mouth (lips,
+    their parting line) reads 0.35 and more; a hand, a card, a mask or a band laid over it reads under 0.25."""
+    region = _region(luma, box)
+    if region.size < 4:
+        return 0.0
+    low, high = np.percentile(region, (5, 95))
+    return float((high - low) / max(high + low, 1.0))
+
+
+def covered(metrics: Metrics) -> bool:
+    """Eyes and mouth both hidden: nothing of the face is left to check, the same as no face at all."""
+    return metrics.get("eyes_visibility", 1.0) < EYES_SEEN and metrics.get("mouth_visibility", 1.0) < MOUTH_SEEN
+
+
+def _clipped(luma: npt.NDArray[np.float32], box: Box) -> float:
+    region = _region(luma, box)
+    return float((region >= 245).mean()) if region.size else 0.0
+
+
+def _glasses_frame(luma: npt.NDArray[np.float32], mesh: npt.NDArray[np.float64], face_width: float) -> float:
+    """Evidence of a frame: a bar across the nose bridge between the eyes and a rim under each eye, each measured as the
+    largest level step in its row profile over the local level. Skin there is smooth (under 0.08); the weaker of the
+    two is the measurement, so wrinkles under the eyes alone or a shadow on the bridge alone do not count."""
+    inner = mesh[EYE_LEFT[1]][0] - mesh[EYE_RIGHT[1]][0]
+    x0, x1 = int(mesh[EYE_RIGHT[1]][0] + 0.25 * inner), int(mesh[EYE_LEFT[1]][0] - 0.25 * inner)
+    y0, y1 = int(mesh[BETWEEN_BROWS][1] - 0.08 * face_width), int(mesh[NOSE_BRIDGE][1] + 0.02 * face_width)
+    bridge = _region(luma, (x0, y0, x1, y1))
+    if bridge.size == 0:
+        return 0.0
+    profile = bridge.mean(axis=1)
+    evidence = [float(np.abs(profile - np.median(profile)).max() / max(float(np.median(profile)), 1.0))]
+    for eye in (EYE_RIGHT, EYE_LEFT):
+        outer, inner_corner = mesh[eye[0]][:2], mesh[eye[1]][:2]
+        (cx, cy), width = (outer + inner_corner) / 2, float(np.hypot(*(outer - inner_corner)))
+        rim = _region(
+            luma, (int(cx - 0.4 * width), int(cy + 0.3 * width), int(cx + 0.4 * width), int(cy + 0.9 * width))
+        )
+        if rim.shape[0] < 2:
+            return 0.0
+        rows = rim.mean(axis=1)
+        evidence.append(float(np.abs(np.diff(rows)).max() / max(float(np.median(rows)), 1.0)))
+    return min(evidence[0], float(np.mean(evidence[1:])))
+
+
+def _blockiness(luma: npt.NDArray[np.float32], mesh: npt.NDArray[np.float64], period: int) -> float | None:
+    """How much larger the steps between neighbouring pixels are across the JPEG block grid than inside the blocks,
+    over the face (which always has texture; a flat backdrop has no steps to compare): about 1.0 for a photo, 1.4 and
+    more once a very low quality setting leaves the 8 x 8 blocks visible. None when the grid is too fine to see."""
+    if period < MIN_BLOCK_PERIOD:
+        return None
+    # the box starts on the grid, so the grid falls where the file's blocks meet
+    x0, x1 = int(max(mesh[CHEEK_RIGHT][0], 0)) // period * period, int(mesh[CHEEK_LEFT][0])
+    y0, y1 = int(max(mesh[FOREHEAD][1], 0)) // period * period, int(mesh[CHIN][1])
+    face = luma[y0:y1, x0:x1]
+    if min(face.shape) < 4 * period:
+        return None
+    ratios = []
+    for axis in (0, 1):
+        steps = np.abs(np.diff(face, axis=axis)).mean(axis=1 - axis)
+        on_grid = (np.arange(steps.size) + 1) % period == 0
+        ratios.append(float(steps[on_grid].mean()) / max(float(steps[~on_grid].mean()), 1e-3))
+    return float(np.mean(ratios))

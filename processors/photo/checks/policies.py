@@ -6,6 +6,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from processors.photo.checks.measure import EYES_SEEN, GLASSES_SEEN, MOUTH_SEEN
+
 
 @dataclass(frozen=True, slots=True)
 class Rule:
@@ -17,6 +19,8 @@ class Rule:
     high: float = math.inf
     tolerance: float = 1.0
     unit: str = ""
+    # the sentence for the end user when this rule fails, where the code's own sentence is not precise enough
+    feedback: str = ""
 
     def passes(self, value: float) -> bool:
         return bool(self.low <= value <= self.high)
@@ -81,6 +85,33 @@ def _exposure() -> tuple[Rule, ...]:
     )
 
 
+def _covering() -> tuple[Rule, ...]:
+    return (
+        Rule(
+            "face_covered",
+            "eyes_visibility",
+            low=EYES_SEEN,
+            tolerance=0.1,
+            unit="eye contrast",
+            feedback="Something covers your eyes; please remove anything in front of them.",
+        ),
+        Rule(
+            "face_covered",
+            "mouth_visibility",
+            low=MOUTH_SEEN,
+            tolerance=0.1,
+            unit="mouth contrast",
+            feedback="Something covers your mouth; please remove anything in front of it.",
+        ),
+    )
+
+
+def _compression(high: float) -> Rule:
+    return Rule(
+        "compression_artifacts", "blockiness", high=high, tolerance=0.15, unit="step across / within 8 x 8 blocks"
+    )
+
+
 SHARP = Rule("blurry", "sharpness", low=60, tolerance=60, unit="Laplacian variance over the face")
 COLOUR = Rule("grayscale", "colourfulness", low=4, tolerance=4, unit="mean channel difference")
 EYES_OPEN = Rule("eyes_closed", "eye_openness", low=0.15, tolerance=0.1, unit="eyelid gap / eye width")
@@ -97,6 +128,8 @@ US_PASSPORT = Policy(
         Rule("not_square", "aspect", low=0.99, high=1.01, tolerance=0.02, unit="width / height"),
         COLOUR,
         *_faces(),
+        *_covering(),
+        Rule("glasses", "glasses_frame", high=GLASSES_SEEN, tolerance=0.05, unit="frame edge / local level"),
         Rule("head_too_small", "head_height_ratio", low=0.50, tolerance=0.05, unit=HEIGHT),
         Rule("head_too_large", "head_height_ratio", high=0.69, tolerance=0.05, unit=HEIGHT),
         Rule("eyes_too_low", "eye_line_from_bottom", low=0.56, tolerance=0.04, unit=f"{HEIGHT} from the bottom"),
@@ -111,6 +144,7 @@ US_PASSPORT = Policy(
         PLAIN_BACKDROP,
         Rule("background_not_white", "backdrop_whiteness", low=190, tolerance=20, unit=f"level - 2 x tint {LEVEL}"),
         SHARP,
+        _compression(1.4),
     ),
 )
 
@@ -123,6 +157,8 @@ ICAO = Policy(
         Rule("wrong_aspect_ratio", "aspect", low=0.74, high=0.80, tolerance=0.03, unit="width / height"),
         COLOUR,
         *_faces(),
+        *_covering(),
+        Rule("glasses_glare", "lens_glare", high=0.02, tolerance=0.02, unit="share of clipped pixels around the eyes"),
         Rule("head_too_small", "head_height_ratio", low=0.60, tolerance=0.05, unit=HEIGHT),
         Rule("head_too_large", "head_height_ratio", high=0.90, tolerance=0.05, unit=HEIGHT),
         Rule("head_too_narrow", "head_width_ratio", low=0.50, tolerance=0.05, unit=WIDTH),
@@ -139,6 +175,7 @@ ICAO = Policy(
         PLAIN_BACKDROP,
         Rule("background_too_dark", "backdrop_lightness", low=150, tolerance=30, unit=f"mean level {LEVEL}"),
         SHARP,
+        _compression(1.4),
     ),
 )
 
@@ -154,6 +191,7 @@ PROFILE_PHOTO = Policy(
         Rule("head_turned", "abs_yaw", high=30, tolerance=10, unit=DEG),
         *_exposure(),
         Rule("blurry", "sharpness", low=30, tolerance=30, unit="Laplacian variance over the face"),
+        _compression(1.6),
     ),
 )
 

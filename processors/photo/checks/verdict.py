@@ -15,6 +15,7 @@ CATEGORIES = (
     "format",
     "no_face",
     "multiple_faces",
+    "obstruction",
     "framing",
     "pose",
     "expression",
@@ -33,6 +34,9 @@ REASONS: dict[str, tuple[str, str]] = {
     "wrong_aspect_ratio": ("format", "The photo has the wrong shape; please crop it to a 35 by 45 portrait format."),
     "no_face": ("no_face", "No face could be found; please take a photo that shows your face clearly."),
     "multiple_faces": ("multiple_faces", "More than one face is visible; please take a photo of yourself alone."),
+    "face_covered": ("obstruction", "Something covers part of your face; please remove it."),
+    "glasses": ("obstruction", "Glasses are not allowed; please take them off for the photo."),
+    "glasses_glare": ("obstruction", "Your glasses reflect light; please tilt them or remove them to avoid glare."),
     "face_too_small": ("framing", "Your face is too small in the photo; please move closer to the camera."),
     "head_too_small": ("framing", "Your head is too small in the photo; please move closer or crop tighter."),
     "head_too_large": ("framing", "Your head is too large in the photo; please move back or crop wider."),
@@ -54,6 +58,10 @@ REASONS: dict[str, tuple[str, str]] = {
     "background_too_dark": ("background", "The background is too dark; please use a light, plain background."),
     "background_not_white": ("background", "The background must be white or off-white; please use a white wall."),
     "blurry": ("quality", "The photo is blurry; please hold the camera still and make sure it is in focus."),
+    "compression_artifacts": (
+        "quality",
+        "The photo is too heavily compressed; please upload the original or save it at a higher quality.",
+    ),
     "grayscale": ("quality", "The photo is black and white; please submit a colour photo."),
 }
 
@@ -79,7 +87,7 @@ class Verdict(msgspec.Struct, frozen=True):
 
 def verdict(checks: list[Check], margins: dict[str, float], face_score: float, title: str) -> Verdict:
     """`margins`: per run check, distance to its threshold in the check's own tolerance units (negative = failed)."""
-    failed = [c.code for c in checks if not c.passed]
+    failed = list(dict.fromkeys(c.code for c in checks if not c.passed))
     if not failed:
         decisive = min((margins[c.code] for c in checks), default=math.inf)
         return Verdict(
@@ -99,7 +107,7 @@ def verdict(checks: list[Check], margins: dict[str, float], face_score: float, t
         confidence=_confidence(decisive, score),
         category=category,
         violation_reasons=failed,
-        feedback=" ".join(REASON_CODES[code] for code in failed),
+        feedback=" ".join(dict.fromkeys(c.feedback for c in checks if not c.passed)),
         checks=checks,
     )
 
