@@ -66,6 +66,8 @@ CASES: list[tuple[str, Build]] = [
     ("dark_backdrop", jpeg(lambda: p.scaled(ICAO(), 0.55))),
     ("small_face_tall", jpeg(p.small_face_tall)),
     ("wide_strip", lambda: p.strip(6001, 10)),
+    # too small to cut into tiles: the small-face pass must not fail on it
+    ("one_pixel", lambda: p.strip(1, 1)),
 ]
 
 EXPECTED: dict[str, tuple[set[str], set[str], set[str]]] = {
@@ -253,6 +255,11 @@ EXPECTED: dict[str, tuple[set[str], set[str], set[str]]] = {
         {"grayscale", "image_too_large", "image_too_small", "no_face", "not_square"},
         {"grayscale", "image_too_large", "no_face", "wrong_aspect_ratio"},
         {"image_too_large", "image_too_small", "no_face"},
+    ),
+    "one_pixel": (
+        {"grayscale", "image_too_small", "no_face"},
+        {"grayscale", "no_face", "wrong_aspect_ratio"},
+        {"image_too_small", "no_face"},
     ),
 }
 

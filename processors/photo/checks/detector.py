@@ -16,6 +16,8 @@ MIN_DETECTION_SCORE = 0.5
 # what it sees): about 2 ms a tile, paid only by such images. On tiles of photos without a face (scikit-image's coffee,
 # cat, Hubble field, motorcycle) the short-range model scores up to 0.67, so a tile's face must score TILE_SCORE.
 SMALL_FACE, TILES, TILE_OVERLAP, TILE_SCORE = 0.2, 3, 0.2, 0.75
+# A tile narrower than this holds no face worth finding (and MediaPipe refuses an empty one: a 1 x 1 upload).
+MIN_TILE_SIDE = 16
 
 # FaceMesh's own graph finds faces with the short-range BlazeFace, which misses the small faces of a group photo;
 # swapping in the full-range subgraph gives one pass that both counts every face and lands the mesh on the first.
@@ -99,6 +101,8 @@ class Detector:
                     int(max((column - TILE_OVERLAP) * step_x, 0)),
                     int(min((column + 1 + TILE_OVERLAP) * step_x, width)),
                 )
+                if min(y1 - y0, x1 - x0) < MIN_TILE_SIDE:
+                    continue
                 result = self._tiles.process(np.ascontiguousarray(rgb[y0:y1, x0:x1]))
                 faces = (_face(d, x1 - x0, y1 - y0, offset=(x0, y0)) for d in result.detections or ())
                 found.extend(face for face in faces if face.score >= TILE_SCORE)
