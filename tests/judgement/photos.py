@@ -218,9 +218,11 @@ def case(
     must: set[str],
     must_not: set[str],
     why: str,
-    **kw: object,
+    *,
+    known_gap: bool = False,
+    quality: int = 92,
 ) -> PhotoCase:
-    return PhotoCase(kind, name, build, policy, frozenset(must), frozenset(must_not), why, **kw)  # type: ignore[arg-type]
+    return PhotoCase(kind, name, build, policy, frozenset(must), frozenset(must_not), why, known_gap, quality)
 
 
 US, ICAO = p.us_passport_image, p.icao_image

@@ -86,7 +86,8 @@ class Detector:
         return Detection(faces=faces, mesh=mesh)
 
     def detect_small(self, rgb: npt.NDArray[np.uint8]) -> tuple[Face, ...]:
-        """Every face found in overlapping tiles, in image pixels; a face seen by two tiles counts once."""
+        """Every small face (under SMALL_FACE of the height) found in overlapping tiles, in image pixels; a face seen by
+        two tiles counts once. A larger face is the full pass's to find."""
         if self._tiles is None:
             from mediapipe.python.solutions.face_detection import FaceDetection
 
@@ -105,7 +106,7 @@ class Detector:
                     continue
                 result = self._tiles.process(np.ascontiguousarray(rgb[y0:y1, x0:x1]))
                 faces = (_face(d, x1 - x0, y1 - y0, offset=(x0, y0)) for d in result.detections or ())
-                found.extend(face for face in faces if face.score >= TILE_SCORE)
+                found.extend(face for face in faces if face.score >= TILE_SCORE and face.box[3] < SMALL_FACE * height)
         return merge(found)
 
     def close(self) -> None:

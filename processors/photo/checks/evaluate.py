@@ -48,15 +48,13 @@ def _measure(image: bytes, detector: Detector) -> measure.Metrics:
     # a lone face the mesh cannot land on is not a face anyone can check
     faces = detection.faces if meshed or len(detection.faces) != 1 else ()
     if not faces or (len(faces) == 1 and faces[0].box[3] < SMALL_FACE * height):
-        # the tiles look for small faces only: one larger than that is the full pass's to find
-        small = tuple(face for face in detector.detect_small(decoded.rgb) if face.box[3] < SMALL_FACE * height)
-        faces = merge(faces + small)
+        faces = merge(faces + detector.detect_small(decoded.rgb))
     metrics["face_count"] = float(len(faces))
     if len(faces) != 1:
         return metrics
     metrics |= {"face_score": faces[0].score, "face_height_ratio": faces[0].box[3] / height}
     if not meshed:
-        # a small face found only in tiles: its size is all there is to judge
+        # a small face the mesh did not land on (found in the tiles only): its size is all there is to judge
         return metrics | {"head_height_ratio": HEAD_PER_FACE_BOX * faces[0].box[3] / height}
     face = measure.face_metrics(decoded, detection)
     if measure.covered(face):

@@ -41,6 +41,7 @@ JPEG_BLOCK, MIN_BLOCK_PERIOD = 8, 3
 
 Metrics = dict[str, float]
 Image = npt.NDArray[np.uint8]
+Eye = tuple[int, int, tuple[int, ...], tuple[int, ...]]  # outer corner, inner corner, upper lid, lower lid
 
 
 def image_metrics(decoded: Decoded) -> Metrics:
@@ -89,7 +90,6 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
     yaw, pitch, roll = _pose(mesh)
     face_clipped = float((inner >= 250).mean()) if inner.size else 0.0
     glasses = _glasses_frame(luma, mesh, face_width)
-    glare = max(_clipped(luma, _eye_box(mesh, EYE_RIGHT, 1.6)), _clipped(luma, _eye_box(mesh, EYE_LEFT, 1.6)))
     lightness = float(_luma(backdrop_colour[None, None, :])[0, 0])
 
     metrics = {
@@ -117,8 +117,7 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
         "sharpness": _sharpness(luma, mesh, face_width),
         "face_clipped": face_clipped,
         "glasses_frame": glasses,
-        # light clipped on the lenses, beyond what is clipped on the whole face (an overexposed photo says so itself)
-        "lens_glare": max(glare - face_clipped, 0.0) if glasses >= GLASSES_SEEN else 0.0,
+        "lens_glare": _lens_glare(luma, mesh, face_clipped) if glasses >= GLASSES_SEEN else 0.0,
     }
     if face_clipped < CLIPPED_FACE:
         # on a face burnt to white nothing has contrast: the overexposure check says so instead
@@ -145,16 +144,19 @@ def _luma(rgb: npt.NDArray[np.generic]) -> npt.NDArray[np.float32]:
     return pixels[..., 0] * 0.299 + pixels[..., 1] * 0.587 + pixels[..., 2] * 0.114  # type: ignore[no-any-return]
 
 
-def _eye_centre(
-    mesh: npt.NDArray[np.float64], eye: tuple[int, int, tuple[int, ...], tuple[int, ...]]
-) -> npt.NDArray[np.float64]:
+def _eye_centre(mesh: npt.NDArray[np.float64], eye: Eye) -> npt.NDArray[np.float64]:
     return (mesh[eye[0]][:2] + mesh[eye[1]][:2]) / 2  # type: ignore[no-any-return]
 
 
-def _eye_aspect(mesh: npt.NDArray[np.float64], eye: tuple[int, int, tuple[int, ...], tuple[int, ...]]) -> float:
-    outer, inner, upper, lower = eye
+def _eye_width(mesh: npt.NDArray[np.float64], eye: Eye) -> float:
+    """Corner to corner."""
+    return float(np.hypot(*(mesh[eye[0]][:2] - mesh[eye[1]][:2])))
+
+
+def _eye_aspect(mesh: npt.NDArray[np.float64], eye: Eye) -> float:
+    _, _, upper, lower = eye
     opening = np.mean([np.hypot(*(mesh[u][:2] - mesh[d][:2])) for u, d in zip(upper, lower, strict=True)])
-    return float(opening / np.hypot(*(mesh[outer][:2] - mesh[inner][:2])))
+    return float(opening / _eye_width(mesh, eye))
 
 
 def _pose(mesh: npt.NDArray[np.float64]) -> tuple[float, float, float]:
@@ -223,12 +225,9 @@ def _sharpness(luma: npt.NDArray[np.float32], mesh: npt.NDArray[np.float64], fac
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1
 
 
-def _eye_box(
-    mesh: npt.NDArray[np.float64], eye: tuple[int, int, tuple[int, ...], tuple[int, ...]], scale: float = 1.0
-) -> Box:
+def _eye_box(mesh: npt.NDArray[np.float64], eye: Eye, scale: float = 1.0) -> Box:
     """The eye from corner to corner and 0.3 eye widths above and below its middle (`scale` grows it)."""
-    outer, inner = mesh[eye[0]][:2], mesh[eye[1]][:2]
-    (cx, cy), width = (outer + inner) / 2, float(np.hypot(*(outer - inner))) * scale
+    (cx, cy), width = _eye_centre(mesh, eye), _eye_width(mesh, eye) * scale
     return int(cx - 0.6 * width), int(cy - 0.3 * width), int(cx + 0.6 * width), int(cy + 0.3 * width)
 
 
@@ -261,9 +260,14 @@ def covered(metrics: Metrics) -> bool:
     return metrics.get("eyes_visibility", 1.0) < EYES_SEEN and metrics.get("mouth_visibility", 1.0) < MOUTH_SEEN
 
 
-def _clipped(luma: npt.NDArray[np.float32], box: Box) -> float:
-    region = _region(luma, box)
-    return float((region >= 245).mean()) if region.size else 0.0
+def _lens_glare(luma: npt.NDArray[np.float32], mesh: npt.NDArray[np.float64], face_clipped: float) -> float:
+    """Light clipped on the lenses (boxes 1.6 times the eye boxes), beyond what is clipped on the whole face: an
+    overexposed photo says so itself."""
+    glare = 0.0
+    for eye in (EYE_RIGHT, EYE_LEFT):
+        region = _region(luma, _eye_box(mesh, eye, 1.6))
+        glare = max(glare, float((region >= 245).mean()) if region.size else 0.0)
+    return max(glare - face_clipped, 0.0)
 
 
 def _glasses_frame(luma: npt.NDArray[np.float32], mesh: npt.NDArray[np.float64], face_width: float) -> float:
@@ -279,8 +283,7 @@ def _glasses_frame(luma: npt.NDArray[np.float32], mesh: npt.NDArray[np.float64],
     profile = bridge.mean(axis=1)
     evidence = [float(np.abs(profile - np.median(profile)).max() / max(float(np.median(profile)), 1.0))]
     for eye in (EYE_RIGHT, EYE_LEFT):
-        outer, inner_corner = mesh[eye[0]][:2], mesh[eye[1]][:2]
-        (cx, cy), width = (outer + inner_corner) / 2, float(np.hypot(*(outer - inner_corner)))
+        (cx, cy), width = _eye_centre(mesh, eye), _eye_width(mesh, eye)
         rim = _region(
             luma, (int(cx - 0.4 * width), int(cy + 0.3 * width), int(cx + 0.4 * width), int(cy + 0.9 * width))
         )
