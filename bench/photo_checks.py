@@ -6,7 +6,9 @@ Builds 600 x 600 JPEGs from scikit-image's astronaut portrait (the compliant US 
 rolled, dark, blurred, busy backdrop, a second face, a group photo, no face; test-only dependency), warms the
 detector, then evaluates `--samples` images round-robin in this process, timing each with time.process_time (CPU of
 every thread of the process) and perf_counter (wall). Prints CPU per image (mean, p50, p99), wall p50/p99 and
-images/s and the mean CPU of each variant; with --workers, also images/s through a CheckPool of that many processes.
+images/s and the mean CPU of each variant; then, in the same run, the detector's MediaPipe graphs alone and MediaPipe's
+stock FaceMesh on the same images, the baseline the checks are a ratio of (machines differ from day to day by a third;
+the ratio does not). With --workers, also images/s through a CheckPool of that many processes.
 `checks_cpu_ms(samples)` is the mean CPU figure, for the pipeline benchmark to import.
 """
 
@@ -19,11 +21,14 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from processors.photo.checks import CheckPool, evaluate
+from processors.photo.checks.decode import decode, open_image
+from processors.photo.checks.detector import shared_detector
 
 SIDE = 600
 
@@ -52,10 +57,22 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(int(q * len(ordered)), len(ordered) - 1)]
 
 
+def _mean_cpu_ms(samples: int, calls: list[Callable[[], object]]) -> float:
+    started = time.process_time()
+    for i in range(samples):
+        calls[i % len(calls)]()
+    return (time.process_time() - started) * 1000 / samples
+
+
 def measure(samples: int, policy: str = "us_passport") -> dict[str, float]:
+    """The checks per image, then, in the same run and on the same decoded images, two baselines: our detector's
+    MediaPipe graphs alone (the models' share of the checks) and MediaPipe's stock FaceMesh solution (short-range
+    detector and mesh with attention), a fixed workload that shows how fast the machine is that day."""
+    from mediapipe.python.solutions.face_mesh import FaceMesh
+
     named = list(images().items())
     for _, blob in named:
-        evaluate(blob, policy)  # warm: detector graph built, caches filled
+        evaluate(blob, policy)  # warm: detector graphs built, caches filled
     cpu: list[float] = []
     wall: list[float] = []
     per_variant: dict[str, list[float]] = {name: [] for name, _ in named}
@@ -68,14 +85,27 @@ def measure(samples: int, policy: str = "us_passport") -> dict[str, float]:
         wall.append((time.perf_counter() - w0) * 1000)
         per_variant[name].append(cpu[-1])
     elapsed = time.perf_counter() - started
-    return {name: statistics.fmean(values) for name, values in per_variant.items() if values} | {
-        "cpu_mean_ms": statistics.fmean(cpu),
-        "cpu_p50_ms": _percentile(cpu, 0.5),
-        "cpu_p99_ms": _percentile(cpu, 0.99),
-        "wall_p50_ms": _percentile(wall, 0.5),
-        "wall_p99_ms": _percentile(wall, 0.99),
-        "images_per_s": samples / elapsed,
-    }
+    rgbs = [decode(*open_image(blob)).rgb for _, blob in named]
+    detector = shared_detector()
+    with FaceMesh(static_image_mode=True, refine_landmarks=True) as stock:
+        for rgb in rgbs:
+            stock.process(rgb)
+        baselines = {
+            "graphs_mean_ms": _mean_cpu_ms(samples, [functools.partial(detector.detect, rgb) for rgb in rgbs]),
+            "facemesh_mean_ms": _mean_cpu_ms(samples, [functools.partial(stock.process, rgb) for rgb in rgbs]),
+        }
+    return (
+        {name: statistics.fmean(values) for name, values in per_variant.items() if values}
+        | baselines
+        | {
+            "cpu_mean_ms": statistics.fmean(cpu),
+            "cpu_p50_ms": _percentile(cpu, 0.5),
+            "cpu_p99_ms": _percentile(cpu, 0.99),
+            "wall_p50_ms": _percentile(wall, 0.5),
+            "wall_p99_ms": _percentile(wall, 0.99),
+            "images_per_s": samples / elapsed,
+        }
+    )
 
 
 def checks_cpu_ms(samples: int) -> float:
@@ -110,6 +140,12 @@ def main() -> None:
     print(f"wall per image: p50 {figures['wall_p50_ms']:.2f} ms, p99 {figures['wall_p99_ms']:.2f} ms")
     print(f"throughput: {figures['images_per_s']:.0f} images/s")
     print("CPU per variant: " + ", ".join(f"{name} {figures[name]:.1f} ms" for name in images()))
+    graphs, facemesh = figures["graphs_mean_ms"], figures["facemesh_mean_ms"]
+    print(f"of which the detector's MediaPipe graphs: {graphs:.2f} ms ({graphs / figures['cpu_mean_ms']:.0%})")
+    print(
+        f"baseline, MediaPipe's stock FaceMesh on the same images: {facemesh:.2f} ms; "
+        f"checks / baseline {figures['cpu_mean_ms'] / facemesh:.2f}"
+    )
     if args.workers:
         rate = asyncio.run(pool_rate(args.workers, args.samples, args.policy))
         print(f"CheckPool({args.workers}) on {os.cpu_count()} CPUs: {rate:.0f} images/s")

@@ -1,8 +1,7 @@
-"""Face detection and landmarks: BlazeFace full range feeding FaceMesh, in one MediaPipe graph, from the wheel."""
+"""Face detection and landmarks: full-range BlazeFace, then FaceMesh with attention on a lone face, from the wheel."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,20 +9,100 @@ import numpy as np
 import numpy.typing as npt
 
 MIN_DETECTION_SCORE = 0.5
+# The full-range pass also reports detections down to CANDIDATE_SCORE. Under MIN_DETECTION_SCORE they are not faces,
+# but they mark where small faces may be, and only the tiles around them are looked at again (an 8 x 8 contact sheet
+# of LFW faces, where no face scores 0.5, shows two candidates, at 0.11 and 0.15; scikit-image's coffee, rocket and
+# Hubble photos show two to eight, its cat none).
+CANDIDATE_SCORE = 0.1
 # Full-range BlazeFace sees the image at 192 x 192 and misses faces under about a tenth of its width (a grid of many
 # photos, a person far away). When it finds no face, or one face this small (of the image height), the image is looked
 # at again in TILES x TILES overlapping tiles with the short-range model (128 x 128, made for faces that fill much of
-# what it sees): about 2 ms a tile, paid only by such images. On tiles of photos without a face (scikit-image's coffee,
-# cat, Hubble field, motorcycle) the short-range model scores up to 0.67, so a tile's face must score TILE_SCORE.
+# what it sees): about 2 ms a tile, paid only by such images, and only for the tiles that hold the small face or a
+# candidate. On tiles of photos without a face (scikit-image's coffee, cat, Hubble field, motorcycle) the short-range
+# model scores up to 0.67, so a tile's face must score TILE_SCORE.
 SMALL_FACE, TILES, TILE_OVERLAP, TILE_SCORE = 0.2, 3, 0.2, 0.75
 # A tile narrower than this holds no face worth finding (and MediaPipe refuses an empty one: a 1 x 1 upload).
 MIN_TILE_SIDE = 16
 
-# FaceMesh's own graph finds faces with the short-range BlazeFace, which misses the small faces of a group photo;
-# swapping in the full-range subgraph gives one pass that both counts every face and lands the mesh on the first.
-_SHORT_RANGE = "FaceDetectionShortRangeCpu"
-_FULL_RANGE = "FaceDetectionFullRangeCpu"
-_SCORE_PARAM = "facedetectionfullrangecpu__facedetectionfullrange__facedetection__TensorsToDetectionsCalculator"
+# Two graphs made of MediaPipe's own calculators, models from the wheel. The first is MediaPipe's full-range face
+# detection (modules/face_detection/face_detection_full_range.pbtxt, its options as they are there) with the decoding
+# done twice from the one inference: at MIN_DETECTION_SCORE for the faces, exactly as MediaPipe reports them, and at
+# CANDIDATE_SCORE for the candidates (decoded apart because the weighted suppression would blend weak boxes into a
+# face's). The second is MediaPipe's detection-to-region step and FaceMesh with attention, fed one face of the first,
+# so the mesh runs only on a photo with one face.
+_MODEL = "mediapipe/modules/face_detection/face_detection_full_range_sparse.tflite"
+
+
+def _decoding(name: str, min_score: float) -> str:
+    return f"""
+node {{
+  calculator: "TensorsToDetectionsCalculator"
+  input_stream: "TENSORS:tensors" input_side_packet: "ANCHORS:anchors" output_stream: "DETECTIONS:{name}_decoded"
+  options {{ [mediapipe.TensorsToDetectionsCalculatorOptions.ext] {{
+    num_classes: 1 num_boxes: 2304 num_coords: 16 box_coord_offset: 0 keypoint_coord_offset: 4 num_keypoints: 6
+    num_values_per_keypoint: 2 sigmoid_score: true score_clipping_thresh: 100.0 reverse_output_order: true
+    x_scale: 192.0 y_scale: 192.0 h_scale: 192.0 w_scale: 192.0 min_score_thresh: {min_score}
+  }} }}
+}}
+node {{
+  calculator: "NonMaxSuppressionCalculator" input_stream: "{name}_decoded" output_stream: "{name}_suppressed"
+  options {{ [mediapipe.NonMaxSuppressionCalculatorOptions.ext] {{
+    min_suppression_threshold: 0.3 overlap_type: INTERSECTION_OVER_UNION algorithm: WEIGHTED
+  }} }}
+}}
+node {{
+  calculator: "DetectionProjectionCalculator"
+  input_stream: "DETECTIONS:{name}_suppressed" input_stream: "PROJECTION_MATRIX:matrix"
+  output_stream: "DETECTIONS:{name}"
+}}
+"""
+
+
+_FACES_GRAPH = (
+    f"""
+input_stream: "IMAGE:image"
+output_stream: "FACES:faces"
+output_stream: "CANDIDATES:candidates"
+node {{
+  calculator: "ImageToTensorCalculator"
+  input_stream: "IMAGE:image" output_stream: "TENSORS:input" output_stream: "MATRIX:matrix"
+  options {{ [mediapipe.ImageToTensorCalculatorOptions.ext] {{
+    output_tensor_width: 192 output_tensor_height: 192 keep_aspect_ratio: true
+    output_tensor_float_range {{ min: -1.0 max: 1.0 }} border_mode: BORDER_ZERO
+  }} }}
+}}
+node {{
+  calculator: "InferenceCalculator" input_stream: "TENSORS:input" output_stream: "TENSORS:tensors"
+  options {{ [mediapipe.InferenceCalculatorOptions.ext] {{ model_path: "{_MODEL}" delegate {{ xnnpack {{}} }} }} }}
+}}
+node {{
+  calculator: "SsdAnchorsCalculator" output_side_packet: "anchors"
+  options {{ [mediapipe.SsdAnchorsCalculatorOptions.ext] {{
+    num_layers: 1 min_scale: 0.1484375 max_scale: 0.75 input_size_width: 192 input_size_height: 192
+    anchor_offset_x: 0.5 anchor_offset_y: 0.5 strides: 4 aspect_ratios: 1.0 fixed_anchor_size: true
+    interpolated_scale_aspect_ratio: 0.0
+  }} }}
+}}
+"""
+    + _decoding("faces", MIN_DETECTION_SCORE)
+    + _decoding("candidates", CANDIDATE_SCORE)
+)
+_MESH_GRAPH = """
+input_stream: "IMAGE:image"
+input_stream: "DETECTION:detection"
+input_side_packet: "WITH_ATTENTION:with_attention"
+output_stream: "LANDMARKS:landmarks"
+node { calculator: "ImagePropertiesCalculator" input_stream: "IMAGE:image" output_stream: "SIZE:size" }
+node {
+  calculator: "FaceDetectionFrontDetectionToRoi"
+  input_stream: "DETECTION:detection" input_stream: "IMAGE_SIZE:size" output_stream: "ROI:roi"
+}
+node {
+  calculator: "FaceLandmarkCpu"
+  input_stream: "IMAGE:image" input_stream: "ROI:roi" input_side_packet: "WITH_ATTENTION:with_attention"
+  output_stream: "LANDMARKS:landmarks"
+}
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,93 +113,91 @@ class Face:
     box: tuple[float, float, float, float]  # x, y, width, height
     keypoints: npt.NDArray[np.float64]  # 6 x 2: right eye, left eye, nose tip, mouth, right ear, left ear
 
+    @property
+    def middle(self) -> tuple[float, float]:
+        x, y, w, h = self.box
+        return x + w / 2, y + h / 2
+
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    faces: tuple[Face, ...]
-    # 478 x 3 FaceMesh points (with irises) of faces[0] in pixels (z scaled like x), or None when the mesh did not land.
+    faces: tuple[Face, ...]  # scoring MIN_DETECTION_SCORE or more, most certain first
+    candidates: tuple[Face, ...]  # scoring CANDIDATE_SCORE or more, faces among them: where small faces may be
+    # 478 x 3 FaceMesh points (with irises) in pixels (z scaled like x) when there is exactly one face and the mesh
+    # landed on it, else None.
     mesh: npt.NDArray[np.float64] | None
 
 
-def _graph() -> Any:
-    import mediapipe
+def _config(text: str) -> Any:
+    from google.protobuf import text_format
     from mediapipe.framework import calculator_pb2
 
-    path = os.path.join(
-        os.path.dirname(mediapipe.__file__), "modules", "face_landmark", "face_landmark_front_cpu.binarypb"
-    )
-    config = calculator_pb2.CalculatorGraphConfig()
-    with open(path, "rb") as file:
-        config.ParseFromString(file.read())
-    for node in config.node:
-        if node.calculator == _SHORT_RANGE:
-            node.calculator = _FULL_RANGE
-    config.output_stream.append("ALL_DETECTIONS:all_face_detections")
-    return config
+    return text_format.Parse(text, calculator_pb2.CalculatorGraphConfig())
 
 
 class Detector:
-    """Owns one MediaPipe graph; build once per process, it is not safe to share between threads."""
+    """Owns MediaPipe graphs; build once per process, it is not safe to share between threads."""
 
     def __init__(self) -> None:
         from mediapipe.python.solution_base import SolutionBase
 
-        self._solution = SolutionBase(
-            graph_config=_graph(),
-            side_inputs={"num_faces": 1, "with_attention": True, "use_prev_landmarks": False},
-            calculator_params={f"{_SCORE_PARAM}.min_score_thresh": MIN_DETECTION_SCORE},
-            outputs=["multi_face_landmarks", "all_face_detections"],
+        self._faces = SolutionBase(graph_config=_config(_FACES_GRAPH), outputs=["faces", "candidates"])
+        self._mesh = SolutionBase(
+            graph_config=_config(_MESH_GRAPH), side_inputs={"with_attention": True}, outputs=["landmarks"]
         )
         self._tiles: Any = None
 
     def detect(self, rgb: npt.NDArray[np.uint8]) -> Detection:
         height, width = rgb.shape[:2]
-        result = self._solution.process({"image": rgb})
-        faces = tuple(
-            sorted((_face(d, width, height) for d in result.all_face_detections or ()), key=lambda f: -f.score)
-        )
+        found = self._faces.process({"image": rgb})
+        strong: list[Any] = found.faces or []
+        faces = tuple(sorted((_face(d, width, height) for d in strong), key=lambda f: -f.score))
+        candidates = tuple(_face(d, width, height) for d in found.candidates or ())
         mesh = None
-        if result.multi_face_landmarks:
-            points = result.multi_face_landmarks[0].landmark
-            mesh = np.array([(p.x * width, p.y * height, p.z * width) for p in points], dtype=np.float64)
-        return Detection(faces=faces, mesh=mesh)
+        if len(strong) == 1:
+            landmarks = self._mesh.process({"image": rgb, "detection": strong[0]}).landmarks
+            if landmarks is not None:
+                mesh = np.array([(p.x * width, p.y * height, p.z * width) for p in landmarks.landmark])
+        return Detection(faces=faces, candidates=candidates, mesh=mesh)
 
-    def detect_small(self, rgb: npt.NDArray[np.uint8]) -> tuple[Face, ...]:
-        """Every small face (under SMALL_FACE of the height) found in overlapping tiles, in image pixels; a face seen by
-        two tiles counts once. A larger face is the full pass's to find."""
+    def detect_small(self, rgb: npt.NDArray[np.uint8], near: tuple[Face, ...]) -> tuple[Face, ...]:
+        """Every small face (under SMALL_FACE of the height) found in the overlapping tiles whose core holds the middle
+        of a face or candidate `near`, in image pixels; a face seen by two tiles counts once. A larger face is the
+        full pass's to find."""
         if self._tiles is None:
             from mediapipe.python.solutions.face_detection import FaceDetection
 
             self._tiles = FaceDetection(model_selection=0)
         height, width = rgb.shape[:2]
         step_y, step_x = height / TILES, width / TILES
+        cells = {(min(int(f.middle[1] // step_y), TILES - 1), min(int(f.middle[0] // step_x), TILES - 1)) for f in near}
         found: list[Face] = []
-        for row in range(TILES):
-            for column in range(TILES):
-                y0, y1 = int(max((row - TILE_OVERLAP) * step_y, 0)), int(min((row + 1 + TILE_OVERLAP) * step_y, height))
-                x0, x1 = (
-                    int(max((column - TILE_OVERLAP) * step_x, 0)),
-                    int(min((column + 1 + TILE_OVERLAP) * step_x, width)),
-                )
-                if min(y1 - y0, x1 - x0) < MIN_TILE_SIDE:
-                    continue
-                result = self._tiles.process(np.ascontiguousarray(rgb[y0:y1, x0:x1]))
-                faces = (_face(d, x1 - x0, y1 - y0, offset=(x0, y0)) for d in result.detections or ())
-                found.extend(face for face in faces if face.score >= TILE_SCORE and face.box[3] < SMALL_FACE * height)
+        for row, column in sorted(cells):
+            (y0, y1), (x0, x1) = _span(row, step_y, height), _span(column, step_x, width)
+            if min(y1 - y0, x1 - x0) < MIN_TILE_SIDE:
+                continue
+            result = self._tiles.process(np.ascontiguousarray(rgb[y0:y1, x0:x1]))
+            faces = (_face(d, x1 - x0, y1 - y0, offset=(x0, y0)) for d in result.detections or ())
+            found.extend(face for face in faces if face.score >= TILE_SCORE and face.box[3] < SMALL_FACE * height)
         return merge(found)
 
     def close(self) -> None:
-        self._solution.close()
+        self._faces.close()
+        self._mesh.close()
         if self._tiles is not None:
             self._tiles.close()
+
+
+def _span(index: int, step: float, limit: int) -> tuple[int, int]:
+    """Where tile `index` begins and ends along one side, overlapping its neighbours by TILE_OVERLAP."""
+    return int(max((index - TILE_OVERLAP) * step, 0)), int(min((index + 1 + TILE_OVERLAP) * step, limit))
 
 
 def merge(faces: list[Face] | tuple[Face, ...]) -> tuple[Face, ...]:
     """The faces, most certain first, without those whose middle lies inside a more certain one's box."""
     kept: list[Face] = []
     for face in sorted(faces, key=lambda f: -f.score):
-        x, y, w, h = face.box
-        cx, cy = x + w / 2, y + h / 2
+        cx, cy = face.middle
         if not any(k.box[0] <= cx <= k.box[0] + k.box[2] and k.box[1] <= cy <= k.box[1] + k.box[3] for k in kept):
             kept.append(face)
     return tuple(kept)

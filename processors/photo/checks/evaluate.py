@@ -48,7 +48,7 @@ def _measure(image: bytes, detector: Detector) -> measure.Metrics:
     # a lone face the mesh cannot land on is not a face anyone can check
     faces = detection.faces if meshed or len(detection.faces) != 1 else ()
     if not faces or (len(faces) == 1 and faces[0].box[3] < SMALL_FACE * height):
-        faces = merge(faces + detector.detect_small(decoded.rgb))
+        faces = merge(faces + detector.detect_small(decoded.rgb, near=detection.candidates))
     metrics["face_count"] = float(len(faces))
     if len(faces) != 1:
         return metrics

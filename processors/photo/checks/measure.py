@@ -80,7 +80,7 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
     backdrop_colour = np.median(backdrop, axis=0) if seen else np.zeros(3)
     crown = _crown(rgb, mesh, backdrop_colour, busy=backdrop_spread > 20.0)
 
-    luma = _luma(rgb)
+    luma = _face_luma(rgb, mesh)
     inner = luma[
         int(max(eyes_mid[1] - 0.12 * length, 0)) : int(chin[1] - 0.15 * length),
         int(mesh[CHEEK_RIGHT][0] + 0.15 * face_width) : int(mesh[CHEEK_LEFT][0] - 0.15 * face_width),
@@ -144,6 +144,19 @@ def _luma(rgb: npt.NDArray[np.generic]) -> npt.NDArray[np.float32]:
     return pixels[..., 0] * 0.299 + pixels[..., 1] * 0.587 + pixels[..., 2] * 0.114  # type: ignore[no-any-return]
 
 
+def _face_luma(rgb: Image, mesh: npt.NDArray[np.float64]) -> npt.NDArray[np.float32]:
+    """Luma over the face (the mesh's extent and a margin of a fifth of it), zero elsewhere: every level measured below
+    is on the face, and the rest of the image need not be converted."""
+    height, width = rgb.shape[:2]
+    (x0, y0), (x1, y1) = mesh[:, :2].min(axis=0), mesh[:, :2].max(axis=0)
+    mx, my = 0.2 * (x1 - x0), 0.2 * (y1 - y0)
+    top, bottom = int(np.clip(y0 - my, 0, height)), int(np.clip(y1 + my + 1, 0, height))
+    left, right = int(np.clip(x0 - mx, 0, width)), int(np.clip(x1 + mx + 1, 0, width))
+    luma = np.zeros((height, width), dtype=np.float32)
+    luma[top:bottom, left:right] = _luma(rgb[top:bottom, left:right])
+    return luma
+
+
 def _eye_centre(mesh: npt.NDArray[np.float64], eye: Eye) -> npt.NDArray[np.float64]:
     return (mesh[eye[0]][:2] + mesh[eye[1]][:2]) / 2  # type: ignore[no-any-return]
 
@@ -174,14 +187,15 @@ def _backdrop(rgb: Image, head: tuple[float, float, float, float], eye_y: float)
     """Pixels of the top band and of the side bands down to the eye line, outside the head ellipse."""
     height, width = rgb.shape[:2]
     band_h, band_w = max(int(height * BORDER), 2), max(int(width * BORDER), 2)
-    mask = np.zeros((height, width), dtype=bool)
+    rows = min(max(band_h, int(eye_y)), height)  # nothing below is sampled
+    mask = np.zeros((rows, width), dtype=bool)
     mask[:band_h, :] = True
     mask[: int(eye_y), :band_w] = True
     mask[: int(eye_y), width - band_w :] = True
     cx, cy, rx, ry = head
-    ys, xs = np.ogrid[:height, :width]
+    ys, xs = np.ogrid[:rows, :width]
     mask &= ((xs - cx) / rx) ** 2 + ((ys - cy) / ry) ** 2 > 1.0
-    return rgb[mask][::3].astype(np.float32)  # type: ignore[no-any-return]
+    return rgb[:rows][mask][::3].astype(np.float32)  # type: ignore[no-any-return]
 
 
 def _crown(rgb: Image, mesh: npt.NDArray[np.float64], backdrop: npt.NDArray[np.floating], *, busy: bool) -> float:
@@ -196,7 +210,7 @@ def _crown(rgb: Image, mesh: npt.NDArray[np.float64], backdrop: npt.NDArray[np.f
     if top <= 0 or x1 <= x0:
         return 0.0
     strip = rgb[:top, x0:x1].astype(np.float32)
-    differs = np.linalg.norm(strip - backdrop, axis=2) > HAIR_CONTRAST
+    differs = np.square(strip - backdrop.astype(np.float32)).sum(axis=2) > HAIR_CONTRAST**2
     hair_rows = differs.mean(axis=1) > 0.1
     above = hair_rows[::-1]
     if above.all():
