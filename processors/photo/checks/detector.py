@@ -118,6 +118,11 @@ class Face:
         x, y, w, h = self.box
         return x + w / 2, y + h / 2
 
+    def inside(self, others: list[Face] | tuple[Face, ...]) -> bool:
+        """Whether this face's middle lies in the box of one of `others`."""
+        cx, cy = self.middle
+        return any(x <= cx <= x + w and y <= cy <= y + h for x, y, w, h in (other.box for other in others))
+
 
 @dataclass(frozen=True, slots=True)
 class Detection:
@@ -145,14 +150,19 @@ class Detector:
         self._mesh = SolutionBase(
             graph_config=_config(_MESH_GRAPH), side_inputs={"with_attention": True}, outputs=["landmarks"]
         )
-        self._tiles: Any = None
+        self._short_range: Any = None
 
     def detect(self, rgb: npt.NDArray[np.uint8]) -> Detection:
         height, width = rgb.shape[:2]
         found = self._faces.process({"image": rgb})
         strong: list[Any] = found.faces or []
-        faces = tuple(sorted((_face(d, width, height) for d in strong), key=lambda f: -f.score))
         candidates = tuple(_face(d, width, height) for d in found.candidates or ())
+        large = [c for c in candidates if c.box[3] >= SMALL_FACE * height]
+        if not strong and large:
+            # A large face the full-range model was unsure of (a hand over the eyes lowers its score): the short-range
+            # model, made for faces that fill much of the image, looks again, and confirms it where the candidate is.
+            strong = [d for d in self._short_range_detections(rgb) if _face(d, width, height).inside(large)]
+        faces = tuple(sorted((_face(d, width, height) for d in strong), key=lambda f: -f.score))
         mesh = None
         if len(strong) == 1:
             landmarks = self._mesh.process({"image": rgb, "detection": strong[0]}).landmarks
@@ -160,14 +170,18 @@ class Detector:
                 mesh = np.array([(p.x * width, p.y * height, p.z * width) for p in landmarks.landmark])
         return Detection(faces=faces, candidates=candidates, mesh=mesh)
 
+    def _short_range_detections(self, rgb: npt.NDArray[np.uint8]) -> list[Any]:
+        """The short-range model's detections scoring MIN_DETECTION_SCORE or more, as MediaPipe gives them."""
+        if self._short_range is None:
+            from mediapipe.python.solutions.face_detection import FaceDetection
+
+            self._short_range = FaceDetection(min_detection_confidence=MIN_DETECTION_SCORE, model_selection=0)
+        return list(self._short_range.process(rgb).detections or ())
+
     def detect_small(self, rgb: npt.NDArray[np.uint8], near: tuple[Face, ...]) -> tuple[Face, ...]:
         """Every small face (under SMALL_FACE of the height) found in the overlapping tiles whose core holds the middle
         of a face or candidate `near`, in image pixels; a face seen by two tiles counts once. A larger face is the
         full pass's to find."""
-        if self._tiles is None:
-            from mediapipe.python.solutions.face_detection import FaceDetection
-
-            self._tiles = FaceDetection(model_selection=0)
         height, width = rgb.shape[:2]
         step_y, step_x = height / TILES, width / TILES
         cells = {(min(int(f.middle[1] // step_y), TILES - 1), min(int(f.middle[0] // step_x), TILES - 1)) for f in near}
@@ -176,16 +190,16 @@ class Detector:
             (y0, y1), (x0, x1) = _span(row, step_y, height), _span(column, step_x, width)
             if min(y1 - y0, x1 - x0) < MIN_TILE_SIDE:
                 continue
-            result = self._tiles.process(np.ascontiguousarray(rgb[y0:y1, x0:x1]))
-            faces = (_face(d, x1 - x0, y1 - y0, offset=(x0, y0)) for d in result.detections or ())
+            tile = np.ascontiguousarray(rgb[y0:y1, x0:x1])
+            faces = (_face(d, x1 - x0, y1 - y0, offset=(x0, y0)) for d in self._short_range_detections(tile))
             found.extend(face for face in faces if face.score >= TILE_SCORE and face.box[3] < SMALL_FACE * height)
         return merge(found)
 
     def close(self) -> None:
         self._faces.close()
         self._mesh.close()
-        if self._tiles is not None:
-            self._tiles.close()
+        if self._short_range is not None:
+            self._short_range.close()
 
 
 def _span(index: int, step: float, limit: int) -> tuple[int, int]:
@@ -197,8 +211,7 @@ def merge(faces: list[Face] | tuple[Face, ...]) -> tuple[Face, ...]:
     """The faces, most certain first, without those whose middle lies inside a more certain one's box."""
     kept: list[Face] = []
     for face in sorted(faces, key=lambda f: -f.score):
-        cx, cy = face.middle
-        if not any(k.box[0] <= cx <= k.box[0] + k.box[2] and k.box[1] <= cy <= k.box[1] + k.box[3] for k in kept):
+        if not face.inside(kept):
             kept.append(face)
     return tuple(kept)
 
