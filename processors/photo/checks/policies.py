@@ -129,7 +129,7 @@ US_PASSPORT = Policy(
         COLOUR,
         *_faces(),
         *_covering(),
-        Rule("glasses", "glasses_frame", high=GLASSES_SEEN, tolerance=0.05, unit="frame edge / local level"),
+        Rule("glasses", "glasses_frame", high=GLASSES_SEEN, tolerance=0.05, unit="bridge line / face level span"),
         Rule("head_too_small", "head_height_ratio", low=0.50, tolerance=0.05, unit=HEIGHT),
         Rule("head_too_large", "head_height_ratio", high=0.69, tolerance=0.05, unit=HEIGHT),
         Rule("eyes_too_low", "eye_line_from_bottom", low=0.56, tolerance=0.04, unit=f"{HEIGHT} from the bottom"),
