@@ -76,7 +76,7 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
     )
     backdrop = _backdrop(rgb, head, eyes_mid[1])
     seen = len(backdrop) >= MIN_BACKDROP_PIXELS
-    backdrop_spread = float(backdrop.std(axis=0).mean()) if seen else math.inf
+    backdrop_spread = float(np.ascontiguousarray(backdrop.T).std(axis=1).mean()) if seen else math.inf
     backdrop_colour = np.median(backdrop, axis=0) if seen else np.zeros(3)
     crown = _crown(rgb, mesh, backdrop_colour, busy=backdrop_spread > 20.0)
 
@@ -196,7 +196,7 @@ def _backdrop(rgb: Image, head: tuple[float, float, float, float], eye_y: float)
     cx, cy, rx, ry = head
     ys, xs = np.ogrid[:rows, :width]
     mask &= ((xs - cx) / rx) ** 2 + ((ys - cy) / ry) ** 2 > 1.0
-    return rgb[:rows][mask][::3].astype(np.float32)  # type: ignore[no-any-return]
+    return rgb[:rows].reshape(-1, 3)[np.flatnonzero(mask)[::3]].astype(np.float32)  # type: ignore[no-any-return]
 
 
 def _crown(rgb: Image, mesh: npt.NDArray[np.float64], backdrop: npt.NDArray[np.floating], *, busy: bool) -> float:
@@ -210,8 +210,8 @@ def _crown(rgb: Image, mesh: npt.NDArray[np.float64], backdrop: npt.NDArray[np.f
     top = int(forehead_y)
     if top <= 0 or x1 <= x0:
         return 0.0
-    strip = rgb[:top, x0:x1].astype(np.float32)
-    differs = np.square(strip - backdrop.astype(np.float32)).sum(axis=2) > HAIR_CONTRAST**2
+    away = rgb[:top, x0:x1].astype(np.float32) - backdrop.astype(np.float32)
+    differs = np.einsum("ijk,ijk->ij", away, away) > HAIR_CONTRAST**2  # squared distances, summed over the channels
     hair_rows = differs.mean(axis=1) > 0.1
     above = hair_rows[::-1]
     if above.all():
