@@ -22,9 +22,14 @@ _NOT_SECRET = frozenset({"key_id", "key_prefix", "idempotency_key", "keys"})
 _SECRET_TEXT = re.compile(
     r"(?i)(bearer\s+)[^\s\"\\]+"
     # A key's display prefix (ApiKey.display_prefix, at most eight characters after the environment) is shown to its
-    # owner and kept; a longer run is taken for a key.
-    r"|((?:sy|pc)_(?:live|test)_|whsec_)[\w+/=-]{9,}"
+    # owner and kept; a longer run is taken for a key. The helpdesk's keys, sign-in links and refresh tokens all start
+    # with `hd_<kind>_`.
+    r"|((?:sy|pc)_(?:live|test)_|whsec_|hd_[a-z]+_)[\w+/=-]{9,}"
 )
+
+
+# Every match holds one of these, and looking for them is far cheaper than the search: it runs on every line.
+_MARKERS = ("bearer", "_live_", "_test_", "whsec_", "hd_")
 
 
 @functools.lru_cache(maxsize=1024)  # the same few field names come back on every line
@@ -72,8 +77,7 @@ def _drop_secrets(_: object, __: str, event: structlog.typing.EventDict) -> stru
 def _scrub(line: str) -> str:
     """`line` without the keys and bearer tokens quoted in it, whichever field (exception, message, repr) holds them."""
     lowered = line.lower()
-    # Every match holds one of these, and looking for them is far cheaper than the search: this runs on every line.
-    if "bearer" not in lowered and "_live_" not in lowered and "_test_" not in lowered and "whsec_" not in lowered:
+    if not any(marker in lowered for marker in _MARKERS):
         return line
     return _SECRET_TEXT.sub(lambda found: (found.group(1) or found.group(2)) + _REDACTED, line)
 

@@ -17,7 +17,21 @@ LIVE_KEY = "sy_live_" + "b2" * 20
 PARTNER_KEY = "pc_test_" + "C3d4" * 8
 SIGNING_SECRET = "whsec_" + "E5f6+/" * 6
 BEARER = "eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl"
-SECRETS = [TEST_KEY, LIVE_KEY, PARTNER_KEY, SIGNING_SECRET, BEARER, "hunter2", "s3ss10n", "r3fr3sh", "Zm9vOmJhcg"]
+HELPDESK_KEY = "hd_live_" + "G7h8" * 8
+SIGN_IN_LINK = "http://127.0.0.1:8003/auth/link?token=hd_link_" + "i9J0-_" * 6
+SECRETS = [
+    TEST_KEY,
+    LIVE_KEY,
+    PARTNER_KEY,
+    SIGNING_SECRET,
+    BEARER,
+    HELPDESK_KEY,
+    SIGN_IN_LINK,
+    "hunter2",
+    "s3ss10n",
+    "r3fr3sh",
+    "Zm9vOmJhcg",
+]
 
 Lines = Callable[[], list[dict[str, object]]]
 
@@ -111,9 +125,14 @@ def test_keys_and_tokens_quoted_in_text_are_scrubbed(lines: Lines) -> None:
         caller_owned=caller_owned,
         error=ValueError(f"bad key {LIVE_KEY}"),
         display=f"key {TEST_KEY[:16]} revoked",
+        helpdesk=f"refused {HELPDESK_KEY}; mailed {SIGN_IN_LINK}",
     )
     (line,) = lines()
     assert line["event"] == "refused sy_test_[redacted]"
+    assert (
+        line["helpdesk"]
+        == "refused hd_live_[redacted]; mailed http://127.0.0.1:8003/auth/link?token=hd_link_[redacted]"
+    )
     assert line["detail"] == "GET /v1/usage?key=pc_test_[redacted] with Authorization: Bearer [redacted]"
     assert line["webhook"] == ["signed with whsec_[redacted]"]
     assert line["caller_owned"] == {"note": "retried with sy_live_[redacted]"}
