@@ -2,9 +2,10 @@
 
 from storage.common import keys, webhooks
 from storage.common.models import Base
+from storage.helpdesk import models as helpdesk
 from storage.phone import models as phone
 from storage.photo import models as photo
 
 METADATA = Base.metadata
-MODULES = (keys, webhooks, phone, photo)
+MODULES = (keys, webhooks, phone, photo, helpdesk)
 """One entry per module that declares tables: a new service's models are added here."""

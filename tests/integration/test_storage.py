@@ -49,6 +49,12 @@ TABLES = {
     "photo_customers",
     "photo_monthly_usage",
     "photo_verifications",
+    "helpdesk_organizations",
+    "helpdesk_users",
+    "helpdesk_sessions",
+    "helpdesk_refresh_tokens",
+    "helpdesk_links",
+    "helpdesk_mails",
 }
 FUTURE = timedelta(days=1)
 """Pending rows are published this far ahead of the clock: no sweeper of a stack on this database takes them."""
@@ -179,7 +185,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"}
-    assert versions == ["0006"]
+    assert versions == ["0007"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"

@@ -1,0 +1,229 @@
+"""Helpdesk users, their sessions (refresh-token families), one-time links and kept mail: units of work.
+
+Every secret arrives here already hashed (`gateway.helpdesk.identity.digest`). Using a link and rotating a refresh
+token are conditional updates: of two requests racing on one token, exactly one wins."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Literal, cast
+
+from sqlalchemy import Table, insert, select, update
+from sqlalchemy.engine import Connection
+
+from storage.helpdesk.models import Link, Mail, RefreshToken, Session, User
+
+USERS = cast(Table, User.__table__)
+SESSIONS = cast(Table, Session.__table__)
+REFRESH_TOKENS = cast(Table, RefreshToken.__table__)
+LINKS = cast(Table, Link.__table__)
+MAILS = cast(Table, Mail.__table__)
+
+
+@dataclass(frozen=True, slots=True)
+class UserRecord:
+    id: str
+    email: str
+    email_verified: bool
+    name: str
+    avatar_url: str | None
+    organization_id: str | None
+    role: str | None
+    preferences: dict[str, Any]
+    password_hash: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def _user(row: Any) -> UserRecord:
+    return UserRecord(**{field: getattr(row, field) for field in UserRecord.__dataclass_fields__})
+
+
+def user_by_id(connection: Connection, user_id: str) -> UserRecord | None:
+    row = connection.execute(select(USERS).where(USERS.c.id == user_id)).first()
+    return _user(row) if row else None
+
+
+def user_by_email(connection: Connection, email: str) -> UserRecord | None:
+    row = connection.execute(select(USERS).where(USERS.c.email == email.strip().lower())).first()
+    return _user(row) if row else None
+
+
+def signed_in_by_email(connection: Connection, email: str, now: datetime) -> UserRecord:
+    """The user whose address a sign-in link just proved: created on first sign-in, marked verified otherwise."""
+    address = email.strip().lower()
+    found = user_by_email(connection, address)
+    if found is None:
+        connection.execute(
+            insert(USERS).values(
+                id=str(uuid.uuid4()),
+                email=address,
+                email_verified=True,
+                name="",
+                preferences={},
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    elif not found.email_verified:
+        connection.execute(update(USERS).where(USERS.c.id == found.id).values(email_verified=True, updated_at=now))
+    user = user_by_email(connection, address)
+    assert user is not None
+    return user
+
+
+def set_password_hash(connection: Connection, user_id: str, password_hash: str, now: datetime) -> bool:
+    result = connection.execute(
+        update(USERS).where(USERS.c.id == user_id).values(password_hash=password_hash, updated_at=now)
+    )
+    return result.rowcount == 1
+
+
+# Sessions -------------------------------------------------------------------------------------------------------------
+
+
+def start_session(connection: Connection, user_id: str, refresh_hash: str, now: datetime) -> str:
+    """A new session for the user, its first refresh token current; returns the session's id."""
+    session_id = str(uuid.uuid4())
+    connection.execute(insert(SESSIONS).values(id=session_id, user_id=user_id, created_at=now))
+    connection.execute(insert(REFRESH_TOKENS).values(token_hash=refresh_hash, session_id=session_id, issued_at=now))
+    return session_id
+
+
+@dataclass(frozen=True, slots=True)
+class Rotation:
+    """What presenting a refresh token did: `rotated` (its successor is now current), `reused` (it had been rotated
+    already: the whole session was revoked), or `refused` (no such token, or its session is over)."""
+
+    outcome: Literal["rotated", "reused", "refused"]
+    session_id: str | None = None
+    user_id: str | None = None
+
+
+def rotate(connection: Connection, refresh_hash: str, successor_hash: str, now: datetime) -> Rotation:
+    """Swap a current refresh token for its successor. A token presented after it was rotated is taken for a stolen
+    copy: the session it belongs to is revoked, so neither the thief's nor the owner's tokens work any more."""
+    row = connection.execute(
+        select(REFRESH_TOKENS.c.session_id, REFRESH_TOKENS.c.rotated_at, SESSIONS.c.user_id, SESSIONS.c.revoked_at)
+        .join(SESSIONS, SESSIONS.c.id == REFRESH_TOKENS.c.session_id)
+        .where(REFRESH_TOKENS.c.token_hash == refresh_hash)
+    ).first()
+    if row is None or row.revoked_at is not None:
+        return Rotation("refused")
+    swapped = connection.execute(
+        update(REFRESH_TOKENS)
+        .where(REFRESH_TOKENS.c.token_hash == refresh_hash, REFRESH_TOKENS.c.rotated_at.is_(None))
+        .values(rotated_at=now)
+    )
+    if swapped.rowcount != 1:  # rotated before, by an earlier request or just now by a racing one
+        revoke(connection, row.session_id, "refresh_reuse", now)
+        return Rotation("reused", row.session_id, row.user_id)
+    connection.execute(
+        insert(REFRESH_TOKENS).values(token_hash=successor_hash, session_id=row.session_id, issued_at=now)
+    )
+    return Rotation("rotated", row.session_id, row.user_id)
+
+
+def alive(connection: Connection, session_ids: Collection[str]) -> set[str]:
+    """Which of these sessions are still alive: one query for a whole batch of requests."""
+    if not session_ids:
+        return set()
+    rows = connection.execute(
+        select(SESSIONS.c.id).where(SESSIONS.c.id.in_(list(session_ids)), SESSIONS.c.revoked_at.is_(None))
+    )
+    return {row.id for row in rows}
+
+
+def revoke(connection: Connection, session_id: str, because: str, now: datetime) -> bool:
+    """End a session (sign-out, reuse of a rotated token); False when it was over already."""
+    result = connection.execute(
+        update(SESSIONS)
+        .where(SESSIONS.c.id == session_id, SESSIONS.c.revoked_at.is_(None))
+        .values(revoked_at=now, revoked_because=because)
+    )
+    return result.rowcount == 1
+
+
+# One-time links ------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LinkRecord:
+    purpose: str
+    email: str
+    redirect_to: str
+
+
+def create_link(
+    connection: Connection,
+    token_hash: str,
+    purpose: Literal["sign_in", "reset"],
+    *,
+    email: str,
+    redirect_to: str,
+    now: datetime,
+    lifetime: timedelta,
+) -> None:
+    connection.execute(
+        insert(LINKS).values(
+            token_hash=token_hash,
+            purpose=purpose,
+            email=email.strip().lower(),
+            redirect_to=redirect_to,
+            created_at=now,
+            expires_at=now + lifetime,
+        )
+    )
+
+
+def use_link(connection: Connection, token_hash: str, purpose: str, now: datetime) -> LinkRecord | None:
+    """The link, now used, when it was unused and unexpired; None otherwise (a second use included)."""
+    used = connection.execute(
+        update(LINKS)
+        .where(
+            LINKS.c.token_hash == token_hash,
+            LINKS.c.purpose == purpose,
+            LINKS.c.used_at.is_(None),
+            LINKS.c.expires_at > now,
+        )
+        .values(used_at=now)
+    )
+    if used.rowcount != 1:
+        return None
+    row = connection.execute(select(LINKS).where(LINKS.c.token_hash == token_hash)).one()
+    return LinkRecord(row.purpose, row.email, row.redirect_to)
+
+
+# Kept mail ------------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MailRecord:
+    id: str
+    recipient: str
+    subject: str
+    body: str
+    created_at: datetime
+
+
+def keep_mail(connection: Connection, recipient: str, subject: str, body: str, now: datetime) -> str:
+    mail_id = str(uuid.uuid4())
+    connection.execute(
+        insert(MAILS).values(
+            id=mail_id, recipient=recipient.strip().lower(), subject=subject, body=body, created_at=now
+        )
+    )
+    return mail_id
+
+
+def kept_mails(connection: Connection, recipient: str | None = None, limit: int = 50) -> list[MailRecord]:
+    """The newest kept mails first, to one address or to anyone."""
+    query = select(MAILS).order_by(MAILS.c.created_at.desc(), MAILS.c.id.desc()).limit(limit)
+    if recipient is not None:
+        query = query.where(MAILS.c.recipient == recipient.strip().lower())
+    return [
+        MailRecord(row.id, row.recipient, row.subject, row.body, row.created_at) for row in connection.execute(query)
+    ]

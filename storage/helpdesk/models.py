@@ -1,0 +1,99 @@
+"""The helpdesk's identity tables. Secrets (refresh tokens, link tokens) are stored only as their SHA-256; single use
+and rotation are conditional updates, so two requests racing on one token cannot both win."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from storage.common.models import Base
+
+
+class Organization(Base):
+    """A workspace: made by `auth.completeSignup`, its slug allocated unique."""
+
+    __tablename__ = "helpdesk_organizations"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    plan: Mapped[str] = mapped_column(String(16))
+    created_at: Mapped[datetime]
+
+
+class User(Base):
+    """A person who signs in. `organization_id` and `role` are set when signup completes (the first user of an
+    organization is its admin)."""
+
+    __tablename__ = "helpdesk_users"
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    email: Mapped[str] = mapped_column(String(320), unique=True)
+    """Lower-cased: one account per address."""
+    email_verified: Mapped[bool] = mapped_column(Boolean)
+    name: Mapped[str] = mapped_column(String(255))
+    avatar_url: Mapped[str | None] = mapped_column(Text)
+    organization_id: Mapped[str | None] = mapped_column(String(36))
+    role: Mapped[str | None] = mapped_column(String(16))
+    preferences: Mapped[dict[str, Any]] = mapped_column(JSON)
+    password_hash: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Session(Base):
+    """A signed-in browser: one family of refresh tokens. Revoked by sign-out, or when a rotated token of the family
+    is presented again (a stolen copy at work): from then on neither the family's tokens nor its access tokens work."""
+
+    __tablename__ = "helpdesk_sessions"
+    __table_args__ = (Index("ix_helpdesk_sessions_user", "user_id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    user_id: Mapped[str] = mapped_column(String(36))
+    created_at: Mapped[datetime]
+    revoked_at: Mapped[datetime | None]
+    revoked_because: Mapped[str | None] = mapped_column(String(32))
+
+
+class RefreshToken(Base):
+    """One refresh token of a session, by its SHA-256. Only the newest of a family is current (`rotated_at` None)."""
+
+    __tablename__ = "helpdesk_refresh_tokens"
+    __table_args__ = (Index("ix_helpdesk_refresh_tokens_session", "session_id"),)
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    session_id: Mapped[str] = mapped_column(String(36))
+    issued_at: Mapped[datetime]
+    rotated_at: Mapped[datetime | None]
+
+
+class Link(Base):
+    """A sign-in or password-reset link, by its token's SHA-256: usable once, until `expires_at`."""
+
+    __tablename__ = "helpdesk_links"
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    purpose: Mapped[str] = mapped_column(String(16))
+    """sign_in | reset"""
+    email: Mapped[str] = mapped_column(String(320))
+    redirect_to: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]
+
+
+class Mail(Base):
+    """A mail the helpdesk sent or, with no SMTP server configured, kept here instead (`signalyard helpdesk mails`
+    prints them)."""
+
+    __tablename__ = "helpdesk_mails"
+    __table_args__ = (Index("ix_helpdesk_mails_recipient", "recipient", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    recipient: Mapped[str] = mapped_column(String(320))
+    subject: Mapped[str] = mapped_column(String(255))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime]

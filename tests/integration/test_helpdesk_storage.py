@@ -1,0 +1,128 @@
+"""Helpdesk identity storage on SQLite and PostgreSQL: users made by their first sign-in, refresh-token rotation with
+reuse revoking the whole session, single-use expiring links, kept mail. Races are run for real: of two requests on
+one token, exactly one wins."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.engine import Connection
+
+from gateway.helpdesk.identity import digest, opaque
+from storage.common.db import Database
+from storage.helpdesk import identity
+
+LINK_LIFETIME = timedelta(minutes=15)
+
+
+def address() -> str:
+    return f"Person.{uuid.uuid4().hex[:10]}@Example.COM"
+
+
+def link(token: str, email: str, redirect_to: str, now: datetime) -> Callable[[Connection], None]:
+    """A unit of work storing a sign-in link made `now`."""
+    return functools.partial(
+        identity.create_link,
+        token_hash=digest(token),
+        purpose="sign_in",
+        email=email,
+        redirect_to=redirect_to,
+        now=now,
+        lifetime=LINK_LIFETIME,
+    )
+
+
+async def signed_in(db: Database) -> identity.UserRecord:
+    return await db.write(identity.signed_in_by_email, address(), datetime.now(UTC))
+
+
+async def test_a_first_sign_in_makes_a_verified_user_and_a_second_finds_the_same_one(db: Database) -> None:
+    email = address()
+    first = await db.write(identity.signed_in_by_email, email, datetime.now(UTC))
+    again = await db.write(identity.signed_in_by_email, email.upper(), datetime.now(UTC))
+    assert first == again
+    assert first.email == email.lower()
+    assert first.email_verified
+    assert (first.organization_id, first.role, first.password_hash) == (None, None, None)
+    assert await db.read(identity.user_by_email, f"  {email}  ") == first
+
+
+async def test_rotation_makes_the_successor_current_and_a_reused_token_ends_the_session(db: Database) -> None:
+    user = await signed_in(db)
+    first, second, third = opaque("rt"), opaque("rt"), opaque("rt")
+    now = datetime.now(UTC)
+    session = await db.write(identity.start_session, user.id, digest(first), now)
+    rotated = await db.write(identity.rotate, digest(first), digest(second), now)
+    assert rotated == identity.Rotation("rotated", session, user.id)
+    assert await db.read(identity.alive, [session]) == {session}
+
+    reused = await db.write(identity.rotate, digest(first), digest(third), now)  # the old one again: a stolen copy
+    assert reused == identity.Rotation("reused", session, user.id)
+    assert await db.read(identity.alive, [session]) == set()
+    assert (await db.write(identity.rotate, digest(second), digest(third), now)).outcome == "refused"
+
+
+async def test_two_requests_rotating_one_token_at_once_cannot_both_win(db: Database) -> None:
+    user = await signed_in(db)
+    token = opaque("rt")
+    now = datetime.now(UTC)
+    session = await db.write(identity.start_session, user.id, digest(token), now)
+    outcomes = await asyncio.gather(
+        *(db.write(identity.rotate, digest(token), digest(opaque("rt")), now) for _ in range(5))
+    )
+    kinds = [rotation.outcome for rotation in outcomes]
+    assert kinds.count("rotated") == 1
+    assert "reused" in kinds  # the first loser ends the session; any later one finds it over ("refused")
+    assert set(kinds) <= {"rotated", "reused", "refused"}
+    assert await db.read(identity.alive, [session]) == set()
+
+
+async def test_an_unknown_token_is_refused_and_a_revoked_session_stays_over(db: Database) -> None:
+    user = await signed_in(db)
+    token = opaque("rt")
+    now = datetime.now(UTC)
+    session = await db.write(identity.start_session, user.id, digest(token), now)
+    other = await db.write(identity.start_session, user.id, digest(opaque("rt")), now)
+    assert (await db.write(identity.rotate, digest(opaque("rt")), digest(opaque("rt")), now)).outcome == "refused"
+    assert await db.write(identity.revoke, session, "sign_out", now)
+    assert not await db.write(identity.revoke, session, "sign_out", now)
+    assert (await db.write(identity.rotate, digest(token), digest(opaque("rt")), now)).outcome == "refused"
+    assert await db.read(identity.alive, [session, other, str(uuid.uuid4())]) == {other}
+    assert await db.read(identity.alive, []) == set()
+
+
+async def test_a_link_works_once_for_its_purpose_until_it_expires(db: Database) -> None:
+    email = address()
+    now = datetime.now(UTC)
+    token, expired = opaque("link"), opaque("link")
+    await db.write(link(token, email, "/tickets", now))
+    await db.write(link(expired, email, "/", now - LINK_LIFETIME))
+    assert await db.write(identity.use_link, digest(token), "reset", now) is None  # another purpose
+    used = await db.write(identity.use_link, digest(token), "sign_in", now)
+    assert used == identity.LinkRecord("sign_in", email.lower(), "/tickets")
+    assert await db.write(identity.use_link, digest(token), "sign_in", now) is None  # once
+    assert await db.write(identity.use_link, digest(expired), "sign_in", now) is None
+    assert await db.write(identity.use_link, digest(opaque("link")), "sign_in", now) is None
+
+
+async def test_a_link_clicked_twice_at_once_signs_in_once(db: Database) -> None:
+    token = opaque("link")
+    now = datetime.now(UTC)
+    await db.write(link(token, address(), "/", now))
+    uses = await asyncio.gather(*(db.write(identity.use_link, digest(token), "sign_in", now) for _ in range(5)))
+    assert sum(use is not None for use in uses) == 1
+
+
+async def test_kept_mail_is_listed_newest_first_per_recipient(db: Database) -> None:
+    to, other = address(), address()
+    start = datetime.now(UTC)
+    for minute, (recipient, subject) in enumerate([(to, "first"), (other, "else"), (to, "second")]):
+        await db.write(identity.keep_mail, recipient, subject, f"body of {subject}", start + timedelta(minutes=minute))
+    mails = await db.read(identity.kept_mails, to.upper())
+    assert [(mail.recipient, mail.subject) for mail in mails] == [(to.lower(), "second"), (to.lower(), "first")]
+    everyone = await db.read(identity.kept_mails, None, 2)
+    assert [mail.subject for mail in everyone][:1] == ["second"]
