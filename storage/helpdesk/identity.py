@@ -6,7 +6,7 @@ token are conditional updates: of two requests racing on one token, exactly one 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, cast
@@ -82,6 +82,22 @@ def set_password_hash(connection: Connection, user_id: str, password_hash: str, 
     return result.rowcount == 1
 
 
+PROFILE = frozenset({"name", "avatar_url", "preferences"})
+"""What a user may change of their own profile."""
+
+
+def update_profile(connection: Connection, user_id: str, changes: Mapping[str, Any], now: datetime) -> UserRecord:
+    """The user with `changes` (fields of PROFILE) applied."""
+    unknown = set(changes) - PROFILE
+    if unknown:
+        raise ValueError(f"not profile fields: {sorted(unknown)}")
+    connection.execute(update(USERS).where(USERS.c.id == user_id).values(**changes, updated_at=now))
+    user = user_by_id(connection, user_id)
+    if user is None:
+        raise LookupError(f"no user {user_id}")
+    return user
+
+
 # Sessions -------------------------------------------------------------------------------------------------------------
 
 
@@ -103,15 +119,24 @@ class Rotation:
     user_id: str | None = None
 
 
-def rotate(connection: Connection, refresh_hash: str, successor_hash: str, now: datetime) -> Rotation:
-    """Swap a current refresh token for its successor. A token presented after it was rotated is taken for a stolen
-    copy: the session it belongs to is revoked, so neither the thief's nor the owner's tokens work any more."""
+def rotate(
+    connection: Connection, refresh_hash: str, successor_hash: str, now: datetime, lifetime: timedelta
+) -> Rotation:
+    """Swap a current refresh token, issued within `lifetime`, for its successor. A token presented after it was
+    rotated is taken for a stolen copy: the session it belongs to is revoked, so neither the thief's nor the owner's
+    tokens work any more."""
     row = connection.execute(
-        select(REFRESH_TOKENS.c.session_id, REFRESH_TOKENS.c.rotated_at, SESSIONS.c.user_id, SESSIONS.c.revoked_at)
+        select(
+            REFRESH_TOKENS.c.session_id,
+            REFRESH_TOKENS.c.issued_at,
+            REFRESH_TOKENS.c.rotated_at,
+            SESSIONS.c.user_id,
+            SESSIONS.c.revoked_at,
+        )
         .join(SESSIONS, SESSIONS.c.id == REFRESH_TOKENS.c.session_id)
         .where(REFRESH_TOKENS.c.token_hash == refresh_hash)
     ).first()
-    if row is None or row.revoked_at is not None:
+    if row is None or row.revoked_at is not None or row.issued_at <= now - lifetime:
         return Rotation("refused")
     swapped = connection.execute(
         update(REFRESH_TOKENS)

@@ -17,6 +17,7 @@ from storage.common.db import Database
 from storage.helpdesk import identity
 
 LINK_LIFETIME = timedelta(minutes=15)
+REFRESH = timedelta(days=30)
 
 
 def address() -> str:
@@ -56,14 +57,16 @@ async def test_rotation_makes_the_successor_current_and_a_reused_token_ends_the_
     first, second, third = opaque("rt"), opaque("rt"), opaque("rt")
     now = datetime.now(UTC)
     session = await db.write(identity.start_session, user.id, digest(first), now)
-    rotated = await db.write(identity.rotate, digest(first), digest(second), now)
+    rotated = await db.write(identity.rotate, digest(first), digest(second), now, REFRESH)
     assert rotated == identity.Rotation("rotated", session, user.id)
     assert await db.read(identity.alive, [session]) == {session}
 
-    reused = await db.write(identity.rotate, digest(first), digest(third), now)  # the old one again: a stolen copy
+    reused = await db.write(
+        identity.rotate, digest(first), digest(third), now, REFRESH
+    )  # the old one again: a stolen copy
     assert reused == identity.Rotation("reused", session, user.id)
     assert await db.read(identity.alive, [session]) == set()
-    assert (await db.write(identity.rotate, digest(second), digest(third), now)).outcome == "refused"
+    assert (await db.write(identity.rotate, digest(second), digest(third), now, REFRESH)).outcome == "refused"
 
 
 async def test_two_requests_rotating_one_token_at_once_cannot_both_win(db: Database) -> None:
@@ -72,7 +75,7 @@ async def test_two_requests_rotating_one_token_at_once_cannot_both_win(db: Datab
     now = datetime.now(UTC)
     session = await db.write(identity.start_session, user.id, digest(token), now)
     outcomes = await asyncio.gather(
-        *(db.write(identity.rotate, digest(token), digest(opaque("rt")), now) for _ in range(5))
+        *(db.write(identity.rotate, digest(token), digest(opaque("rt")), now, REFRESH) for _ in range(5))
     )
     kinds = [rotation.outcome for rotation in outcomes]
     assert kinds.count("rotated") == 1
@@ -87,10 +90,12 @@ async def test_an_unknown_token_is_refused_and_a_revoked_session_stays_over(db: 
     now = datetime.now(UTC)
     session = await db.write(identity.start_session, user.id, digest(token), now)
     other = await db.write(identity.start_session, user.id, digest(opaque("rt")), now)
-    assert (await db.write(identity.rotate, digest(opaque("rt")), digest(opaque("rt")), now)).outcome == "refused"
+    assert (
+        await db.write(identity.rotate, digest(opaque("rt")), digest(opaque("rt")), now, REFRESH)
+    ).outcome == "refused"
     assert await db.write(identity.revoke, session, "sign_out", now)
     assert not await db.write(identity.revoke, session, "sign_out", now)
-    assert (await db.write(identity.rotate, digest(token), digest(opaque("rt")), now)).outcome == "refused"
+    assert (await db.write(identity.rotate, digest(token), digest(opaque("rt")), now, REFRESH)).outcome == "refused"
     assert await db.read(identity.alive, [session, other, str(uuid.uuid4())]) == {other}
     assert await db.read(identity.alive, []) == set()
 
@@ -126,3 +131,12 @@ async def test_kept_mail_is_listed_newest_first_per_recipient(db: Database) -> N
     assert [(mail.recipient, mail.subject) for mail in mails] == [(to.lower(), "second"), (to.lower(), "first")]
     everyone = await db.read(identity.kept_mails, None, 2)
     assert [mail.subject for mail in everyone][:1] == ["second"]
+
+
+async def test_a_refresh_token_older_than_its_lifetime_is_refused(db: Database) -> None:
+    user = await signed_in(db)
+    token = opaque("rt")
+    issued = datetime.now(UTC)
+    await db.write(identity.start_session, user.id, digest(token), issued)
+    late = await db.write(identity.rotate, digest(token), digest(opaque("rt")), issued + REFRESH, REFRESH)
+    assert late.outcome == "refused"

@@ -1,0 +1,226 @@
+"""The sign-in and profile procedures of section 4.2 (`auth.*`), and the sign-in link they mail.
+
+Sign-in by link and by password are limited to 5 a minute per address (section 8). Neither tells whether an address
+has an account: a link is mailed either way (the first sign-in makes the account), and a wrong password or an unknown
+address get the same answer after the same work."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import msgspec
+from limits import parse as limit
+from litestar import Request, Response, get
+from litestar.params import FromQuery
+from litestar.status_codes import HTTP_303_SEE_OTHER
+
+from gateway.common.auth import NO_AUTHENTICATION
+from gateway.common.limits import RateLimits
+from gateway.helpdesk.identity import Passwords, digest, opaque
+from gateway.helpdesk.mail import Mailer
+from gateway.helpdesk.redirects import is_safe_local_path
+from gateway.helpdesk.sessions import Sessions, SignedIn
+from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
+from storage.common.db import Database
+from storage.helpdesk import identity
+
+LINK_LIFETIME = timedelta(minutes=15)
+LINK_PATH = "/auth/link"
+SIGN_IN_LIMIT = limit("5/minute")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL.pattern)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+
+
+class SignInWithEmail(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+    redirectTo: str | None = None  # the contract's name
+
+
+class SignInWithPassword(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+    password: Annotated[str, msgspec.Meta(min_length=6, max_length=1024)]
+
+
+class SetPassword(msgspec.Struct, forbid_unknown_fields=True):
+    password: Annotated[str, msgspec.Meta(min_length=8, max_length=1024)]
+
+
+class ChangePassword(msgspec.Struct, forbid_unknown_fields=True):
+    currentPassword: Annotated[str, msgspec.Meta(max_length=1024)]  # the contract's name
+    newPassword: Annotated[str, msgspec.Meta(min_length=8, max_length=1024)]
+
+
+class UpdateProfile(msgspec.Struct, forbid_unknown_fields=True):
+    name: Name | None = None
+    avatar_url: Annotated[str, msgspec.Meta(max_length=2048, pattern=r"^https?://")] | None = None
+    preferences: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What the auth procedures need."""
+
+    db: Database
+    sessions: Sessions
+    passwords: Passwords
+    limits: RateLimits
+    mailer: Mailer
+    public_url: str
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+
+def user_view(user: identity.UserRecord) -> dict[str, Any]:
+    """A User as section 2.1 has it."""
+    return {
+        "id": user.id,
+        "email": user.email,
+        "name": user.name,
+        "avatar_url": user.avatar_url,
+        "organization_id": user.organization_id,
+        "role": user.role,
+        "preferences": user.preferences,
+        "created_at": user.created_at,
+        "updated_at": user.updated_at,
+    }
+
+
+_SESSION = "helpdesk_session"
+
+
+async def signed_in(call: Call, sessions: Sessions) -> SignedIn:
+    """Who the request's cookies sign in, resolved once per HTTP request (a batch's calls share it, so a transparent
+    refresh rotates the refresh token once); UNAUTHORIZED when nobody."""
+    resolved = call.request.state.get(_SESSION)
+    if resolved is None:
+        resolved = await sessions.resolve(call.request.cookies)
+        call.request.state[_SESSION] = resolved
+        call.cookies.extend(resolved.cookies)
+    if resolved.signed_in is None:
+        raise ProcedureError("UNAUTHORIZED", "Sign in first: no valid session")
+    return resolved.signed_in
+
+
+def procedures(deps: Identity) -> Mapping[str, Procedure]:
+    db, sessions, passwords = deps.db, deps.sessions, deps.passwords
+
+    async def current(call: Call) -> tuple[SignedIn, identity.UserRecord]:
+        who = await signed_in(call, sessions)
+        user = await db.read(identity.user_by_id, who.user_id)
+        if user is None:
+            raise ProcedureError("UNAUTHORIZED", "Sign in first: this account no longer exists")
+        return who, user
+
+    async def limited(email: str) -> None:
+        await deps.limits.hit(f"helpdesk:sign-in:{email.strip().lower()}", [SIGN_IN_LIMIT])
+
+    async def sign_in_with_email(_: Call, given: SignInWithEmail) -> dict[str, bool]:
+        await limited(given.email)
+        token = opaque("link")
+        now = deps.clock()
+        redirect_to = given.redirectTo or "/"
+        await db.write(
+            identity.create_link,
+            digest(token),
+            "sign_in",
+            email=given.email,
+            redirect_to=redirect_to,
+            now=now,
+            lifetime=LINK_LIFETIME,
+        )
+        link = f"{deps.public_url.rstrip('/')}{LINK_PATH}?{urlencode({'token': token})}"
+        minutes = int(LINK_LIFETIME.total_seconds() // 60)
+        await deps.mailer.send(
+            given.email.strip().lower(),
+            "Your sign-in link",
+            f"Sign in to the helpdesk by opening this link within {minutes} minutes:\n\n{link}\n\n"
+            "It works once. If you did not ask for it, ignore this mail.\n",
+        )
+        return {"success": True}
+
+    async def sign_in_with_password(call: Call, given: SignInWithPassword) -> dict[str, Any]:
+        await limited(given.email)
+        user = await db.read(identity.user_by_email, given.email)
+        # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
+        if not await passwords.check(user.password_hash if user else None, given.password) or user is None:
+            raise ProcedureError("UNAUTHORIZED", "Invalid email or password")
+        if user.password_hash and passwords.outdated(user.password_hash):
+            await db.write(identity.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
+        started = await sessions.start(user.id)
+        call.cookies.extend(started.cookies)
+        return {"success": True, "user": {"id": user.id, "email": user.email, "created_at": user.created_at}}
+
+    async def get_user(call: Call, _: None) -> dict[str, Any]:
+        return user_view((await current(call))[1])
+
+    async def sign_out(call: Call, _: None) -> dict[str, bool]:
+        who = await signed_in(call, sessions)
+        call.cookies.extend(await sessions.end(who.session_id))
+        return {"success": True}
+
+    async def has_password(call: Call, _: None) -> dict[str, bool]:
+        return {"hasPassword": (await current(call))[1].password_hash is not None}
+
+    async def set_password(call: Call, given: SetPassword) -> dict[str, bool]:
+        _, user = await current(call)
+        if user.password_hash is not None:
+            raise ProcedureError("BAD_REQUEST", "This account has a password: change it with auth.changePassword")
+        await db.write(identity.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
+        return {"success": True}
+
+    async def change_password(call: Call, given: ChangePassword) -> dict[str, bool]:
+        _, user = await current(call)
+        if user.password_hash is None:
+            raise ProcedureError("BAD_REQUEST", "This account has no password yet: set one with auth.setPassword")
+        if not await passwords.check(user.password_hash, given.currentPassword):
+            raise ProcedureError("UNAUTHORIZED", "The current password is wrong")
+        await db.write(identity.set_password_hash, user.id, await passwords.hash(given.newPassword), deps.clock())
+        return {"success": True}
+
+    async def update_profile(call: Call, given: UpdateProfile) -> dict[str, Any]:
+        _, user = await current(call)
+        changes = {name: value for name, value in msgspec.structs.asdict(given).items() if value is not None}
+        updated = await db.write(identity.update_profile, user.id, changes, deps.clock()) if changes else user
+        return user_view(updated)
+
+    return {
+        "auth.signInWithEmail": Procedure("mutation", SignInWithEmail, sign_in_with_email),
+        "auth.signInWithPassword": Procedure("mutation", SignInWithPassword, sign_in_with_password),
+        "auth.getUser": Procedure("query", None, get_user),
+        "auth.signOut": Procedure("mutation", None, sign_out),
+        "auth.hasPassword": Procedure("query", None, has_password),
+        "auth.setPassword": Procedure("mutation", SetPassword, set_password),
+        "auth.changePassword": Procedure("mutation", ChangePassword, change_password),
+        "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile),
+    }
+
+
+class LinkRefused(msgspec.Struct):
+    error: dict[str, str]
+
+
+def link_route(deps: Identity) -> Any:
+    """GET of a mailed sign-in link: used once, it signs the browser in (both cookies, in this very response) and
+    sends it on (303) to the link's `redirectTo` when that is a path of this site, else to `/`."""
+
+    @get(LINK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def open_link(request: Request[Any, Any, Any], token: FromQuery[str] = "") -> Response[Any]:
+        now = deps.clock()
+        link = await deps.db.write(identity.use_link, digest(token), "sign_in", now) if token else None
+        if link is None:
+            message = "This sign-in link is unknown, used or expired: ask for a new one"
+            return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400)
+        user = await deps.db.write(identity.signed_in_by_email, link.email, now)
+        started = await deps.sessions.start(user.id)
+        target = link.redirect_to if is_safe_local_path(link.redirect_to) else "/"
+        return Response(
+            b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": target}, cookies=list(started.cookies)
+        )
+
+    return open_link

@@ -1,0 +1,255 @@
+"""Helpdesk sign-in as a browser goes through it, over the tRPC wire on a real database (SQLite and PostgreSQL): a
+mailed link, passwords, the two cookies, transparent refresh, sign-out and a stolen refresh token, the sign-in limit."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, cast
+
+import httpx
+import pytest
+
+from gateway.common.limits import RateLimits
+from gateway.helpdesk import auth
+from gateway.helpdesk.app import create_helpdesk_app, limits_unavailable, sign_in_limited
+from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
+from gateway.helpdesk.mail import KeptMail
+from gateway.helpdesk.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
+from storage.common.db import Database
+from storage.helpdesk import identity
+
+PUBLIC_URL = "http://helpdesk.test"
+LINK = re.compile(re.escape(PUBLIC_URL) + r"(/auth/link\?token=hd_link_[\w-]+)")
+
+
+class Clock:
+    """Access tokens' time, moved by the tests."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        import time
+
+        return time.time() + self.offset
+
+
+@dataclass
+class Browser:
+    client: httpx.AsyncClient
+    db: Database
+    clock: Clock
+
+    async def elsewhere(self, cookies: dict[str, str], path: str) -> httpx.Response:
+        """A GET from another browser holding `cookies` (a copy of this one's, say)."""
+        async with httpx.AsyncClient(transport=self.client._transport, base_url=PUBLIC_URL, cookies=cookies) as other:
+            return await other.get(path)
+
+    async def call(self, procedure: str, given: Any = None) -> httpx.Response:
+        body = {"json": given} if given is not None else {"json": None, "meta": {"values": ["undefined"], "v": 1}}
+        return await self.client.post(f"/api/trpc/{procedure}", json=body)
+
+    async def query(self, procedure: str) -> httpx.Response:
+        return await self.client.get(f"/api/trpc/{procedure}")
+
+    async def mailed_link(self, email: str) -> str:
+        (mail, *_) = await self.db.read(identity.kept_mails, email)
+        found = LINK.search(mail.body)
+        assert found, mail.body
+        return found.group(1)
+
+    async def sign_in_by_link(self, email: str, redirect_to: str | None = None) -> httpx.Response:
+        given = {"email": email} | ({"redirectTo": redirect_to} if redirect_to is not None else {})
+        assert (await self.call("auth.signInWithEmail", given)).json() == {
+            "result": {"data": {"json": {"success": True}}}
+        }
+        return await self.client.get(await self.mailed_link(email))
+
+
+def data(answer: httpx.Response) -> Any:
+    assert answer.status_code == 200, answer.text
+    return answer.json()["result"]["data"]["json"]
+
+
+def error_code(answer: httpx.Response) -> str:
+    return str(answer.json()["error"]["json"]["data"]["code"])
+
+
+def email() -> str:
+    return f"agent.{uuid.uuid4().hex[:10]}@example.com"
+
+
+@pytest.fixture
+async def browser(db: Database) -> AsyncIterator[Browser]:
+    clock = Clock()
+    deps = auth.Identity(
+        db=db,
+        sessions=Sessions(db, AccessTokens(secrets.token_bytes(32), clock=clock), secure=False),
+        passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),
+        limits=RateLimits(None, limited=sign_in_limited, unavailable=limits_unavailable),
+        mailer=KeptMail(db),
+        public_url=PUBLIC_URL,
+    )
+    transport = httpx.ASGITransport(app=cast(Any, create_helpdesk_app(deps)))
+    async with httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL) as client:
+        yield Browser(client, db, clock)
+
+
+async def test_a_mailed_link_signs_in_once_with_both_cookies_and_redirects(browser: Browser) -> None:
+    address = email()
+    opened = await browser.sign_in_by_link(address, "/tickets?view=mine")
+    assert opened.status_code == 303
+    assert opened.headers["location"] == "/tickets?view=mine"
+    cookies = opened.headers.get_list("set-cookie")
+    for name in (ACCESS_COOKIE, REFRESH_COOKIE):
+        (cookie,) = [c for c in cookies if c.startswith(f"{name}=")]
+        assert "HttpOnly" in cookie
+        assert "SameSite=lax" in cookie or "SameSite=Lax" in cookie
+        assert "Secure" not in cookie  # the public URL is http
+    user = data(await browser.query("auth.getUser"))
+    assert user["email"] == address
+    assert (user["organization_id"], user["role"]) == (None, None)
+    again = await browser.client.get(await browser.mailed_link(address))
+    assert again.status_code == 400
+    assert again.json()["error"]["code"] == "invalid_link"
+
+
+@pytest.mark.parametrize("target", ["//evil.example", "https://evil.example/", "/%2F%2Fevil.example", "tickets"])
+async def test_a_link_whose_redirect_is_not_a_path_here_goes_to_the_root(browser: Browser, target: str) -> None:
+    opened = await browser.sign_in_by_link(email(), target)
+    assert opened.status_code == 303
+    assert opened.headers["location"] == "/"
+
+
+async def test_without_a_session_the_procedures_that_need_one_are_unauthorized(browser: Browser) -> None:
+    for answer in (
+        await browser.query("auth.getUser"),
+        await browser.query("auth.hasPassword"),
+        await browser.call("auth.signOut"),
+        await browser.call("auth.setPassword", {"password": "long enough"}),
+    ):
+        assert answer.status_code == 401
+        assert error_code(answer) == "UNAUTHORIZED"
+        assert answer.json()["error"]["json"]["code"] == -32001
+
+
+async def test_a_password_is_set_once_then_signs_in_and_a_wrong_one_does_not(browser: Browser) -> None:
+    address = email()
+    await browser.sign_in_by_link(address)
+    assert data(await browser.query("auth.hasPassword")) == {"hasPassword": False}
+    too_short = await browser.call("auth.setPassword", {"password": "seven77"})
+    assert (too_short.status_code, error_code(too_short)) == (400, "BAD_REQUEST")
+    assert data(await browser.call("auth.setPassword", {"password": "a long passphrase"})) == {"success": True}
+    twice = await browser.call("auth.setPassword", {"password": "another passphrase"})
+    assert "changePassword" in twice.json()["error"]["json"]["message"]
+    assert data(await browser.call("auth.signOut")) == {"success": True}
+
+    wrong = await browser.call("auth.signInWithPassword", {"email": address, "password": "not the one"})
+    unknown = await browser.call("auth.signInWithPassword", {"email": email(), "password": "a long passphrase"})
+    for answer in (wrong, unknown):
+        assert (answer.status_code, error_code(answer)) == (401, "UNAUTHORIZED")
+        assert answer.json()["error"]["json"]["message"] == "Invalid email or password"
+    signed = data(
+        await browser.call("auth.signInWithPassword", {"email": address.upper(), "password": "a long passphrase"})
+    )
+    assert signed["success"] is True
+    assert signed["user"]["email"] == address
+    assert data(await browser.query("auth.getUser"))["email"] == address
+
+
+async def test_changing_the_password_needs_the_current_one(browser: Browser) -> None:
+    address = email()
+    await browser.sign_in_by_link(address)
+    await browser.call("auth.setPassword", {"password": "first passphrase"})
+    wrong = await browser.call("auth.changePassword", {"currentPassword": "nope", "newPassword": "second passphrase"})
+    assert (wrong.status_code, error_code(wrong)) == (401, "UNAUTHORIZED")
+    assert data(
+        await browser.call(
+            "auth.changePassword", {"currentPassword": "first passphrase", "newPassword": "second passphrase"}
+        )
+    ) == {"success": True}
+    await browser.call("auth.signOut")
+    old = await browser.call("auth.signInWithPassword", {"email": address, "password": "first passphrase"})
+    assert old.status_code == 401
+    assert data(await browser.call("auth.signInWithPassword", {"email": address, "password": "second passphrase"}))
+
+
+async def test_the_profile_is_updated_and_answered_as_a_user(browser: Browser) -> None:
+    await browser.sign_in_by_link(email())
+    user = data(
+        await browser.call(
+            "auth.updateProfile",
+            {"name": "Ada Agent", "avatar_url": "https://example.com/ada.png", "preferences": {"theme": "dark"}},
+        )
+    )
+    assert (user["name"], user["avatar_url"], user["preferences"]) == (
+        "Ada Agent",
+        "https://example.com/ada.png",
+        {"theme": "dark"},
+    )
+    answer = await browser.client.get("/api/trpc/auth.getUser")
+    assert answer.json()["result"]["data"]["meta"]["values"] == {"created_at": ["Date"], "updated_at": ["Date"]}
+    bad = await browser.call("auth.updateProfile", {"avatar_url": "javascript:alert(1)"})
+    assert (bad.status_code, error_code(bad)) == (400, "BAD_REQUEST")
+
+
+async def test_sign_out_ends_the_session_on_the_very_next_request_even_for_a_copy_of_its_cookies(
+    browser: Browser,
+) -> None:
+    await browser.sign_in_by_link(email())
+    copied = dict(browser.client.cookies)
+    signed_out = await browser.call("auth.signOut")
+    assert data(signed_out) == {"success": True}
+    assert all("Max-Age=0" in c for c in signed_out.headers.get_list("set-cookie"))
+    replay = await browser.elsewhere(copied, "/api/trpc/auth.getUser")
+    assert (replay.status_code, error_code(replay)) == (401, "UNAUTHORIZED")
+
+
+async def test_an_expired_access_token_is_renewed_in_the_same_response_once_per_request(browser: Browser) -> None:
+    await browser.sign_in_by_link(email())
+    first_refresh = browser.client.cookies[REFRESH_COOKIE]
+    browser.clock.offset = timedelta(minutes=16).total_seconds()
+    # two calls needing the session in one batch: the refresh token is rotated once, not twice (that reads as theft)
+    batch = await browser.client.get("/api/trpc/auth.getUser,auth.hasPassword?batch=1")
+    assert batch.status_code == 200, batch.text
+    renewed = batch.headers.get_list("set-cookie")
+    assert any(c.startswith(f"{ACCESS_COOKIE}=") for c in renewed)
+    assert browser.client.cookies[REFRESH_COOKIE] != first_refresh
+    assert data(await browser.query("auth.getUser"))["email"]
+
+
+async def test_a_rotated_refresh_token_presented_again_revokes_the_whole_session(browser: Browser) -> None:
+    await browser.sign_in_by_link(email())
+    stolen = browser.client.cookies[REFRESH_COOKIE]
+    browser.clock.offset = timedelta(minutes=16).total_seconds()
+    assert data(await browser.query("auth.getUser"))  # the owner's browser refreshes: `stolen` is rotated
+    thief = await browser.elsewhere({REFRESH_COOKIE: stolen}, "/api/trpc/auth.getUser")
+    assert thief.status_code == 401
+    owner = await browser.query("auth.getUser")  # the owner's fresh cookies belong to the revoked family too
+    assert (owner.status_code, error_code(owner)) == (401, "UNAUTHORIZED")
+
+
+async def test_the_sixth_link_asked_for_one_address_within_a_minute_is_refused_with_the_wait(browser: Browser) -> None:
+    address = email()
+    for _ in range(5):
+        assert data(await browser.call("auth.signInWithEmail", {"email": address}))
+    refused = await browser.call("auth.signInWithEmail", {"email": address.upper()})
+    assert refused.status_code == 429
+    body = refused.json()["error"]["json"]
+    assert (body["code"], body["data"]["code"], body["data"]["httpStatus"]) == (-32600, "TOO_MANY_REQUESTS", 429)
+    seconds = int(re.search(r"retry in (\d+) seconds", body["message"]).group(1))  # type: ignore[union-attr]
+    assert 1 <= seconds <= 60
+    assert refused.headers["retry-after"] == str(seconds)
+    assert data(await browser.call("auth.signInWithEmail", {"email": email()}))  # another address is not held up
+    assert len(await browser.db.read(identity.kept_mails, address)) == 5
+
+
+async def test_an_invalid_address_is_bad_request_and_mails_nothing(browser: Browser) -> None:
+    for given in ({"email": "not an address"}, {"email": "a@b"}, {}, {"email": "x" * 320 + "@example.com"}):
+        answer = await browser.call("auth.signInWithEmail", given)
+        assert (answer.status_code, error_code(answer)) == (400, "BAD_REQUEST"), given
