@@ -1,4 +1,4 @@
-"""The helpdesk gateway's app, as far as it is built: the procedures (`/api/trpc/...`) and the sign-in link route."""
+"""The helpdesk gateway's app, as far as it is built: the procedures (`/api/trpc/...`) and the mailed links' routes."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ MAX_BODY_BYTES = 1024 * 1024
 def sign_in_limited(_: RateLimitItem, retry_after_s: int) -> ProcedureError:
     return ProcedureError(
         "TOO_MANY_REQUESTS",
-        f"Too many sign-in attempts for this address: retry in {retry_after_s} seconds",
+        f"Too many attempts for this address: retry in {retry_after_s} seconds",
         {"Retry-After": str(retry_after_s)},
     )
 
@@ -28,7 +28,7 @@ def limits_unavailable() -> ProcedureError:
 def create_helpdesk_app(deps: auth.Identity) -> Litestar:
     procedures: Mapping[str, Procedure] = {**auth.procedures(deps)}
     return Litestar(
-        route_handlers=[trpc_route(procedures), auth.link_route(deps)],
+        route_handlers=[trpc_route(procedures), *auth.link_routes(deps)],
         request_max_body_size=MAX_BODY_BYTES,
         logging_config=None,
     )

@@ -10,12 +10,12 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 import msgspec
 from limits import parse as limit
-from litestar import Request, Response, get
+from litestar import Response, get
 from litestar.params import FromQuery
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
@@ -30,7 +30,13 @@ from storage.common.db import Database
 from storage.helpdesk import identity
 
 LINK_LIFETIME = timedelta(minutes=15)
-LINK_PATH = "/auth/link"
+MAILS = {
+    "sign_in": ("Your sign-in link", "Sign in to the helpdesk"),
+    "reset": ("Reset your password", "Choose a new helpdesk password"),
+}
+LINK_PATH, RESET_PATH = "/auth/link", "/auth/reset"
+RESET_LANDING = "/account/password?reset=1"
+"""Where a used reset link sends the browser, signed in and without a password: the page that calls auth.setPassword."""
 SIGN_IN_LIMIT = limit("5/minute")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
@@ -46,6 +52,10 @@ class SignInWithEmail(msgspec.Struct, forbid_unknown_fields=True):
 class SignInWithPassword(msgspec.Struct, forbid_unknown_fields=True):
     email: Email
     password: Annotated[str, msgspec.Meta(min_length=6, max_length=1024)]
+
+
+class SendPasswordReset(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
 
 
 class SetPassword(msgspec.Struct, forbid_unknown_fields=True):
@@ -117,35 +127,45 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
             raise ProcedureError("UNAUTHORIZED", "Sign in first: this account no longer exists")
         return who, user
 
-    async def limited(email: str) -> None:
-        await deps.limits.hit(f"helpdesk:sign-in:{email.strip().lower()}", [SIGN_IN_LIMIT])
+    async def limited(procedure: str, email: str) -> None:
+        """Each of the three procedures that mail or check a password allows 5 calls a minute per address."""
+        await deps.limits.hit(f"helpdesk:{procedure}:{email.strip().lower()}", [SIGN_IN_LIMIT])
 
-    async def sign_in_with_email(_: Call, given: SignInWithEmail) -> dict[str, bool]:
-        await limited(given.email)
+    async def mail_link(purpose: Literal["sign_in", "reset"], email: str, redirect_to: str) -> None:
         token = opaque("link")
-        now = deps.clock()
-        redirect_to = given.redirectTo or "/"
         await db.write(
             identity.create_link,
             digest(token),
-            "sign_in",
-            email=given.email,
+            purpose,
+            email=email,
             redirect_to=redirect_to,
-            now=now,
+            now=deps.clock(),
             lifetime=LINK_LIFETIME,
         )
-        link = f"{deps.public_url.rstrip('/')}{LINK_PATH}?{urlencode({'token': token})}"
+        path = LINK_PATH if purpose == "sign_in" else RESET_PATH
+        link = f"{deps.public_url.rstrip('/')}{path}?{urlencode({'token': token})}"
         minutes = int(LINK_LIFETIME.total_seconds() // 60)
+        subject, action = MAILS[purpose]
         await deps.mailer.send(
-            given.email.strip().lower(),
-            "Your sign-in link",
-            f"Sign in to the helpdesk by opening this link within {minutes} minutes:\n\n{link}\n\n"
+            email.strip().lower(),
+            subject,
+            f"{action} by opening this link within {minutes} minutes:\n\n{link}\n\n"
             "It works once. If you did not ask for it, ignore this mail.\n",
         )
+
+    async def sign_in_with_email(_: Call, given: SignInWithEmail) -> dict[str, bool]:
+        await limited("signInWithEmail", given.email)
+        await mail_link("sign_in", given.email, given.redirectTo or "/")
+        return {"success": True}
+
+    async def send_password_reset(_: Call, given: SendPasswordReset) -> dict[str, bool]:
+        await limited("sendPasswordReset", given.email)
+        if await db.read(identity.user_by_email, given.email) is not None:  # answered the same either way
+            await mail_link("reset", given.email, RESET_LANDING)
         return {"success": True}
 
     async def sign_in_with_password(call: Call, given: SignInWithPassword) -> dict[str, Any]:
-        await limited(given.email)
+        await limited("signInWithPassword", given.email)
         user = await db.read(identity.user_by_email, given.email)
         # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
         if not await passwords.check(user.password_hash if user else None, given.password) or user is None:
@@ -198,6 +218,7 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         "auth.setPassword": Procedure("mutation", SetPassword, set_password),
         "auth.changePassword": Procedure("mutation", ChangePassword, change_password),
         "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile),
+        "auth.sendPasswordReset": Procedure("mutation", SendPasswordReset, send_password_reset),
     }
 
 
@@ -205,22 +226,38 @@ class LinkRefused(msgspec.Struct):
     error: dict[str, str]
 
 
-def link_route(deps: Identity) -> Any:
-    """GET of a mailed sign-in link: used once, it signs the browser in (both cookies, in this very response) and
-    sends it on (303) to the link's `redirectTo` when that is a path of this site, else to `/`."""
+def link_routes(deps: Identity) -> list[Any]:
+    """The GETs of mailed links. Used once, a link signs the browser in (both cookies, in this very response) and sends
+    it on (303). A sign-in link goes to its `redirectTo` when that is a path of this site, else to `/`; its first use
+    makes the account. A reset link removes the password and ends the account's other sessions, then goes to the page
+    that sets a new one (RESET_LANDING)."""
 
-    @get(LINK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
-    async def open_link(request: Request[Any, Any, Any], token: FromQuery[str] = "") -> Response[Any]:
+    async def open_link(purpose: Literal["sign_in", "reset"], token: str) -> Response[Any]:
         now = deps.clock()
-        link = await deps.db.write(identity.use_link, digest(token), "sign_in", now) if token else None
-        if link is None:
-            message = "This sign-in link is unknown, used or expired: ask for a new one"
+        link = await deps.db.write(identity.use_link, digest(token), purpose, now) if token else None
+        user = None
+        if link is not None and purpose == "sign_in":
+            user = await deps.db.write(identity.signed_in_by_email, link.email, now)
+        elif link is not None:
+            user = await deps.db.read(identity.user_by_email, link.email)
+            if user is not None:
+                await deps.db.write(identity.set_password_hash, user.id, None, now)
+                await deps.db.write(identity.revoke_all, user.id, "password_reset", now)
+        if link is None or user is None:
+            message = "This link is unknown, used or expired: ask for a new one"
             return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400)
-        user = await deps.db.write(identity.signed_in_by_email, link.email, now)
         started = await deps.sessions.start(user.id)
         target = link.redirect_to if is_safe_local_path(link.redirect_to) else "/"
         return Response(
             b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": target}, cookies=list(started.cookies)
         )
 
-    return open_link
+    @get(LINK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def sign_in_link(token: FromQuery[str] = "") -> Response[Any]:
+        return await open_link("sign_in", token)
+
+    @get(RESET_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def reset_link(token: FromQuery[str] = "") -> Response[Any]:
+        return await open_link("reset", token)
+
+    return [sign_in_link, reset_link]

@@ -75,7 +75,8 @@ def signed_in_by_email(connection: Connection, email: str, now: datetime) -> Use
     return user
 
 
-def set_password_hash(connection: Connection, user_id: str, password_hash: str, now: datetime) -> bool:
+def set_password_hash(connection: Connection, user_id: str, password_hash: str | None, now: datetime) -> bool:
+    """Store a new password hash; None removes the password (a reset link was used: a new one is to be set)."""
     result = connection.execute(
         update(USERS).where(USERS.c.id == user_id).values(password_hash=password_hash, updated_at=now)
     )
@@ -170,6 +171,16 @@ def revoke(connection: Connection, session_id: str, because: str, now: datetime)
         .values(revoked_at=now, revoked_because=because)
     )
     return result.rowcount == 1
+
+
+def revoke_all(connection: Connection, user_id: str, because: str, now: datetime) -> int:
+    """End every live session of a user (their password was reset); how many there were."""
+    result = connection.execute(
+        update(SESSIONS)
+        .where(SESSIONS.c.user_id == user_id, SESSIONS.c.revoked_at.is_(None))
+        .values(revoked_at=now, revoked_because=because)
+    )
+    return result.rowcount
 
 
 # One-time links ------------------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from storage.common.db import Database
 from storage.helpdesk import identity
 
 PUBLIC_URL = "http://helpdesk.test"
-LINK = re.compile(re.escape(PUBLIC_URL) + r"(/auth/link\?token=hd_link_[\w-]+)")
+LINK = re.compile(re.escape(PUBLIC_URL) + r"(/auth/(?:link|reset)\?token=hd_link_[\w-]+)")
 
 
 class Clock:
@@ -253,3 +253,57 @@ async def test_an_invalid_address_is_bad_request_and_mails_nothing(browser: Brow
     for given in ({"email": "not an address"}, {"email": "a@b"}, {}, {"email": "x" * 320 + "@example.com"}):
         answer = await browser.call("auth.signInWithEmail", given)
         assert (answer.status_code, error_code(answer)) == (400, "BAD_REQUEST"), given
+
+
+async def test_a_reset_link_removes_the_password_ends_other_sessions_and_lets_a_new_one_be_set(
+    browser: Browser,
+) -> None:
+    address = email()
+    await browser.sign_in_by_link(address)
+    await browser.call("auth.setPassword", {"password": "old passphrase"})
+    await browser.call("auth.signOut")
+    async with httpx.AsyncClient(transport=browser.client._transport, base_url=PUBLIC_URL) as device:
+        given = {"json": {"email": address, "password": "old passphrase"}}
+        assert (await device.post("/api/trpc/auth.signInWithPassword", json=given)).status_code == 200
+        elsewhere = dict(device.cookies)  # the same account, signed in on another device
+    assert (await browser.elsewhere(elsewhere, "/api/trpc/auth.getUser")).status_code == 200
+
+    assert data(await browser.call("auth.sendPasswordReset", {"email": address})) == {"success": True}
+    link = await browser.mailed_link(address)
+    assert link.startswith("/auth/reset?token=")
+    opened = await browser.client.get(link)
+    assert (opened.status_code, opened.headers["location"]) == (303, "/account/password?reset=1")
+    assert data(await browser.query("auth.hasPassword")) == {"hasPassword": False}
+    other_device = await browser.elsewhere(elsewhere, "/api/trpc/auth.getUser")
+    assert other_device.status_code == 401
+    assert (await browser.client.get(link)).status_code == 400  # once
+
+    assert data(await browser.call("auth.setPassword", {"password": "new passphrase"}))
+    await browser.call("auth.signOut")
+    old = await browser.call("auth.signInWithPassword", {"email": address, "password": "old passphrase"})
+    assert old.status_code == 401
+    assert data(await browser.call("auth.signInWithPassword", {"email": address, "password": "new passphrase"}))
+
+
+async def test_a_reset_for_an_unknown_address_answers_the_same_and_mails_nothing(browser: Browser) -> None:
+    address = email()
+    assert data(await browser.call("auth.sendPasswordReset", {"email": address})) == {"success": True}
+    assert await browser.db.read(identity.kept_mails, address) == []
+
+
+async def test_a_link_opens_only_through_its_own_route(browser: Browser) -> None:
+    address = email()
+    await browser.call("auth.signInWithEmail", {"email": address})
+    sign_in = await browser.mailed_link(address)
+    as_reset = await browser.client.get(sign_in.replace("/auth/link", "/auth/reset"))
+    assert as_reset.status_code == 400
+    assert (await browser.client.get(sign_in)).status_code == 303  # still unused
+
+
+async def test_each_mailing_procedure_has_its_own_limit_per_address(browser: Browser) -> None:
+    address = email()
+    await browser.sign_in_by_link(address)
+    for _ in range(4):
+        assert data(await browser.call("auth.signInWithEmail", {"email": address}))
+    assert data(await browser.call("auth.sendPasswordReset", {"email": address}))  # not counted with sign-ins
+    assert (await browser.call("auth.signInWithEmail", {"email": address})).status_code == 429
