@@ -1,14 +1,26 @@
-"""Mail the helpdesk sends (sign-in and reset links). With no SMTP server configured, the embedded default, it is kept
-in storage instead, and `signalyard helpdesk mails` prints it; its links are never logged."""
+"""Mail the helpdesk sends (sign-in and reset links): through an SMTP server when `SIGNALYARD_HELPDESK_SMTP_URL` is
+set, else (the embedded default) kept in storage, where `signalyard helpdesk mails` prints it. Links are never logged.
+
+The URL takes `smtp://[user:password@]host:port` (plain), `smtp+starttls://...` (upgraded with STARTTLS) or
+`smtps://...` (TLS from the first byte); user and password are percent-encoded where they hold `:`, `@` or `/`."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
 from typing import Protocol
+from urllib.parse import unquote, urlsplit
+
+import aiosmtplib
 
 from storage.common.db import Database
 from storage.helpdesk import identity
+
+DEFAULT_PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
 
 
 class Mailer(Protocol):
@@ -24,3 +36,66 @@ class KeptMail:
 
     async def send(self, recipient: str, subject: str, body: str) -> None:
         await self.db.write(identity.keep_mail, recipient, subject, body, self.clock())
+
+
+@dataclass(frozen=True, slots=True)
+class SmtpServer:
+    """Where and how to reach the SMTP server, from its URL."""
+
+    host: str
+    port: int
+    tls: bool
+    starttls: bool
+    username: str | None
+    password: str | None
+
+    @classmethod
+    def parse(cls, url: str) -> SmtpServer:
+        """Raises ValueError saying what is accepted."""
+        parts = urlsplit(url)
+        if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
+            raise ValueError("smtp://[user:password@]host:port, smtp+starttls://... or smtps://...")
+        return cls(
+            host=parts.hostname,
+            port=parts.port or DEFAULT_PORTS[parts.scheme],
+            tls=parts.scheme == "smtps",
+            starttls=parts.scheme == "smtp+starttls",
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+        )
+
+
+class SmtpMail:
+    """Each mail sent at once, from `sender`, marked `Auto-Submitted: auto-generated` (RFC 3834: no auto-reply should
+    answer it). A failure to send raises: the procedure answers INTERNAL_SERVER_ERROR and the caller may retry."""
+
+    def __init__(
+        self, server: SmtpServer, sender: str, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = 30
+    ) -> None:
+        """`tls_context`: whom to trust (default: the system's certificate authorities)."""
+        self.server = server
+        self.sender = sender
+        self.tls_context = tls_context
+        self.timeout_s = timeout_s
+
+    async def send(self, recipient: str, subject: str, body: str) -> None:
+        message = EmailMessage()
+        message["From"] = self.sender
+        message["To"] = recipient
+        message["Subject"] = subject
+        message["Date"] = format_datetime(datetime.now(UTC))
+        message["Message-ID"] = make_msgid(domain=self.sender.rpartition("@")[2] or None)
+        message["Auto-Submitted"] = "auto-generated"
+        message.set_content(body)
+        server = self.server
+        await aiosmtplib.send(
+            message,
+            hostname=server.host,
+            port=server.port,
+            username=server.username,
+            password=server.password,
+            use_tls=server.tls,
+            start_tls=server.starttls,
+            tls_context=self.tls_context,
+            timeout=self.timeout_s,
+        )

@@ -1,0 +1,81 @@
+"""A mail server on a real local socket (aiosmtpd) for tests of the helpdesk's mail: plain SMTP, STARTTLS or TLS from
+the first byte (certificate from a test CA made by `trustme`), with a user and password when given. Every message it
+accepts is recorded, parsed.
+
+Usage::
+
+    with SmtpPeer("starttls", login=("helpdesk", "s3cret")) as smtp:
+        url = smtp.url          # smtp+starttls://helpdesk:s3cret@localhost:PORT
+        context = smtp.client_context   # trusts the test CA
+        ...
+        [mail] = smtp.received
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from email import message_from_bytes, policy
+from email.message import EmailMessage
+from typing import Any, Literal, Self, cast
+from urllib.parse import quote
+
+import trustme
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+from signalyard.embedded_broker import free_port
+
+Mode = Literal["plain", "starttls", "tls"]
+SCHEMES = {"plain": "smtp", "starttls": "smtp+starttls", "tls": "smtps"}
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    mail_from: str
+    rcpt_tos: list[str]
+    message: EmailMessage
+
+
+class SmtpPeer:
+    def __init__(self, mode: Mode = "plain", *, login: tuple[str, str] | None = None) -> None:
+        self.mode = mode
+        self.login = login
+        self.received: list[Received] = []
+        self.ca = trustme.CA()
+        self.port = free_port()
+        certificate = self.ca.issue_cert("localhost")
+        server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        certificate.configure_cert(server_context)
+        self.client_context = ssl.create_default_context()
+        self.ca.configure_trust(self.client_context)
+        options: dict[str, Any] = {}
+        if mode == "starttls":
+            options |= {"tls_context": server_context, "require_starttls": True}
+        elif mode == "tls":
+            options |= {"ssl_context": server_context}
+        if login is not None:
+            # over STARTTLS, AUTH only once upgraded; over TLS from the first byte aiosmtpd cannot tell, so it is told
+            options |= {"authenticator": self._authenticate, "auth_require_tls": mode == "starttls"}
+        self.controller = Controller(self, hostname="localhost", port=self.port, server_hostname="localhost", **options)
+
+    @property
+    def url(self) -> str:
+        user = f"{quote(self.login[0], safe='')}:{quote(self.login[1], safe='')}@" if self.login else ""
+        return f"{SCHEMES[self.mode]}://{user}localhost:{self.port}"
+
+    def __enter__(self) -> Self:
+        self.controller.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.controller.stop()
+
+    async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # aiosmtpd calls it by this name
+        message = cast(EmailMessage, message_from_bytes(envelope.content, policy=policy.default))
+        self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), message))
+        return "250 OK"
+
+    def _authenticate(self, _server: Any, _session: Any, _envelope: Any, _mechanism: str, data: Any) -> AuthResult:
+        given = (data.login.decode(), data.password.decode()) if isinstance(data, LoginPassword) else None
+        return AuthResult(success=given == self.login, handled=False)  # aiosmtpd answers 235 or 535 itself
