@@ -1,5 +1,6 @@
-"""Helpdesk sign-in as a browser goes through it, over the tRPC wire on a real database (SQLite and PostgreSQL): a
-mailed link, passwords, the two cookies, transparent refresh, sign-out and a stolen refresh token, the sign-in limit."""
+"""Helpdesk sign-in and signup as a browser goes through them, over the tRPC wire on a real database (SQLite and
+PostgreSQL): a mailed link, passwords, the two cookies, transparent refresh, sign-out and a stolen refresh token, the
+sign-in limits, password resets, and completing signup into a workspace."""
 
 from __future__ import annotations
 
@@ -307,3 +308,54 @@ async def test_each_mailing_procedure_has_its_own_limit_per_address(browser: Bro
         assert data(await browser.call("auth.signInWithEmail", {"email": address}))
     assert data(await browser.call("auth.sendPasswordReset", {"email": address}))  # not counted with sign-ins
     assert (await browser.call("auth.signInWithEmail", {"email": address})).status_code == 429
+
+
+SIGNUP = {"name": "Ada Agent", "organizationName": "Acme Support"}
+
+
+async def test_complete_signup_makes_the_workspace_with_its_first_user_as_admin(browser: Browser) -> None:
+    address = email()
+    await browser.sign_in_by_link(address)
+    made = data(await browser.call("auth.completeSignup", SIGNUP | {"redirectPath": "/tickets"}))
+    assert made["requiresPayment"] is False
+    assert "checkoutUrl" not in made
+    assert made["organization"]["name"] == "Acme Support"
+    assert made["organization"]["slug"].startswith("acme-support")
+    assert made["user"] == {
+        "id": made["user"]["id"],
+        "email": address,
+        "name": "Ada Agent",
+        "organization_id": made["organization"]["id"],
+        "role": "admin",
+    }
+    user = data(await browser.query("auth.getUser"))
+    assert (user["organization_id"], user["role"]) == (made["organization"]["id"], "admin")
+    again = data(await browser.call("auth.completeSignup", {"name": "Other", "organizationName": "Other Org"}))
+    assert again == made  # idempotent: the same workspace, the same answer
+
+
+async def test_complete_signup_refuses_unsafe_redirects_bad_input_and_paid_plans_without_a_provider(
+    browser: Browser,
+) -> None:
+    await browser.sign_in_by_link(email())
+    for path in ("//evil.example", "https://evil.example", "/%2F%2Fevil.example", "/\\evil.example", "dashboard"):
+        answer = await browser.call("auth.completeSignup", SIGNUP | {"redirectPath": path})
+        assert (answer.status_code, error_code(answer)) == (400, "BAD_REQUEST"), path
+    for bad in ({"name": "", "organizationName": "x"}, {"name": "x", "organizationName": "y" * 256}, {"name": "x"}):
+        assert (await browser.call("auth.completeSignup", bad)).status_code == 400, bad
+    paid = await browser.call("auth.completeSignup", SIGNUP | {"planTier": "pro"})
+    assert (paid.status_code, error_code(paid)) == (412, "PRECONDITION_FAILED")
+    assert data(await browser.query("auth.getUser"))["organization_id"] is None  # nothing was written
+
+
+async def test_complete_signup_needs_a_session_and_is_never_authorized_by_an_api_key(browser: Browser) -> None:
+    anonymous = await browser.call("auth.completeSignup", SIGNUP)
+    assert (anonymous.status_code, error_code(anonymous)) == (401, "UNAUTHORIZED")
+    await browser.sign_in_by_link(email())
+    with_key = await browser.client.post(
+        "/api/trpc/auth.completeSignup",
+        json={"json": SIGNUP},
+        headers={"Authorization": "Bearer hd_live_" + "k" * 40},
+    )
+    assert (with_key.status_code, error_code(with_key)) == (401, "UNAUTHORIZED")
+    assert data(await browser.query("auth.getUser"))["organization_id"] is None
