@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from limits import RateLimitItem
 from litestar import Litestar
 
-from gateway.helpdesk import auth, signup
+from gateway.helpdesk import auth, events, signup
 from gateway.helpdesk.trpc import Procedure, ProcedureError, trpc_route
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -26,7 +26,11 @@ def limits_unavailable() -> ProcedureError:
 
 
 def create_helpdesk_app(deps: auth.Identity) -> Litestar:
-    procedures: Mapping[str, Procedure] = {**auth.procedures(deps), **signup.procedures(deps)}
+    procedures: Mapping[str, Procedure] = {
+        **auth.procedures(deps),
+        **signup.procedures(deps),
+        **events.procedures(deps),
+    }
     return Litestar(
         route_handlers=[trpc_route(procedures), *auth.link_routes(deps)],
         request_max_body_size=MAX_BODY_BYTES,

@@ -97,3 +97,27 @@ class Mail(Base):
     subject: Mapped[str] = mapped_column(String(255))
     body: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime]
+
+
+class Event(Base):
+    """The activity log (section 2.3, 6.2): one row per change, written in the change's own transaction. `ticket_id`
+    ties a conversation's events to their ticket (`events.listForTicket`). `published_at` is set once the event is on
+    the `helpdesk.activity.recorded` topic (the outbox: the publisher comes with the helpdesk's processors)."""
+
+    __tablename__ = "helpdesk_events"
+    __table_args__ = (
+        Index("ix_helpdesk_events_aggregate", "aggregate_type", "aggregate_id", "created_at", "id"),
+        Index("ix_helpdesk_events_ticket", "ticket_id", "created_at", "id"),
+        Index("ix_helpdesk_events_unpublished", "published_at", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    aggregate_type: Mapped[str] = mapped_column(String(16))
+    aggregate_id: Mapped[str] = mapped_column(String(36))
+    ticket_id: Mapped[str | None] = mapped_column(String(36))
+    event_type: Mapped[str] = mapped_column(String(32))
+    event_data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    actor_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime]
+    published_at: Mapped[datetime | None]

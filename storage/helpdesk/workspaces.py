@@ -2,7 +2,8 @@
 
 A user's workspace is made in one transaction that claims the user with a conditional update (`organization_id IS
 NULL`). Of calls racing for one user, the first claim wins; every other finds the user claimed and answers with the
-winner's workspace, its own organization row undone. So 20 concurrent calls make one workspace and give one answer."""
+winner's workspace, its own organization row undone. So 20 concurrent calls make one workspace and give one answer.
+The user `created` event (email, role) is written in the same transaction."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from sqlalchemy import Table, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from storage.helpdesk import events
 from storage.helpdesk.identity import USERS, UserRecord, user_by_id
 from storage.helpdesk.models import Organization
 
@@ -90,6 +92,15 @@ def complete_signup(
     claim.commit()
     user = user_by_id(connection, user_id)
     assert user is not None
+    events.record(
+        connection,
+        organization_id,
+        ("user", user_id),
+        "created",
+        {"email": user.email, "role": FIRST_ROLE},
+        actor_id=user_id,
+        now=now,
+    )
     return Workspace(organization_id, organization_name, slug, plan, user, created=True)
 
 

@@ -4,6 +4,7 @@ sign-in limits, password resets, and completing signup into a workspace."""
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 import uuid
@@ -11,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, cast
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -359,3 +361,73 @@ async def test_complete_signup_needs_a_session_and_is_never_authorized_by_an_api
     )
     assert (with_key.status_code, error_code(with_key)) == (401, "UNAUTHORIZED")
     assert data(await browser.query("auth.getUser"))["organization_id"] is None
+
+
+async def signed_up(browser: Browser, organization: str = "Acme Support") -> dict[str, Any]:
+    await browser.client.post("/api/trpc/auth.signOut", json={"json": None})
+    browser.client.cookies.clear()
+    await browser.sign_in_by_link(email())
+    return data(await browser.call("auth.completeSignup", {"name": "Ada Agent", "organizationName": organization}))  # type: ignore[no-any-return]
+
+
+async def test_signup_writes_the_user_created_event_that_the_events_procedures_read(browser: Browser) -> None:
+    made = await signed_up(browser)
+    user_id = made["user"]["id"]
+    listed = await browser.client.get(
+        "/api/trpc/events.list?input=" + quote_input({"aggregateType": "user", "aggregateId": user_id, "limit": 10})
+    )
+    page = data(listed)
+    (event,) = page["events"]
+    assert (event["aggregate_type"], event["aggregate_id"], event["event_type"]) == ("user", user_id, "created")
+    assert event["event_data"] == {"email": made["user"]["email"], "role": "admin"}
+    assert event["actor_id"] == user_id
+    assert event["actor"] == {"name": "Ada Agent", "email": made["user"]["email"]}
+    assert (page["nextCursor"], page["hasMore"]) == (event["id"], False)
+    assert listed.json()["result"]["data"]["meta"]["values"] == {"events.0.created_at": ["Date"]}
+    got = data(await browser.client.get("/api/trpc/events.get?input=" + quote_input({"id": event["id"]})))
+    assert got == event
+
+
+async def test_events_of_another_organization_are_forbidden_and_unknown_ones_not_found(browser: Browser) -> None:
+    theirs = await signed_up(browser, "Other Org")
+    their_event = data(
+        await browser.client.get(
+            "/api/trpc/events.list?input=" + quote_input({"aggregateType": "user", "aggregateId": theirs["user"]["id"]})
+        )
+    )["events"][0]["id"]
+    await signed_up(browser, "Our Org")
+    for path, given in (
+        ("events.list", {"aggregateType": "user", "aggregateId": theirs["user"]["id"]}),
+        ("events.list", {"aggregateType": "organization", "aggregateId": theirs["organization"]["id"]}),
+        ("events.get", {"id": their_event}),
+    ):
+        answer = await browser.client.get(f"/api/trpc/{path}?input=" + quote_input(given))
+        assert (answer.status_code, error_code(answer)) == (403, "FORBIDDEN"), path
+    missing = await browser.client.get("/api/trpc/events.get?input=" + quote_input({"id": str(uuid.uuid4())}))
+    assert (missing.status_code, error_code(missing)) == (404, "NOT_FOUND")
+
+
+async def test_events_input_is_checked(browser: Browser) -> None:
+    made = await signed_up(browser)
+    user_id = made["user"]["id"]
+    for given in (
+        {"aggregateType": "invoice", "aggregateId": user_id},
+        {"aggregateType": "user", "aggregateId": "not-a-uuid"},
+        {"aggregateType": "user", "aggregateId": user_id, "limit": 0},
+        {"aggregateType": "user", "aggregateId": user_id, "limit": 101},
+        {"aggregateType": "user", "aggregateId": user_id, "cursor": str(uuid.uuid4())},
+    ):
+        answer = await browser.client.get("/api/trpc/events.list?input=" + quote_input(given))
+        assert (answer.status_code, error_code(answer)) == (400, "BAD_REQUEST"), given
+
+
+async def test_a_user_who_has_not_signed_up_reads_no_events(browser: Browser) -> None:
+    await browser.sign_in_by_link(email())
+    answer = await browser.client.get(
+        "/api/trpc/events.list?input=" + quote_input({"aggregateType": "user", "aggregateId": str(uuid.uuid4())})
+    )
+    assert (answer.status_code, error_code(answer)) == (403, "FORBIDDEN")
+
+
+def quote_input(given: dict[str, Any]) -> str:
+    return quote(json.dumps({"json": given}))

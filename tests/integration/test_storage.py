@@ -55,6 +55,7 @@ TABLES = {
     "helpdesk_refresh_tokens",
     "helpdesk_links",
     "helpdesk_mails",
+    "helpdesk_events",
 }
 FUTURE = timedelta(days=1)
 """Pending rows are published this far ahead of the clock: no sweeper of a stack on this database takes them."""

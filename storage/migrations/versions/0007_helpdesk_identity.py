@@ -1,4 +1,5 @@
-"""The helpdesk's identity: organizations, users, sessions and their refresh tokens, one-time links, kept mail.
+"""The helpdesk's identity: organizations, users, sessions and their refresh tokens, one-time links, kept mail; and
+its activity log.
 
 Revision ID: 0007
 Revises: 0006
@@ -84,10 +85,30 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_helpdesk_mails_recipient", "helpdesk_mails", ["recipient", "created_at"])
+    op.create_table(
+        "helpdesk_events",
+        sa.Column("id", sa.String(length=36), nullable=False),
+        sa.Column("organization_id", sa.String(length=36), nullable=False),
+        sa.Column("aggregate_type", sa.String(length=16), nullable=False),
+        sa.Column("aggregate_id", sa.String(length=36), nullable=False),
+        sa.Column("ticket_id", sa.String(length=36), nullable=True),
+        sa.Column("event_type", sa.String(length=32), nullable=False),
+        sa.Column("event_data", sa.JSON(), nullable=False),
+        sa.Column("actor_id", sa.String(length=36), nullable=True),
+        sa.Column("created_at", UtcDateTime(), nullable=False),
+        sa.Column("published_at", UtcDateTime(), nullable=True),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index(
+        "ix_helpdesk_events_aggregate", "helpdesk_events", ["aggregate_type", "aggregate_id", "created_at", "id"]
+    )
+    op.create_index("ix_helpdesk_events_ticket", "helpdesk_events", ["ticket_id", "created_at", "id"])
+    op.create_index("ix_helpdesk_events_unpublished", "helpdesk_events", ["published_at", "created_at"])
 
 
 def downgrade() -> None:
     for table in (
+        "helpdesk_events",
         "helpdesk_mails",
         "helpdesk_links",
         "helpdesk_refresh_tokens",

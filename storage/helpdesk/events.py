@@ -1,0 +1,148 @@
+"""The helpdesk's activity log (sections 2.3, 4.3, 6.2): `record` in the transaction of the change it describes, and
+the reads of `events.*`, newest first, paged by a keyset on (created_at, id) so that events inserted meanwhile are
+neither skipped nor repeated."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from sqlalchemy import ColumnElement, Table, and_, insert, or_, select
+from sqlalchemy.engine import Connection
+
+from storage.helpdesk.identity import USERS
+from storage.helpdesk.models import Event
+
+EVENTS = cast(Table, Event.__table__)
+AggregateType = Literal["ticket", "conversation", "user", "organization"]
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    id: str
+    organization_id: str
+    aggregate_type: str
+    aggregate_id: str
+    event_type: str
+    event_data: dict[str, Any]
+    actor_id: str | None
+    actor: dict[str, Any] | None
+    """The acting user's name, email and avatar_url, when there is one."""
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    events: list[EventRecord]
+    has_more: bool
+
+
+class CursorNotFound(Exception):
+    """The cursor is not an event of this listing (BAD_REQUEST)."""
+
+
+def record(
+    connection: Connection,
+    organization_id: str,
+    aggregate: tuple[AggregateType, str],
+    event_type: str,
+    data: dict[str, Any],
+    *,
+    actor_id: str | None,
+    now: datetime,
+    ticket_id: str | None = None,
+) -> str:
+    """Write one event of `aggregate` (type, id); returns its id."""
+    event_id = str(uuid.uuid4())
+    aggregate_type, aggregate_id = aggregate
+    connection.execute(
+        insert(EVENTS).values(
+            id=event_id,
+            organization_id=organization_id,
+            aggregate_type=aggregate_type,
+            aggregate_id=aggregate_id,
+            ticket_id=ticket_id if ticket_id is not None else (aggregate_id if aggregate_type == "ticket" else None),
+            event_type=event_type,
+            event_data=data,
+            actor_id=actor_id,
+            created_at=now,
+        )
+    )
+    return event_id
+
+
+def _selected() -> Any:
+    return select(EVENTS, USERS.c.name, USERS.c.email, USERS.c.avatar_url).outerjoin(
+        USERS, USERS.c.id == EVENTS.c.actor_id
+    )
+
+
+def _event(row: Any) -> EventRecord:
+    actor = None
+    if row.actor_id is not None and row.email is not None:
+        actor = {"name": row.name, "email": row.email} | ({"avatar_url": row.avatar_url} if row.avatar_url else {})
+    return EventRecord(
+        row.id,
+        row.organization_id,
+        row.aggregate_type,
+        row.aggregate_id,
+        row.event_type,
+        row.event_data,
+        row.actor_id,
+        actor,
+        row.created_at,
+    )
+
+
+def get(connection: Connection, event_id: str) -> EventRecord | None:
+    row = connection.execute(_selected().where(EVENTS.c.id == event_id)).first()
+    return _event(row) if row else None
+
+
+def organizations_of(connection: Connection, aggregate_type: str, aggregate_id: str) -> set[str]:
+    """The organizations whose events name this aggregate (one, or none when it has no events)."""
+    rows = connection.execute(
+        select(EVENTS.c.organization_id)
+        .where(EVENTS.c.aggregate_type == aggregate_type, EVENTS.c.aggregate_id == aggregate_id)
+        .distinct()
+    )
+    return {row.organization_id for row in rows}
+
+
+def of_aggregate(
+    connection: Connection,
+    organization_id: str,
+    aggregate_type: str,
+    aggregate_id: str,
+    *,
+    limit: int,
+    cursor: str | None,
+) -> Page:
+    """An aggregate's events in one organization, newest first, after the event `cursor` when given."""
+    where = and_(
+        EVENTS.c.organization_id == organization_id,
+        EVENTS.c.aggregate_type == aggregate_type,
+        EVENTS.c.aggregate_id == aggregate_id,
+    )
+    return _page(connection, where, limit, cursor)
+
+
+def of_ticket(connection: Connection, organization_id: str, ticket_id: str, *, limit: int, cursor: str | None) -> Page:
+    """A ticket's events and its conversations', newest first."""
+    where = and_(EVENTS.c.organization_id == organization_id, EVENTS.c.ticket_id == ticket_id)
+    return _page(connection, where, limit, cursor)
+
+
+def _page(connection: Connection, where: ColumnElement[bool], limit: int, cursor: str | None) -> Page:
+    statement = _selected().where(where)
+    if cursor is not None:
+        after = connection.execute(select(EVENTS.c.created_at, EVENTS.c.id).where(where, EVENTS.c.id == cursor)).first()
+        if after is None:
+            raise CursorNotFound(cursor)
+        at = EVENTS.c.created_at
+        statement = statement.where(or_(at < after.created_at, and_(at == after.created_at, EVENTS.c.id < after.id)))
+    newest_first = statement.order_by(EVENTS.c.created_at.desc(), EVENTS.c.id.desc()).limit(limit + 1)
+    rows = list(connection.execute(newest_first))
+    return Page([_event(row) for row in rows[:limit]], has_more=len(rows) > limit)
