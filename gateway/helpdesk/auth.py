@@ -24,7 +24,7 @@ from gateway.common.limits import RateLimits
 from gateway.helpdesk.identity import Passwords, digest, opaque
 from gateway.helpdesk.mail import Mailer
 from gateway.helpdesk.redirects import is_safe_local_path
-from gateway.helpdesk.sessions import Sessions, SignedIn
+from gateway.helpdesk.sessions import Resolved, Sessions, SignedIn
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
 from storage.common.db import Database
 from storage.helpdesk import identity
@@ -38,6 +38,9 @@ LINK_PATH, RESET_PATH = "/auth/link", "/auth/reset"
 RESET_LANDING = "/account/password?reset=1"
 """Where a used reset link sends the browser, signed in and without a password: the page that calls auth.setPassword."""
 SIGN_IN_LIMIT = limit("5/minute")
+PASSWORD_CHECKS_PER_CLIENT = limit("30/minute")
+"""Password checks (argon2: tens of milliseconds and 19 MiB each) one client address may ask for, whatever the
+account: the per-address limit alone would let a client vary the address."""
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL.pattern)]
@@ -46,7 +49,7 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 
 class SignInWithEmail(msgspec.Struct, forbid_unknown_fields=True):
     email: Email
-    redirectTo: str | None = None  # the contract's name
+    redirectTo: Annotated[str, msgspec.Meta(max_length=2048)] | None = None  # the contract's name
 
 
 class SignInWithPassword(msgspec.Struct, forbid_unknown_fields=True):
@@ -68,9 +71,16 @@ class ChangePassword(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class UpdateProfile(msgspec.Struct, forbid_unknown_fields=True):
-    name: Name | None = None
-    avatar_url: Annotated[str, msgspec.Meta(max_length=2048, pattern=r"^https?://")] | None = None
-    preferences: dict[str, Any] | None = None
+    """Absent fields stay as they are; `avatar_url: null` removes the avatar."""
+
+    name: Name | msgspec.UnsetType = msgspec.UNSET
+    avatar_url: Annotated[str, msgspec.Meta(max_length=2048, pattern=r"^https?://")] | msgspec.UnsetType | None = (
+        msgspec.UNSET
+    )
+    preferences: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+MAX_PREFERENCES_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +175,8 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         return {"success": True}
 
     async def sign_in_with_password(call: Call, given: SignInWithPassword) -> dict[str, Any]:
+        client = call.request.client.host if call.request.client else "unknown"
+        await deps.limits.hit(f"helpdesk:password-checks:{client}", [PASSWORD_CHECKS_PER_CLIENT])
         await limited("signInWithPassword", given.email)
         user = await db.read(identity.user_by_email, given.email)
         # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
@@ -182,6 +194,7 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
     async def sign_out(call: Call, _: None) -> dict[str, bool]:
         who = await signed_in(call, sessions)
         call.cookies.extend(await sessions.end(who.session_id))
+        call.request.state[_SESSION] = Resolved(None)  # the calls after it in a batch are signed out too
         return {"success": True}
 
     async def has_password(call: Call, _: None) -> dict[str, bool]:
@@ -195,17 +208,22 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         return {"success": True}
 
     async def change_password(call: Call, given: ChangePassword) -> dict[str, bool]:
-        _, user = await current(call)
+        who, user = await current(call)
         if user.password_hash is None:
             raise ProcedureError("BAD_REQUEST", "This account has no password yet: set one with auth.setPassword")
+        await limited("changePassword", user.email)
         if not await passwords.check(user.password_hash, given.currentPassword):
             raise ProcedureError("UNAUTHORIZED", "The current password is wrong")
-        await db.write(identity.set_password_hash, user.id, await passwords.hash(given.newPassword), deps.clock())
+        now = deps.clock()
+        await db.write(identity.set_password_hash, user.id, await passwords.hash(given.newPassword), now)
+        await db.write(identity.revoke_all, user.id, "password_changed", now, keep=who.session_id)
         return {"success": True}
 
     async def update_profile(call: Call, given: UpdateProfile) -> dict[str, Any]:
         _, user = await current(call)
-        changes = {name: value for name, value in msgspec.structs.asdict(given).items() if value is not None}
+        changes = {name: value for name, value in msgspec.structs.asdict(given).items() if value is not msgspec.UNSET}
+        if len(msgspec.json.encode(changes.get("preferences", {}))) > MAX_PREFERENCES_BYTES:
+            raise ProcedureError("BAD_REQUEST", f"preferences must encode to at most {MAX_PREFERENCES_BYTES} bytes")
         updated = await db.write(identity.update_profile, user.id, changes, deps.clock()) if changes else user
         return user_view(updated)
 
@@ -220,6 +238,10 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile),
         "auth.sendPasswordReset": Procedure("mutation", SendPasswordReset, send_password_reset),
     }
+
+
+PRIVATE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+"""A link's answers are stored by no cache, and the page it leads to is not told the link (it holds the token)."""
 
 
 class LinkRefused(msgspec.Struct):
@@ -245,11 +267,11 @@ def link_routes(deps: Identity) -> list[Any]:
                 await deps.db.write(identity.revoke_all, user.id, "password_reset", now)
         if link is None or user is None:
             message = "This link is unknown, used or expired: ask for a new one"
-            return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400)
+            return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400, headers=PRIVATE)
         started = await deps.sessions.start(user.id)
         target = link.redirect_to if is_safe_local_path(link.redirect_to) else "/"
         return Response(
-            b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": target}, cookies=list(started.cookies)
+            b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": target, **PRIVATE}, cookies=list(started.cookies)
         )
 
     @get(LINK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.message import EmailMessage
-from email.utils import format_datetime, make_msgid
+from email.utils import format_datetime, make_msgid, parseaddr
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
@@ -84,7 +84,7 @@ class SmtpMail:
         message["To"] = recipient
         message["Subject"] = subject
         message["Date"] = format_datetime(datetime.now(UTC))
-        message["Message-ID"] = make_msgid(domain=self.sender.rpartition("@")[2] or None)
+        message["Message-ID"] = make_msgid(domain=parseaddr(self.sender)[1].rpartition("@")[2] or None)
         message["Auto-Submitted"] = "auto-generated"
         message.set_content(body)
         server = self.server

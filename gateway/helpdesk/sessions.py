@@ -19,6 +19,8 @@ ACCESS_COOKIE, REFRESH_COOKIE = "hd-access-token", "hd-refresh-token"
 ACCESS_LIFETIME = timedelta(minutes=15)
 REFRESH_LIFETIME = timedelta(days=30)
 """How long a browser stays signed in without a request (each refresh starts this again)."""
+REFRESH_GRACE = timedelta(seconds=10)
+"""A refresh token presented again this soon after its rotation belongs to requests sent together, not to a thief."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +73,17 @@ class Sessions:
             return Resolved(None)
         successor = opaque("rt")
         rotation = await self.db.write(
-            identity.rotate, digest(refresh), digest(successor), self.clock(), REFRESH_LIFETIME
+            identity.rotate,
+            digest(refresh),
+            digest(successor),
+            self.clock(),
+            lifetime=REFRESH_LIFETIME,
+            grace=REFRESH_GRACE,
         )
-        if rotation.outcome != "rotated" or rotation.user_id is None or rotation.session_id is None:
+        if rotation.user_id is None or rotation.session_id is None or rotation.outcome in ("reused", "refused"):
             return Resolved(None, self.cleared())
+        if rotation.outcome == "concurrent":  # the request that rotated it sets the new cookies
+            return Resolved(SignedIn(rotation.user_id, rotation.session_id))
         return Resolved(
             SignedIn(rotation.user_id, rotation.session_id),
             self._cookies(rotation.user_id, rotation.session_id, successor),

@@ -29,13 +29,14 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         who = await signed_in(call, deps.sessions)
         if not is_safe_local_path(given.redirectPath):
             raise ProcedureError("BAD_REQUEST", "redirectPath must be a path of this site, such as /dashboard")
-        if given.planTier != "free":
+        workspace = await deps.db.read(workspaces.existing, who.user_id)
+        if workspace is None and given.planTier != "free":
             raise ProcedureError(
                 "PRECONDITION_FAILED", f"The {given.planTier} plan needs a payment provider, and none is configured"
             )
         try:
-            workspace = await deps.db.write(
-                workspaces.complete_signup,
+            workspace = workspace or await workspaces.sign_up(
+                deps.db,
                 who.user_id,
                 name=given.name,
                 organization_name=given.organizationName,

@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import Table, insert, select, update
 from sqlalchemy.engine import Connection
 
+from storage.common.db import per_dialect
 from storage.helpdesk.models import Link, Mail, RefreshToken, Session, User
 
 USERS = cast(Table, User.__table__)
@@ -52,13 +53,16 @@ def user_by_email(connection: Connection, email: str) -> UserRecord | None:
     return _user(row) if row else None
 
 
+_INSERT_USER = per_dialect(lambda insert_: insert_(USERS).on_conflict_do_nothing(index_elements=["email"]))
+
+
 def signed_in_by_email(connection: Connection, email: str, now: datetime) -> UserRecord:
     """The user whose address a sign-in link just proved: created on first sign-in, marked verified otherwise."""
     address = email.strip().lower()
     found = user_by_email(connection, address)
-    if found is None:
+    if found is None:  # two links of one new address opened at once: the second insert does nothing
         connection.execute(
-            insert(USERS).values(
+            _INSERT_USER[connection.dialect.name].values(
                 id=str(uuid.uuid4()),
                 email=address,
                 email_verified=True,
@@ -112,20 +116,29 @@ def start_session(connection: Connection, user_id: str, refresh_hash: str, now: 
 
 @dataclass(frozen=True, slots=True)
 class Rotation:
-    """What presenting a refresh token did: `rotated` (its successor is now current), `reused` (it had been rotated
-    already: the whole session was revoked), or `refused` (no such token, or its session is over)."""
+    """What presenting a refresh token did: `rotated` (its successor is now current), `concurrent` (it was rotated a
+    moment ago, within the grace, by a request sent at the same time: the session stands, no successor is made),
+    `reused` (it was rotated earlier: the whole session was revoked), or `refused` (no such token, or its session is
+    over)."""
 
-    outcome: Literal["rotated", "reused", "refused"]
+    outcome: Literal["rotated", "concurrent", "reused", "refused"]
     session_id: str | None = None
     user_id: str | None = None
 
 
 def rotate(
-    connection: Connection, refresh_hash: str, successor_hash: str, now: datetime, lifetime: timedelta
+    connection: Connection,
+    refresh_hash: str,
+    successor_hash: str,
+    now: datetime,
+    *,
+    lifetime: timedelta,
+    grace: timedelta,
 ) -> Rotation:
-    """Swap a current refresh token, issued within `lifetime`, for its successor. A token presented after it was
-    rotated is taken for a stolen copy: the session it belongs to is revoked, so neither the thief's nor the owner's
-    tokens work any more."""
+    """Swap a current refresh token, issued within `lifetime`, for its successor. A token presented again within
+    `grace` of its rotation comes from requests a browser sent together (two tabs, a query and a mutation): it is
+    let through. Later, it is taken for a stolen copy: the session it belongs to is revoked, so neither the thief's
+    nor the owner's tokens work any more."""
     row = connection.execute(
         select(
             REFRESH_TOKENS.c.session_id,
@@ -139,12 +152,19 @@ def rotate(
     ).first()
     if row is None or row.revoked_at is not None or row.issued_at <= now - lifetime:
         return Rotation("refused")
+    if row.rotated_at is not None and now - row.rotated_at <= grace:
+        return Rotation("concurrent", row.session_id, row.user_id)
     swapped = connection.execute(
         update(REFRESH_TOKENS)
         .where(REFRESH_TOKENS.c.token_hash == refresh_hash, REFRESH_TOKENS.c.rotated_at.is_(None))
         .values(rotated_at=now)
     )
-    if swapped.rowcount != 1:  # rotated before, by an earlier request or just now by a racing one
+    if swapped.rowcount != 1:  # rotated before: by a racing request just now (read as rotated_at is None above)
+        rotated_at = connection.execute(
+            select(REFRESH_TOKENS.c.rotated_at).where(REFRESH_TOKENS.c.token_hash == refresh_hash)
+        ).scalar_one()
+        if now - rotated_at <= grace:
+            return Rotation("concurrent", row.session_id, row.user_id)
         revoke(connection, row.session_id, "refresh_reuse", now)
         return Rotation("reused", row.session_id, row.user_id)
     connection.execute(
@@ -173,11 +193,11 @@ def revoke(connection: Connection, session_id: str, because: str, now: datetime)
     return result.rowcount == 1
 
 
-def revoke_all(connection: Connection, user_id: str, because: str, now: datetime) -> int:
-    """End every live session of a user (their password was reset); how many there were."""
+def revoke_all(connection: Connection, user_id: str, because: str, now: datetime, *, keep: str | None = None) -> int:
+    """End every live session of a user but `keep` (their password was reset or changed); how many there were."""
     result = connection.execute(
         update(SESSIONS)
-        .where(SESSIONS.c.user_id == user_id, SESSIONS.c.revoked_at.is_(None))
+        .where(SESSIONS.c.user_id == user_id, SESSIONS.c.revoked_at.is_(None), SESSIONS.c.id != (keep or ""))
         .values(revoked_at=now, revoked_because=because)
     )
     return result.rowcount

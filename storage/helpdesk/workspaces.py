@@ -1,9 +1,10 @@
 """Workspace signup (`auth.completeSignup`): the first organization of a verified user, made atomically and once.
 
-A user's workspace is made in one transaction that claims the user with a conditional update (`organization_id IS
-NULL`). Of calls racing for one user, the first claim wins; every other finds the user claimed and answers with the
-winner's workspace, its own organization row undone. So 20 concurrent calls make one workspace and give one answer.
-The user `created` event (email, role) is written in the same transaction."""
+One transaction inserts the organization, claims the user with a conditional update (`organization_id IS NULL`) and
+writes the user `created` event. A call that finds the user claimed by a racing one is undone whole (`Claimed`) and
+answers with the winner's workspace; a slug taken by a racing insert undoes it too, and it is tried again. So 20
+concurrent calls make one workspace and give one answer. No savepoint is used: SQLite's driver would commit at the
+release of the outermost one."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from sqlalchemy import Table, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from storage.common.db import Database
 from storage.helpdesk import events
 from storage.helpdesk.identity import USERS, UserRecord, user_by_id
 from storage.helpdesk.models import Organization
@@ -28,6 +30,8 @@ SLUG_LENGTH = 48
 SLUG_ATTEMPTS = 5
 """A workspace's slug is its name's; taken, the name's with a random suffix; after this many tries, CONFLICT."""
 FIRST_ROLE = "admin"
+RACES = 3
+"""How many times a signup that lost a slug to a racing insert is tried again before it is CONFLICT."""
 
 
 class NotVerified(Exception):
@@ -55,8 +59,12 @@ def slug_candidates(name: str) -> list[str]:
     return [base] + [f"{base[: SLUG_LENGTH - 7]}-{secrets.token_hex(3)}" for _ in range(SLUG_ATTEMPTS - 1)]
 
 
-def complete_signup(
-    connection: Connection,
+class Claimed(Exception):
+    """A racing call made the user's workspace first; this transaction is undone."""
+
+
+async def sign_up(
+    db: Database,
     user_id: str,
     *,
     name: str,
@@ -67,6 +75,37 @@ def complete_signup(
 ) -> Workspace:
     """The user's workspace, made now when they have none; raises NotVerified, NoSlug, or LookupError (no user).
     `slugs` gives the slugs to try for a name, in order."""
+    for _ in range(RACES):
+        try:
+            return await db.write(
+                complete_signup,
+                user_id,
+                name=name,
+                organization_name=organization_name,
+                plan=plan,
+                now=now,
+                slugs=slugs,
+            )
+        except Claimed:
+            workspace = await db.read(existing, user_id)
+            assert workspace is not None
+            return workspace
+        except IntegrityError:
+            continue  # a racing insert took the slug between our look and our insert
+    raise NoSlug(organization_name)
+
+
+def complete_signup(
+    connection: Connection,
+    user_id: str,
+    *,
+    name: str,
+    organization_name: str,
+    plan: str,
+    now: datetime,
+    slugs: Callable[[str], list[str]],
+) -> Workspace:
+    """One attempt, as one transaction (see `sign_up`): raises Claimed or IntegrityError when a racing call won."""
     user = user_by_id(connection, user_id)
     if user is None:
         raise LookupError(f"no user {user_id}")
@@ -74,10 +113,14 @@ def complete_signup(
         return _existing(connection, user)
     if not user.email_verified:
         raise NotVerified(user_id)
+    candidates = slugs(organization_name)
+    taken = set(connection.scalars(select(ORGANIZATIONS.c.slug).where(ORGANIZATIONS.c.slug.in_(candidates))))
+    slug = next((candidate for candidate in candidates if candidate not in taken), None)
+    if slug is None:
+        raise NoSlug(organization_name)
     organization_id = str(uuid.uuid4())
-    claim = connection.begin_nested()  # undone when another call claimed the user first
-    slug = _insert_organization(
-        connection, organization_id, organization_name, plan, now=now, candidates=slugs(organization_name)
+    connection.execute(
+        insert(ORGANIZATIONS).values(id=organization_id, name=organization_name, slug=slug, plan=plan, created_at=now)
     )
     claimed = connection.execute(
         update(USERS)
@@ -85,11 +128,7 @@ def complete_signup(
         .values(organization_id=organization_id, role=FIRST_ROLE, name=name, updated_at=now)
     )
     if claimed.rowcount != 1:
-        claim.rollback()
-        winner = user_by_id(connection, user_id)
-        assert winner is not None
-        return _existing(connection, winner)
-    claim.commit()
+        raise Claimed(user_id)
     user = user_by_id(connection, user_id)
     assert user is not None
     events.record(
@@ -104,21 +143,10 @@ def complete_signup(
     return Workspace(organization_id, organization_name, slug, plan, user, created=True)
 
 
-def _insert_organization(
-    connection: Connection, organization_id: str, name: str, plan: str, *, now: datetime, candidates: list[str]
-) -> str:
-    for slug in candidates:
-        attempt = connection.begin_nested()
-        try:
-            connection.execute(
-                insert(ORGANIZATIONS).values(id=organization_id, name=name, slug=slug, plan=plan, created_at=now)
-            )
-        except IntegrityError:
-            attempt.rollback()
-            continue
-        attempt.commit()
-        return slug
-    raise NoSlug(name)
+def existing(connection: Connection, user_id: str) -> Workspace | None:
+    """The user's workspace, when they have one."""
+    user = user_by_id(connection, user_id)
+    return _existing(connection, user) if user is not None and user.organization_id is not None else None
 
 
 def _existing(connection: Connection, user: UserRecord) -> Workspace:

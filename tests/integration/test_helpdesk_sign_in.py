@@ -4,13 +4,14 @@ sign-in limits, password resets, and completing signup into a workspace."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import secrets
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 from urllib.parse import quote
 
@@ -92,7 +93,12 @@ async def browser(db: Database) -> AsyncIterator[Browser]:
     clock = Clock()
     deps = auth.Identity(
         db=db,
-        sessions=Sessions(db, AccessTokens(secrets.token_bytes(32), clock=clock), secure=False),
+        sessions=Sessions(
+            db,
+            AccessTokens(secrets.token_bytes(32), clock=clock),
+            secure=False,
+            clock=lambda: datetime.now(UTC) + timedelta(seconds=clock.offset),
+        ),
         passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),
         limits=RateLimits(None, limited=sign_in_limited, unavailable=limits_unavailable),
         mailer=KeptMail(db),
@@ -231,6 +237,7 @@ async def test_a_rotated_refresh_token_presented_again_revokes_the_whole_session
     stolen = browser.client.cookies[REFRESH_COOKIE]
     browser.clock.offset = timedelta(minutes=16).total_seconds()
     assert data(await browser.query("auth.getUser"))  # the owner's browser refreshes: `stolen` is rotated
+    browser.clock.offset += 11  # past the grace given to requests sent together
     thief = await browser.elsewhere({REFRESH_COOKIE: stolen}, "/api/trpc/auth.getUser")
     assert thief.status_code == 401
     owner = await browser.query("auth.getUser")  # the owner's fresh cookies belong to the revoked family too
@@ -431,3 +438,46 @@ async def test_a_user_who_has_not_signed_up_reads_no_events(browser: Browser) ->
 
 def quote_input(given: dict[str, Any]) -> str:
     return quote(json.dumps({"json": given}))
+
+
+async def test_requests_sent_together_after_the_access_token_expired_all_pass(browser: Browser) -> None:
+    """A query and a mutation (two requests, as httpBatchLink sends them) refresh with one token at once."""
+    await browser.sign_in_by_link(email())
+    browser.clock.offset = timedelta(minutes=16).total_seconds()
+    held = dict(browser.client.cookies)
+    answers = await asyncio.gather(*(browser.elsewhere(held, "/api/trpc/auth.getUser") for _ in range(3)))
+    assert [answer.status_code for answer in answers] == [200, 200, 200]
+    assert data(await browser.query("auth.getUser"))  # and the session goes on
+
+
+async def test_the_calls_after_a_sign_out_in_one_batch_are_signed_out(browser: Browser) -> None:
+    await browser.sign_in_by_link(email())
+    batch = await browser.client.post(
+        "/api/trpc/auth.signOut,auth.updateProfile?batch=1", json={"0": {"json": None}, "1": {"json": {"name": "X"}}}
+    )
+    signed_out, profile = batch.json()
+    assert signed_out["result"]["data"]["json"] == {"success": True}
+    assert profile["error"]["json"]["data"]["code"] == "UNAUTHORIZED"
+
+
+async def test_changing_the_password_ends_the_other_sessions_but_this_one(browser: Browser) -> None:
+    address = email()
+    await browser.sign_in_by_link(address)
+    await browser.call("auth.setPassword", {"password": "first passphrase"})
+    async with httpx.AsyncClient(transport=browser.client._transport, base_url=PUBLIC_URL) as device:
+        signing_in = {"json": {"email": address, "password": "first passphrase"}}
+        assert (await device.post("/api/trpc/auth.signInWithPassword", json=signing_in)).status_code == 200
+        elsewhere = dict(device.cookies)
+    change = {"currentPassword": "first passphrase", "newPassword": "second passphrase"}
+    assert data(await browser.call("auth.changePassword", change)) == {"success": True}
+    assert (await browser.elsewhere(elsewhere, "/api/trpc/auth.getUser")).status_code == 401
+    assert data(await browser.query("auth.getUser"))["email"] == address
+
+
+async def test_an_avatar_is_removed_with_null_and_absent_fields_stay(browser: Browser) -> None:
+    await browser.sign_in_by_link(email())
+    await browser.call("auth.updateProfile", {"name": "Ada", "avatar_url": "https://example.com/a.png"})
+    user = data(await browser.call("auth.updateProfile", {"avatar_url": None}))
+    assert (user["name"], user["avatar_url"]) == ("Ada", None)
+    big = await browser.call("auth.updateProfile", {"preferences": {"x": "y" * 20_000}})
+    assert (big.status_code, error_code(big)) == (400, "BAD_REQUEST")

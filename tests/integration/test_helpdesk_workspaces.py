@@ -4,7 +4,6 @@ concurrency, the first user an admin, slugs collision-safe within bounded retrie
 from __future__ import annotations
 
 import asyncio
-import functools
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -22,17 +21,16 @@ async def verified_user(db: Database) -> identity.UserRecord:
     return await db.write(identity.signed_in_by_email, f"{uuid.uuid4().hex[:12]}@example.com", datetime.now(UTC))
 
 
-def signup(
-    user_id: str, organization: str, *, name: str = "Ada Agent", slugs: Callable[[str], list[str]] | None = None
-) -> Callable[[Connection], Workspace]:
-    return functools.partial(
-        workspaces.complete_signup,
-        user_id=user_id,
-        name=name,
-        organization_name=organization,
-        plan="free",
-        now=datetime.now(UTC),
-        slugs=slugs or workspaces.slug_candidates,
+async def signup(
+    db: Database,
+    user_id: str,
+    organization: str,
+    *,
+    name: str = "Ada Agent",
+    slugs: Callable[[str], list[str]] = workspaces.slug_candidates,
+) -> Workspace:
+    return await workspaces.sign_up(
+        db, user_id, name=name, organization_name=organization, plan="free", now=datetime.now(UTC), slugs=slugs
     )
 
 
@@ -44,7 +42,7 @@ def organizations_named(name: str) -> Callable[[Connection], int]:
 async def test_signup_makes_one_workspace_with_its_user_as_admin(db: Database) -> None:
     user = await verified_user(db)
     name = f"Acme Support {uuid.uuid4().hex[:6]}"
-    made = await db.write(signup(user.id, name))
+    made = await signup(db, user.id, name)
     assert made.created
     assert (made.name, made.plan) == (name, "free")
     assert made.slug == name.lower().replace(" ", "-")
@@ -54,7 +52,7 @@ async def test_signup_makes_one_workspace_with_its_user_as_admin(db: Database) -
 async def test_twenty_concurrent_calls_make_one_workspace_and_give_one_answer(db: Database) -> None:
     user = await verified_user(db)
     name = f"Racing {uuid.uuid4().hex[:6]}"
-    answers = await asyncio.gather(*(db.write(signup(user.id, name)) for _ in range(20)))
+    answers = await asyncio.gather(*(signup(db, user.id, name) for _ in range(20)))
     assert sum(answer.created for answer in answers) == 1
     assert len({(a.organization_id, a.slug) for a in answers}) == 1
     assert await db.read(organizations_named(name)) == 1
@@ -62,8 +60,8 @@ async def test_twenty_concurrent_calls_make_one_workspace_and_give_one_answer(db
 
 async def test_a_second_call_returns_the_existing_workspace_whatever_it_asks(db: Database) -> None:
     user = await verified_user(db)
-    first = await db.write(signup(user.id, f"First {uuid.uuid4().hex[:6]}"))
-    again = await db.write(signup(user.id, "Something Else", name="Other Name"))
+    first = await signup(db, user.id, f"First {uuid.uuid4().hex[:6]}")
+    again = await signup(db, user.id, "Something Else", name="Other Name")
     assert not again.created
     assert (again.organization_id, again.name, again.slug) == (first.organization_id, first.name, first.slug)
     assert again.user.name == "Ada Agent"
@@ -71,8 +69,8 @@ async def test_a_second_call_returns_the_existing_workspace_whatever_it_asks(db:
 
 async def test_a_taken_slug_gets_a_suffix_and_names_need_not_be_unique(db: Database) -> None:
     name = f"Same Name {uuid.uuid4().hex[:6]}"
-    one = await db.write(signup((await verified_user(db)).id, name))
-    two = await db.write(signup((await verified_user(db)).id, name))
+    one = await signup(db, (await verified_user(db)).id, name)
+    two = await signup(db, (await verified_user(db)).id, name)
     assert one.name == two.name
     assert one.slug != two.slug
     assert two.slug.startswith(one.slug[:41] + "-")
@@ -86,7 +84,7 @@ async def test_when_every_slug_tried_is_taken_it_is_no_slug_and_nothing_is_writt
     await db.write(lambda connection: connection.execute(ORGANIZATIONS.insert(), rows))
     user = await verified_user(db)
     with pytest.raises(workspaces.NoSlug):
-        await db.write(signup(user.id, name, slugs=lambda _: taken))
+        await signup(db, user.id, name, slugs=lambda _: taken)
     assert (await db.read(identity.user_by_id, user.id)).organization_id is None  # type: ignore[union-attr]
     assert await db.read(organizations_named(name)) == 0
 
@@ -96,7 +94,7 @@ async def test_a_user_without_a_verified_address_gets_no_workspace(db: Database)
     unverify = identity.USERS.update().where(identity.USERS.c.id == user.id).values(email_verified=False)
     await db.write(lambda connection: connection.execute(unverify))
     with pytest.raises(workspaces.NotVerified):
-        await db.write(signup(user.id, "Unverified"))
+        await signup(db, user.id, "Unverified")
 
 
 def test_slugs_come_from_the_name_in_ascii_with_a_fallback() -> None:
@@ -106,3 +104,26 @@ def test_slugs_come_from_the_name_in_ascii_with_a_fallback() -> None:
     assert len(candidates) == SLUG_ATTEMPTS
     assert len(set(candidates)) == SLUG_ATTEMPTS
     assert all(len(slug) <= workspaces.SLUG_LENGTH for slug in candidates)
+
+
+async def test_the_workspace_and_its_event_are_one_transaction(db: Database) -> None:
+    """A signup that fails after its organization row is written leaves nothing behind, on SQLite too."""
+    user = await verified_user(db)
+    name = f"Undone {uuid.uuid4().hex[:6]}"
+
+    def fails_after_the_claim(connection: Connection) -> None:
+        workspaces.complete_signup(
+            connection,
+            user.id,
+            name="x",
+            organization_name=name,
+            plan="free",
+            now=datetime.now(UTC),
+            slugs=workspaces.slug_candidates,
+        )
+        raise RuntimeError("the event could not be written")
+
+    with pytest.raises(RuntimeError):
+        await db.write(fails_after_the_claim)
+    assert (await db.read(identity.user_by_id, user.id)).organization_id is None  # type: ignore[union-attr]
+    assert await db.read(organizations_named(name)) == 0
