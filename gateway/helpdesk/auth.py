@@ -57,6 +57,10 @@ class SignInWithPassword(msgspec.Struct, forbid_unknown_fields=True):
     password: Annotated[str, msgspec.Meta(min_length=6, max_length=1024)]
 
 
+class SignInWithSocial(msgspec.Struct, forbid_unknown_fields=True):
+    redirectTo: Annotated[str, msgspec.Meta(max_length=2048)] | None = None  # the contract's name
+
+
 class SendPasswordReset(msgspec.Struct, forbid_unknown_fields=True):
     email: Email
 
@@ -168,6 +172,13 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         await mail_link("sign_in", given.email, given.redirectTo or "/")
         return {"success": True}
 
+    async def sign_in_with_social(call: Call, _: SignInWithSocial) -> dict[str, str]:
+        client = call.request.client.host if call.request.client else "unknown"
+        await deps.limits.hit(f"helpdesk:signInWithSocial:{client}", [SIGN_IN_LIMIT])  # section 8: per IP
+        raise ProcedureError(
+            "PRECONDITION_FAILED", "Social sign-in is not configured here: sign in with an email link or a password"
+        )
+
     async def send_password_reset(_: Call, given: SendPasswordReset) -> dict[str, bool]:
         await limited("sendPasswordReset", given.email)
         if await db.read(identity.user_by_email, given.email) is not None:  # answered the same either way
@@ -237,6 +248,7 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         "auth.changePassword": Procedure("mutation", ChangePassword, change_password),
         "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile),
         "auth.sendPasswordReset": Procedure("mutation", SendPasswordReset, send_password_reset),
+        "auth.signInWithSocial": Procedure("mutation", SignInWithSocial, sign_in_with_social),
     }
 
 

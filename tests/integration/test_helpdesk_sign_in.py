@@ -481,3 +481,14 @@ async def test_an_avatar_is_removed_with_null_and_absent_fields_stay(browser: Br
     assert (user["name"], user["avatar_url"]) == ("Ada", None)
     big = await browser.call("auth.updateProfile", {"preferences": {"x": "y" * 20_000}})
     assert (big.status_code, error_code(big)) == (400, "BAD_REQUEST")
+
+
+async def test_social_sign_in_without_a_provider_is_precondition_failed_and_limited_per_client(
+    browser: Browser,
+) -> None:
+    for _ in range(5):
+        answer = await browser.call("auth.signInWithSocial", {"redirectTo": "/tickets"})
+        assert (answer.status_code, error_code(answer)) == (412, "PRECONDITION_FAILED")
+        assert "not configured" in answer.json()["error"]["json"]["message"]
+    limited = await browser.call("auth.signInWithSocial", {})
+    assert (limited.status_code, error_code(limited)) == (429, "TOO_MANY_REQUESTS")
