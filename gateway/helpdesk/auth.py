@@ -131,6 +131,11 @@ async def signed_in(call: Call, sessions: Sessions) -> SignedIn:
     return resolved.signed_in
 
 
+def _client(call: Call) -> str:
+    """The calling client's address, for the limits counted per client."""
+    return call.request.client.host if call.request.client else "unknown"
+
+
 def procedures(deps: Identity) -> Mapping[str, Procedure]:
     db, sessions, passwords = deps.db, deps.sessions, deps.passwords
 
@@ -173,8 +178,7 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         return {"success": True}
 
     async def sign_in_with_social(call: Call, _: SignInWithSocial) -> dict[str, str]:
-        client = call.request.client.host if call.request.client else "unknown"
-        await deps.limits.hit(f"helpdesk:signInWithSocial:{client}", [SIGN_IN_LIMIT])  # section 8: per IP
+        await deps.limits.hit(f"helpdesk:signInWithSocial:{_client(call)}", [SIGN_IN_LIMIT])  # section 8: per IP
         raise ProcedureError(
             "PRECONDITION_FAILED", "Social sign-in is not configured here: sign in with an email link or a password"
         )
@@ -186,8 +190,7 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         return {"success": True}
 
     async def sign_in_with_password(call: Call, given: SignInWithPassword) -> dict[str, Any]:
-        client = call.request.client.host if call.request.client else "unknown"
-        await deps.limits.hit(f"helpdesk:password-checks:{client}", [PASSWORD_CHECKS_PER_CLIENT])
+        await deps.limits.hit(f"helpdesk:password-checks:{_client(call)}", [PASSWORD_CHECKS_PER_CLIENT])
         await limited("signInWithPassword", given.email)
         user = await db.read(identity.user_by_email, given.email)
         # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
@@ -225,9 +228,10 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         await limited("changePassword", user.email)
         if not await passwords.check(user.password_hash, given.currentPassword):
             raise ProcedureError("UNAUTHORIZED", "The current password is wrong")
-        now = deps.clock()
-        await db.write(identity.set_password_hash, user.id, await passwords.hash(given.newPassword), now)
-        await db.write(identity.revoke_all, user.id, "password_changed", now, keep=who.session_id)
+        new_hash = await passwords.hash(given.newPassword)
+        await db.write(
+            identity.replace_password, user.id, new_hash, "password_changed", deps.clock(), keep=who.session_id
+        )
         return {"success": True}
 
     async def update_profile(call: Call, given: UpdateProfile) -> dict[str, Any]:
@@ -275,8 +279,7 @@ def link_routes(deps: Identity) -> list[Any]:
         elif link is not None:
             user = await deps.db.read(identity.user_by_email, link.email)
             if user is not None:
-                await deps.db.write(identity.set_password_hash, user.id, None, now)
-                await deps.db.write(identity.revoke_all, user.id, "password_reset", now)
+                await deps.db.write(identity.replace_password, user.id, None, "password_reset", now)
         if link is None or user is None:
             message = "This link is unknown, used or expired: ask for a new one"
             return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400, headers=PRIVATE)

@@ -60,6 +60,8 @@ Code = Literal[
     "TOO_MANY_REQUESTS",
     "INTERNAL_SERVER_ERROR",
 ]
+_ABSENT_INPUT = msgspec.UNSET
+"""An input the client did not send (as opposed to one it sent as null)."""
 # More calls than this in one batch is a client gone wrong (@trpc/client's own batches are as long as a page's calls).
 MAX_BATCH = 20
 
@@ -124,7 +126,7 @@ async def _serve(request: Request[Any, Any, Any], path: str, procedures: Mapping
     for index, name in enumerate(names):
         call = Call(request, name)
         try:
-            data = await _call(procedures.get(name), kind, call, inputs.get(index, _ABSENT))
+            data = await _call(procedures.get(name), kind, call, inputs.get(index, _ABSENT_INPUT))
         except ProcedureError as error:
             bodies.append(_error_body(error, name))
             statuses.append(error.status)
@@ -137,20 +139,13 @@ async def _serve(request: Request[Any, Any, Any], path: str, procedures: Mapping
     return _response(bodies if batch else bodies[0], status, headers if not batch else {}, cookies)
 
 
-class _Absent:
-    """An input the client did not send (superjson's `undefined`)."""
-
-
-_ABSENT = _Absent()
-
-
 async def _inputs(request: Request[Any, Any, Any], batch: bool, count: int) -> dict[int, Any]:
     """The raw (superjson) input of each call, by its index; a call without one is absent."""
     if batch and count > MAX_BATCH:
         raise ProcedureError("BAD_REQUEST", f"A batch holds at most {MAX_BATCH} calls; this one holds {count}")
     if request.method == "GET":
         text = request.query_params.get("input")
-        raw: Any = _ABSENT if text is None else _parse(text.encode())
+        raw: Any = _ABSENT_INPUT if text is None else _parse(text.encode())
     else:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
@@ -163,10 +158,10 @@ async def _inputs(request: Request[Any, Any, Any], batch: bool, count: int) -> d
             if error.status_code == 413:
                 raise ProcedureError("PAYLOAD_TOO_LARGE", "The request body is too large") from error
             raise
-        raw = _parse(body) if body else _ABSENT
+        raw = _parse(body) if body else _ABSENT_INPUT
     if not batch:
-        return {} if raw is _ABSENT else {0: raw}
-    if raw is _ABSENT:
+        return {} if raw is _ABSENT_INPUT else {0: raw}
+    if raw is _ABSENT_INPUT:
         return {}
     if not isinstance(raw, dict) or not all(isinstance(key, str) and key.isdigit() for key in raw):
         raise ProcedureError("BAD_REQUEST", 'A batch\'s input must be an object keyed by call index ("0", "1", ...)')
@@ -188,7 +183,7 @@ async def _call(procedure: Procedure | None, kind: str, call: Call, raw: Any) ->
         method = "GET" if procedure.kind == "query" else "POST"
         wrong = call.request.method
         raise ProcedureError("METHOD_NOT_SUPPORTED", f'"{call.path}" is a {procedure.kind}: use {method}, not {wrong}')
-    value = None if raw is _ABSENT else deserialize(raw)
+    value = None if raw is _ABSENT_INPUT else deserialize(raw)
     argument: Any = None
     if procedure.input is not None:
         try:

@@ -193,8 +193,18 @@ def revoke(connection: Connection, session_id: str, because: str, now: datetime)
     return result.rowcount == 1
 
 
-def revoke_all(connection: Connection, user_id: str, because: str, now: datetime, *, keep: str | None = None) -> int:
-    """End every live session of a user but `keep` (their password was reset or changed); how many there were."""
+def replace_password(
+    connection: Connection,
+    user_id: str,
+    password_hash: str | None,
+    because: str,
+    now: datetime,
+    *,
+    keep: str | None = None,
+) -> int:
+    """A new password hash (None: none, after a reset) and, in the same transaction, every live session of the user
+    ended but `keep`: whoever knew the old password is signed out with it. Returns how many sessions ended."""
+    set_password_hash(connection, user_id, password_hash, now)
     result = connection.execute(
         update(SESSIONS)
         .where(SESSIONS.c.user_id == user_id, SESSIONS.c.revoked_at.is_(None), SESSIONS.c.id != (keep or ""))

@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import secrets
+import time
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -38,8 +39,6 @@ class Clock:
         self.offset = 0.0
 
     def __call__(self) -> float:
-        import time
-
         return time.time() + self.offset
 
 
@@ -253,7 +252,7 @@ async def test_the_sixth_link_asked_for_one_address_within_a_minute_is_refused_w
     body = refused.json()["error"]["json"]
     assert (body["code"], body["data"]["code"], body["data"]["httpStatus"]) == (-32600, "TOO_MANY_REQUESTS", 429)
     seconds = int(re.search(r"retry in (\d+) seconds", body["message"]).group(1))  # type: ignore[union-attr]
-    assert 1 <= seconds <= 60
+    assert 50 <= seconds <= 60  # the minute runs from the first of the five calls, made moments ago
     assert refused.headers["retry-after"] == str(seconds)
     assert data(await browser.call("auth.signInWithEmail", {"email": email()}))  # another address is not held up
     assert len(await browser.db.read(identity.kept_mails, address)) == 5
