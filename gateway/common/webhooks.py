@@ -5,6 +5,7 @@ its scopes. Deliveries are the engine's work (processors.common.webhooks)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from gateway.common.errors import ErrorStyle, ServiceError, decode_body
 from gateway.common.openapi import documented_body, response
 from storage.common import webhooks
 from storage.common.db import Database
-from storage.common.webhooks import Endpoint
+from storage.common.webhooks import Endpoint, FirstAttempt
 from wire.addresses import TargetUrlRefused
 from wire.webhooks import WebhookProfile
 
@@ -77,8 +78,9 @@ class EndpointRoutes:
     """The answer to a create: the endpoint and the secret (a generated one is shown this once)."""
     listed: Callable[[list[Endpoint]], msgspec.Struct]
     deleted: Callable[[str], msgspec.Struct]
-    tested: Callable[[str, str], msgspec.Struct] | None
-    """The answer to a test delivery: (endpoint id, the id of the event its delivery carries)."""
+    tested: Callable[[str, str, FirstAttempt | None], msgspec.Struct] | None
+    """The answer to a test delivery: (endpoint id, the id of the event its delivery carries, how the receiver
+    answered, or None when it had not within the profile's timeout)."""
     types: Mapping[str, Any]
     """The documented type of each answer: `created`, `listed`, `shown`, `deleted`, `tested`."""
     errors: EndpointErrors
@@ -92,6 +94,23 @@ class EndpointRoutes:
     documented: type[Operation] = Operation
     """`operation_class` of the routes without a body (the headers of their answers)."""
     documented_with_body: type[Operation] = Operation
+
+
+TEST_GRACE_S = 5.0
+"""How much longer than one attempt's timeout a test waits for the engine to take it up."""
+
+
+async def await_test_delivery(
+    db: Database, event_id: str, within_s: float, every_s: float = 0.05
+) -> FirstAttempt | None:
+    """How the receiver answered the test delivery of `event_id`, once the engine (in a processors process) recorded
+    its attempt; None when it has not within `within_s`."""
+    deadline = asyncio.get_running_loop().time() + within_s
+    while (outcome := await db.read(webhooks.first_attempt, event_id)) is None:
+        if asyncio.get_running_loop().time() >= deadline:
+            return None
+        await asyncio.sleep(every_s)
+    return outcome
 
 
 def endpoint_routes(api: EndpointRoutes) -> Router:
@@ -215,10 +234,10 @@ def endpoint_routes(api: EndpointRoutes) -> Router:
             "/{webhook_id:str}/test",
             operation_id="testWebhook",
             summary=f"Send the endpoint a `{profile.test_event}` event, whatever it subscribed to",
-            status_code=202,
+            status_code=200,
             guards=[requires(api.write_scope)],
             operation_class=api.documented,
-            responses={202: response(api.types["tested"], "The test delivery is on its way"), **errors(404, 409)},
+            responses={200: response(api.types["tested"], "How the endpoint answered"), **errors(404, 409)},
         )
         async def test_webhook(
             request: Request[Any, Any, Any], webhook_store: NamedDependency[WebhookStore], webhook_id: FromPath[str]
@@ -230,7 +249,8 @@ def endpoint_routes(api: EndpointRoutes) -> Router:
                 raise api.errors.inactive() from None
             if event_id is None:
                 raise api.errors.not_found()
-            return Response(tested(webhook_id, event_id), status_code=202)
+            outcome = await await_test_delivery(webhook_store.db, event_id, profile.timeout_s + TEST_GRACE_S)
+            return Response(tested(webhook_id, event_id, outcome), status_code=200)
 
         handlers.append(test_webhook)
 

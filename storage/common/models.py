@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime
+from sqlalchemy import ColumnElement, DateTime, func, literal, select
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
@@ -31,3 +31,10 @@ class UtcDateTime(TypeDecorator[datetime]):
 
 class Base(DeclarativeBase):
     type_annotation_map = {datetime: UtcDateTime()}
+
+
+def json_list_has(dialect: str, array: ColumnElement[Any], value: Any) -> ColumnElement[bool]:
+    """`value` is an element of the JSON list in `array` (SQLite and PostgreSQL)."""
+    elements = "json_each" if dialect == "sqlite" else "json_array_elements_text"
+    values = getattr(func, elements)(array).table_valued("value")
+    return select(literal(1)).select_from(values).where(values.c.value == value).exists()

@@ -43,7 +43,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
-from storage.common.models import Base, UtcDateTime
+from storage.common.models import Base, UtcDateTime, json_list_has
 from topics.common.asyncapi import Channel
 from wire.ids import new_id
 from wire.webhooks import Operation, WebhookProfile
@@ -480,11 +480,24 @@ def send_test_event(
     return event_id
 
 
-def _subscribed(dialect: str, events: ColumnElement[Any], event_type: ColumnElement[Any]) -> ColumnElement[bool]:
-    """`event_type` is in the endpoint's JSON list of events."""
-    elements = "json_each" if dialect == "sqlite" else "json_array_elements_text"
-    values = getattr(func, elements)(events).table_valued("value")
-    return select(literal(1)).select_from(values).where(values.c.value == event_type).exists()
+@dataclass(frozen=True, slots=True)
+class FirstAttempt:
+    """How the receiver answered a test delivery's first attempt: its status, or the error that stood for one."""
+
+    status_code: int | None
+    error: str | None
+
+
+def first_attempt(connection: Connection, event_id: str) -> FirstAttempt | None:
+    """The first attempt of a test event's one delivery, once it is recorded (None before)."""
+    row = connection.execute(
+        select(ATTEMPTS.c.status_code, ATTEMPTS.c.error)
+        .join(DELIVERIES, DELIVERIES.c.id == ATTEMPTS.c.delivery_id)
+        .where(DELIVERIES.c.event_id == event_id)
+        .order_by(ATTEMPTS.c.attempt)
+        .limit(1)
+    ).first()
+    return FirstAttempt(row.status_code, row.error) if row else None
 
 
 def fan_out(connection: Connection, event_ids: Collection[str], *, now: datetime) -> int:
@@ -504,7 +517,7 @@ def fan_out(connection: Connection, event_ids: Collection[str], *, now: datetime
             ev.c.state == "pending",
             ep.c.status == ACTIVE,
             ep.c.deleted_at.is_(None),
-            _subscribed(connection.dialect.name, ep.c.events, ev.c.type),
+            json_list_has(connection.dialect.name, ep.c.events, ev.c.type),
         )
     )
     columns = ["service", "event_id", "endpoint_id", "state", "attempts", "next_attempt_at", "created_at"]
