@@ -2,7 +2,10 @@
 
 Sign-in by link and by password are limited to 5 a minute per address (section 8). Neither tells whether an address
 has an account: a link is mailed either way (the first sign-in makes the account), and a wrong password or an unknown
-address get the same answer after the same work."""
+address get the same answer after the same work.
+
+Social sign-in (`auth.signInWithSocial`, then `/auth/callback`) runs OpenID Connect's code flow against the provider
+configured, if any (`gateway/helpdesk/social.py`); limited to 5 a minute per client address."""
 
 from __future__ import annotations
 
@@ -14,8 +17,9 @@ from typing import Annotated, Any, Literal
 from urllib.parse import urlencode
 
 import msgspec
+import structlog
 from limits import parse as limit
-from litestar import Response, get
+from litestar import Request, Response, get
 from litestar.params import FromQuery
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
@@ -25,6 +29,8 @@ from gateway.helpdesk.identity import Passwords, digest, opaque
 from gateway.helpdesk.mail import Mailer
 from gateway.helpdesk.redirects import is_safe_local_path
 from gateway.helpdesk.sessions import Resolved, Sessions, SignedIn
+from gateway.helpdesk.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
+from gateway.helpdesk.social import COOKIE as SOCIAL_COOKIE
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
 from storage.common.db import Database
 from storage.helpdesk import identity
@@ -42,6 +48,10 @@ PASSWORD_CHECKS_PER_CLIENT = limit("30/minute")
 """Password checks (argon2: tens of milliseconds and 19 MiB each) one client address may ask for, whatever the
 account: the per-address limit alone would let a client vary the address."""
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+PROVIDER_ERROR = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""An `error` the provider sends back to the callback (`access_denied`...): quoted in the refusal when it is one."""
+
+log = structlog.get_logger("signalyard.gateway.helpdesk")
 
 Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL.pattern)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
@@ -98,6 +108,8 @@ class Identity:
     mailer: Mailer
     public_url: str
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    social: SocialProvider | None = None
+    """The OpenID Connect provider of social sign-in; None: not configured (PRECONDITION_FAILED)."""
 
 
 def user_view(user: identity.UserRecord) -> dict[str, Any]:
@@ -177,11 +189,23 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         await mail_link("sign_in", given.email, given.redirectTo or "/")
         return {"success": True}
 
-    async def sign_in_with_social(call: Call, _: SignInWithSocial) -> dict[str, str]:
+    async def sign_in_with_social(call: Call, given: SignInWithSocial) -> dict[str, str]:
         await deps.limits.hit(f"helpdesk:signInWithSocial:{_client(call)}", [SIGN_IN_LIMIT])  # section 8: per IP
-        raise ProcedureError(
-            "PRECONDITION_FAILED", "Social sign-in is not configured here: sign in with an email link or a password"
-        )
+        if deps.social is None:
+            raise ProcedureError(
+                "PRECONDITION_FAILED", "Social sign-in is not configured here: sign in with an email link or a password"
+            )
+        try:
+            url, cookie = await deps.social.start(given.redirectTo)
+        except ProviderUnavailable as error:
+            log.warning("social_provider_unavailable", reason=error.message)
+            raise ProcedureError(
+                "INTERNAL_SERVER_ERROR",
+                "Social sign-in is unavailable: the sign-in provider's configuration could not be read. Retry later, "
+                "or sign in with an email link or a password",
+            ) from None
+        call.cookies.append(cookie)
+        return {"url": url}
 
     async def send_password_reset(_: Call, given: SendPasswordReset) -> dict[str, bool]:
         await limited("sendPasswordReset", given.email)
@@ -268,7 +292,11 @@ def link_routes(deps: Identity) -> list[Any]:
     """The GETs of mailed links. Used once, a link signs the browser in (both cookies, in this very response) and sends
     it on (303). A sign-in link goes to its `redirectTo` when that is a path of this site, else to `/`; its first use
     makes the account. A reset link removes the password and ends the account's other sessions, then goes to the page
-    that sets a new one (RESET_LANDING)."""
+    that sets a new one (RESET_LANDING).
+
+    And social sign-in's callback (CALLBACK_PATH), where the provider sends the browser back: it signs the browser in
+    the same way when the provider vouches for a verified address (the first sign-in makes the account), and answers
+    400 otherwise. Either way the flow's cookie is removed."""
 
     async def open_link(purpose: Literal["sign_in", "reset"], token: str) -> Response[Any]:
         now = deps.clock()
@@ -297,4 +325,35 @@ def link_routes(deps: Identity) -> list[Any]:
     async def reset_link(token: FromQuery[str] = "") -> Response[Any]:
         return await open_link("reset", token)
 
-    return [sign_in_link, reset_link]
+    def refusal(code: str, message: str, cookies: list[Any] | None = None) -> Response[Any]:
+        body = LinkRefused({"code": code, "message": message})
+        return Response(body, status_code=400, headers=PRIVATE, cookies=cookies or [])
+
+    @get(CALLBACK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def social_callback(request: Request[Any, Any, Any]) -> Response[Any]:
+        # read from the query itself: `state` is a name Litestar keeps for the application's state
+        code, state, error = (request.query_params.get(name, "") for name in ("code", "state", "error"))
+        social = deps.social
+        if social is None:
+            return refusal("not_configured", "Social sign-in is not configured here: sign in with an email link")
+        cleared = social.cleared_cookie()
+        if error:  # the provider did not sign the person in (access_denied: they said no)
+            said = f" ({error})" if PROVIDER_ERROR.match(error) else ""
+            message = f"The sign-in provider did not sign you in{said}: start again, or sign in with an email link"
+            return refusal("provider_refused", message, [cleared])
+        try:
+            who = await social.finish(code, state, request.cookies.get(SOCIAL_COOKIE))
+        except SocialSignInError as refused:
+            log.info("social_sign_in_refused", code=refused.code, reason=refused.message)
+            return refusal(refused.code, refused.message, [cleared])
+        user = await deps.db.write(identity.signed_in_by_email, who.email, deps.clock())
+        started = await deps.sessions.start(user.id)
+        target = who.redirect_to if is_safe_local_path(who.redirect_to) else "/"
+        return Response(
+            b"",
+            status_code=HTTP_303_SEE_OTHER,
+            headers={"Location": target, **PRIVATE},
+            cookies=[*started.cookies, cleared],
+        )
+
+    return [sign_in_link, reset_link, social_callback]
