@@ -10,6 +10,7 @@ import msgspec
 
 from gateway.helpdesk.auth import Identity, signed_in
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
+from storage.common.paging import CursorNotFound
 from storage.helpdesk import events, identity
 
 UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
@@ -69,7 +70,7 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
     async def paged(read: Any, *args: Any, limit: int, cursor: str | None) -> dict[str, Any]:
         try:
             return page_view(await db.read(read, *args, limit=limit, cursor=cursor))
-        except events.CursorNotFound:
+        except CursorNotFound:
             raise ProcedureError("BAD_REQUEST", "The cursor is not an event of this list") from None
 
     async def owners(aggregate_type: str, aggregate_id: str) -> set[str | None]:

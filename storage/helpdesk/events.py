@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from sqlalchemy import ColumnElement, Table, and_, insert, or_, select
+from sqlalchemy import ColumnElement, Table, and_, insert, select
 from sqlalchemy.engine import Connection
 
+from storage.common.paging import newest_first
 from storage.helpdesk.identity import USERS
 from storage.helpdesk.models import Event
 
@@ -37,10 +38,6 @@ class EventRecord:
 class Page:
     events: list[EventRecord]
     has_more: bool
-
-
-class CursorNotFound(Exception):
-    """The cursor is not an event of this listing (BAD_REQUEST)."""
 
 
 def record(
@@ -136,13 +133,5 @@ def of_ticket(connection: Connection, organization_id: str, ticket_id: str, *, l
 
 
 def _page(connection: Connection, where: ColumnElement[bool], limit: int, cursor: str | None) -> Page:
-    statement = _selected().where(where)
-    if cursor is not None:
-        after = connection.execute(select(EVENTS.c.created_at, EVENTS.c.id).where(where, EVENTS.c.id == cursor)).first()
-        if after is None:
-            raise CursorNotFound(cursor)
-        at = EVENTS.c.created_at
-        statement = statement.where(or_(at < after.created_at, and_(at == after.created_at, EVENTS.c.id < after.id)))
-    newest_first = statement.order_by(EVENTS.c.created_at.desc(), EVENTS.c.id.desc()).limit(limit + 1)
-    rows = list(connection.execute(newest_first))
-    return Page([_event(row) for row in rows[:limit]], has_more=len(rows) > limit)
+    rows, has_more = newest_first(connection, EVENTS, _selected(), where, limit=limit, cursor=cursor)
+    return Page([_event(row) for row in rows], has_more=has_more)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Index, String, Text
+from sqlalchemy import JSON, Boolean, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base
@@ -21,6 +21,12 @@ class Organization(Base):
     name: Mapped[str] = mapped_column(String(255))
     slug: Mapped[str] = mapped_column(String(64), unique=True)
     plan: Mapped[str] = mapped_column(String(16))
+    last_ticket_number: Mapped[int] = mapped_column(Integer, default=0)
+    """The organization's ticket counter: a create increments it in its own transaction."""
+    billing_customer_id: Mapped[str | None] = mapped_column(String(255))
+    """The payment provider's customer of a paid plan, made once and reused by every later checkout."""
+    billing_status: Mapped[str] = mapped_column(String(16), default="none")
+    """none (free plan) | incomplete (a paid plan whose checkout has not completed) | active"""
     created_at: Mapped[datetime]
 
 
@@ -121,3 +127,64 @@ class Event(Base):
     actor_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime]
     published_at: Mapped[datetime | None]
+
+
+class Customer(Base):
+    """A person who writes to an organization (a contact). One per address within an organization."""
+
+    __tablename__ = "helpdesk_customers"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "email", name="uq_helpdesk_customers_email"),
+        Index("ix_helpdesk_customers_listing", "organization_id", "created_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    email: Mapped[str] = mapped_column(String(320))
+    """Lower-cased."""
+    name: Mapped[str] = mapped_column(String(255))
+    phone: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Ticket(Base):
+    """A customer's request. `number` comes from the organization's counter (`last_ticket_number`, incremented in the
+    creating transaction), so numbers have neither duplicates nor gaps."""
+
+    __tablename__ = "helpdesk_tickets"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "number", name="uq_helpdesk_tickets_number"),
+        Index("ix_helpdesk_tickets_listing", "organization_id", "created_at", "id"),
+        Index("ix_helpdesk_tickets_customer", "customer_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    number: Mapped[int] = mapped_column(Integer)
+    subject: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(16))
+    priority: Mapped[str] = mapped_column(String(16))
+    channel: Mapped[str] = mapped_column(String(16))
+    customer_id: Mapped[str] = mapped_column(String(36))
+    assignee_id: Mapped[str | None] = mapped_column(String(36))
+    tags: Mapped[list[str]] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Conversation(Base):
+    """One message on a ticket: a reply (from an agent or the customer) or an internal note (agents only)."""
+
+    __tablename__ = "helpdesk_conversations"
+    __table_args__ = (Index("ix_helpdesk_conversations_ticket", "ticket_id", "created_at", "id"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    ticket_id: Mapped[str] = mapped_column(String(36))
+    author_type: Mapped[str] = mapped_column(String(16))
+    """agent | customer"""
+    author_id: Mapped[str | None] = mapped_column(String(36))
+    body: Mapped[str] = mapped_column(Text)
+    internal: Mapped[bool] = mapped_column(Boolean)
+    created_at: Mapped[datetime]

@@ -4,7 +4,11 @@ One transaction inserts the organization, claims the user with a conditional upd
 writes the user `created` event. A call that finds the user claimed by a racing one is undone whole (`Claimed`) and
 answers with the winner's workspace; a slug taken by a racing insert undoes it too, and it is tried again. So 20
 concurrent calls make one workspace and give one answer. No savepoint is used: SQLite's driver would commit at the
-release of the outermost one."""
+release of the outermost one.
+
+A paid plan's workspace is made `incomplete` (`billing_status`); its payment provider's customer is recorded once
+(`record_billing_customer`, a conditional update: of two racing calls, the first's stays) and reused by every later
+checkout."""
 
 from __future__ import annotations
 
@@ -32,6 +36,11 @@ SLUG_ATTEMPTS = 5
 FIRST_ROLE = "admin"
 RACES = 3
 """How many times a signup that lost a slug to a racing insert is tried again before it is CONFLICT."""
+FREE_PLAN = "free"
+BILLING_NONE = "none"
+BILLING_INCOMPLETE = "incomplete"
+"""A paid plan whose checkout has not completed: `auth.completeSignup` resumes it."""
+BILLING_ACTIVE = "active"
 
 
 class NotVerified(Exception):
@@ -51,6 +60,10 @@ class Workspace:
     user: UserRecord
     created: bool
     """False when the user's workspace existed already (a repeated or racing call)."""
+    billing_status: str = BILLING_NONE
+    """none (free plan) | incomplete (a paid plan whose checkout has not completed) | active"""
+    billing_customer_id: str | None = None
+    """The payment provider's customer, once made."""
 
 
 def slug_candidates(name: str) -> list[str]:
@@ -119,8 +132,16 @@ def complete_signup(
     if slug is None:
         raise NoSlug(organization_name)
     organization_id = str(uuid.uuid4())
+    billing_status = BILLING_NONE if plan == FREE_PLAN else BILLING_INCOMPLETE
     connection.execute(
-        insert(ORGANIZATIONS).values(id=organization_id, name=organization_name, slug=slug, plan=plan, created_at=now)
+        insert(ORGANIZATIONS).values(
+            id=organization_id,
+            name=organization_name,
+            slug=slug,
+            plan=plan,
+            billing_status=billing_status,
+            created_at=now,
+        )
     )
     claimed = connection.execute(
         update(USERS)
@@ -140,7 +161,7 @@ def complete_signup(
         actor_id=user_id,
         now=now,
     )
-    return Workspace(organization_id, organization_name, slug, plan, user, created=True)
+    return Workspace(organization_id, organization_name, slug, plan, user, created=True, billing_status=billing_status)
 
 
 def existing(connection: Connection, user_id: str) -> Workspace | None:
@@ -151,4 +172,29 @@ def existing(connection: Connection, user_id: str) -> Workspace | None:
 
 def _existing(connection: Connection, user: UserRecord) -> Workspace:
     row = connection.execute(select(ORGANIZATIONS).where(ORGANIZATIONS.c.id == user.organization_id)).one()
-    return Workspace(row.id, row.name, row.slug, row.plan, user, created=False)
+    return Workspace(
+        row.id,
+        row.name,
+        row.slug,
+        row.plan,
+        user,
+        created=False,
+        billing_status=row.billing_status,
+        billing_customer_id=row.billing_customer_id,
+    )
+
+
+def record_billing_customer(connection: Connection, organization_id: str, customer_id: str) -> str:
+    """Stores the organization's payment-provider customer unless one is stored already; answers the stored one (of
+    two racing calls, the first's). Raises LookupError when there is no such organization."""
+    connection.execute(
+        update(ORGANIZATIONS)
+        .where(ORGANIZATIONS.c.id == organization_id, ORGANIZATIONS.c.billing_customer_id.is_(None))
+        .values(billing_customer_id=customer_id)
+    )
+    stored = connection.execute(
+        select(ORGANIZATIONS.c.billing_customer_id).where(ORGANIZATIONS.c.id == organization_id)
+    ).one_or_none()
+    if stored is None or stored.billing_customer_id is None:
+        raise LookupError(f"no organization {organization_id}")
+    return str(stored.billing_customer_id)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from storage.common.db import Database
+from storage.common.paging import CursorNotFound
 from storage.helpdesk import events
 
 
@@ -68,5 +69,5 @@ async def test_paging_is_stable_while_events_are_written(db: Database) -> None:
 async def test_a_cursor_from_another_listing_is_refused(db: Database) -> None:
     organization = str(uuid.uuid4())
     other = await write(db, organization, ("ticket", str(uuid.uuid4())), datetime.now(UTC))
-    with pytest.raises(events.CursorNotFound):
+    with pytest.raises(CursorNotFound):
         await db.read(events.of_aggregate, organization, "ticket", str(uuid.uuid4()), limit=5, cursor=other)

@@ -1,0 +1,142 @@
+"""The helpdesk's customers (contacts): one per address within an organization. Every change records its outgoing
+webhook event (`customer.created`, `customer.updated`) in its own transaction; customers have no activity-log
+aggregate (section 2.3 names none)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, insert, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from storage.common import webhooks
+from storage.common.paging import newest_first
+from storage.helpdesk.models import Customer
+from topics.helpdesk import WEBHOOKS
+
+CUSTOMERS = cast(Table, Customer.__table__)
+
+
+class EmailTaken(Exception):
+    """Another customer of the organization has this address (409)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CustomerRecord:
+    id: str
+    organization_id: str
+    email: str
+    name: str
+    phone: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def _customer(row: Any) -> CustomerRecord:
+    return CustomerRecord(**{name: getattr(row, name) for name in CustomerRecord.__slots__})  # type: ignore[attr-defined]
+
+
+def webhook_data(customer: CustomerRecord) -> dict[str, Any]:
+    """`data` of customer.created and customer.updated deliveries."""
+    return {
+        "customerId": customer.id,
+        "email": customer.email,
+        "name": customer.name,
+        "phone": customer.phone,
+    }
+
+
+def get(connection: Connection, organization_id: str, customer_id: str) -> CustomerRecord | None:
+    row = connection.execute(
+        select(CUSTOMERS).where(CUSTOMERS.c.organization_id == organization_id, CUSTOMERS.c.id == customer_id)
+    ).first()
+    return _customer(row) if row else None
+
+
+def by_email(connection: Connection, organization_id: str, email: str) -> CustomerRecord | None:
+    row = connection.execute(
+        select(CUSTOMERS).where(CUSTOMERS.c.organization_id == organization_id, CUSTOMERS.c.email == email.lower())
+    ).first()
+    return _customer(row) if row else None
+
+
+def create(
+    connection: Connection,
+    organization_id: str,
+    *,
+    email: str,
+    name: str,
+    phone: str | None,
+    now: datetime,
+    recorded: list[str],
+) -> CustomerRecord:
+    """A new customer and its `customer.created` event; EmailTaken when the address has one already."""
+    customer = CustomerRecord(str(uuid.uuid4()), organization_id, email.lower(), name, phone, now, now)
+    try:
+        connection.execute(insert(CUSTOMERS).values(**{n: getattr(customer, n) for n in CustomerRecord.__slots__}))  # type: ignore[attr-defined]
+    except IntegrityError:
+        raise EmailTaken(email) from None
+    recorded.append(
+        webhooks.record_event(
+            connection, WEBHOOKS, organization_id, "customer.created", webhook_data(customer), now=now
+        )
+    )
+    return customer
+
+
+def find_or_create(
+    connection: Connection, organization_id: str, *, email: str, name: str | None, now: datetime, recorded: list[str]
+) -> CustomerRecord:
+    """The organization's customer with this address, made when there is none (its name: `name`, else the address's
+    local part)."""
+    found = by_email(connection, organization_id, email)
+    if found is not None:
+        return found
+    local_part = email.split("@", maxsplit=1)[0]
+    return create(
+        connection, organization_id, email=email, name=name or local_part, phone=None, now=now, recorded=recorded
+    )
+
+
+def update_customer(
+    connection: Connection,
+    organization_id: str,
+    customer_id: str,
+    changes: Mapping[str, Any],
+    *,
+    now: datetime,
+    recorded: list[str],
+) -> CustomerRecord | None:
+    """Apply `changes` (email, name, phone); None when there is no such customer. A change records
+    `customer.updated`; an update that changes nothing records nothing."""
+    current = get(connection, organization_id, customer_id)
+    if current is None:
+        return None
+    changes = {k: (v.lower() if k == "email" else v) for k, v in changes.items() if getattr(current, k) != v}
+    if not changes:
+        return current
+    try:
+        connection.execute(update(CUSTOMERS).where(CUSTOMERS.c.id == customer_id).values(**changes, updated_at=now))
+    except IntegrityError:
+        raise EmailTaken(changes.get("email", "")) from None
+    updated = get(connection, organization_id, customer_id)
+    assert updated is not None
+    recorded.append(
+        webhooks.record_event(connection, WEBHOOKS, organization_id, "customer.updated", webhook_data(updated), now=now)
+    )
+    return updated
+
+
+def listing(
+    connection: Connection, organization_id: str, *, email: str | None, limit: int, cursor: str | None
+) -> tuple[list[CustomerRecord], bool]:
+    scope = CUSTOMERS.c.organization_id == organization_id
+    if email is not None:
+        scope = scope & (CUSTOMERS.c.email == email.lower())
+    rows, more = newest_first(connection, CUSTOMERS, select(CUSTOMERS), scope, limit=limit, cursor=cursor)
+    return [_customer(row) for row in rows], more

@@ -1,0 +1,406 @@
+"""Tickets and their conversations. Every change writes, in its own transaction, its activity-log events (section 6.2)
+and its outgoing webhook events (section 6.1), so neither exists without the change nor the change without them.
+
+Which operation writes what (docs/helpdesk.md, "Events"):
+
+| operation | activity events (ticket / conversation) | webhook events |
+|---|---|---|
+| create a ticket | `created`, then `assigned` and `tagged` if given | `ticket.created`, `ticket.assigned` if assigned |
+| change status | `status_changed` | `ticket.status_changed`, `ticket.updated` |
+| change priority | `priority_changed` | `ticket.priority_changed`, `ticket.updated` |
+| assign / unassign | `assigned` / `unassigned` | `ticket.assigned` (assign only), `ticket.updated` |
+| add tags / remove tags / subject | `tagged` / `updated` / `updated` | `ticket.updated` |
+| add a reply or a note | conversation `created` | `conversation.created` |
+
+An update that changes several fields writes each field's events and one `ticket.updated`; one that changes nothing
+writes nothing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any, Literal, cast
+
+from sqlalchemy import Table, insert, select, update
+from sqlalchemy.engine import Connection
+
+from storage.common import webhooks
+from storage.common.models import json_list_has
+from storage.common.paging import newest_first
+from storage.helpdesk import customers, events
+from storage.helpdesk.identity import USERS
+from storage.helpdesk.models import Conversation, Ticket
+from storage.helpdesk.workspaces import ORGANIZATIONS
+from topics.helpdesk import WEBHOOKS
+
+TICKETS = cast(Table, Ticket.__table__)
+CONVERSATIONS = cast(Table, Conversation.__table__)
+STATUSES = ("open", "pending", "resolved", "closed")
+PRIORITIES = ("low", "normal", "high", "urgent")
+CHANNELS = ("api", "email", "sms", "chat", "voice", "web")
+PREVIEW_CHARACTERS = 140
+"""Of a conversation's body, in its `created` event's `content_preview`."""
+AuthorType = Literal["agent", "customer"]
+
+
+class UnknownAssignee(Exception):
+    """The assignee is no user of the organization (400)."""
+
+
+class UnknownCustomer(Exception):
+    """The customer is none of the organization's (400)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TicketRecord:
+    id: str
+    organization_id: str
+    number: int
+    subject: str
+    status: str
+    priority: str
+    channel: str
+    customer_id: str
+    customer_email: str
+    assignee_id: str | None
+    tags: list[str]
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationRecord:
+    id: str
+    ticket_id: str
+    author_type: str
+    author_id: str | None
+    body: str
+    internal: bool
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What an update asks for; None: unchanged. `assignee_id` "" removes the assignee."""
+
+    subject: str | None = None
+    status: str | None = None
+    priority: str | None = None
+    assignee_id: str | None = None
+    tags: Sequence[str] | None = None
+
+
+def webhook_data(ticket: TicketRecord) -> dict[str, Any]:
+    """`data` of every ticket.* delivery (section 2.5)."""
+    return {
+        "ticketId": ticket.id,
+        "ticketNumber": ticket.number,
+        "subject": ticket.subject,
+        "status": ticket.status,
+        "priority": ticket.priority,
+        "customerId": ticket.customer_id,
+        "customerEmail": ticket.customer_email,
+    }
+
+
+def _selected() -> Any:
+    return select(TICKETS, customers.CUSTOMERS.c.email.label("customer_email")).join(
+        customers.CUSTOMERS, customers.CUSTOMERS.c.id == TICKETS.c.customer_id
+    )
+
+
+def _ticket(row: Any) -> TicketRecord:
+    return TicketRecord(
+        row.id,
+        row.organization_id,
+        row.number,
+        row.subject,
+        row.status,
+        row.priority,
+        row.channel,
+        row.customer_id,
+        row.customer_email,
+        row.assignee_id,
+        list(row.tags),
+        row.created_at,
+        row.updated_at,
+    )
+
+
+def get(connection: Connection, organization_id: str, ticket_id: str) -> TicketRecord | None:
+    row = connection.execute(
+        _selected().where(TICKETS.c.organization_id == organization_id, TICKETS.c.id == ticket_id)
+    ).first()
+    return _ticket(row) if row else None
+
+
+def _assignee_name(connection: Connection, organization_id: str, user_id: str) -> str:
+    name = connection.execute(
+        select(USERS.c.name).where(USERS.c.id == user_id, USERS.c.organization_id == organization_id)
+    ).scalar_one_or_none()
+    if name is None:
+        raise UnknownAssignee(user_id)
+    return str(name)
+
+
+def _next_number(connection: Connection, organization_id: str) -> int:
+    """The organization's next ticket number. The increment locks the organization's row until the transaction ends,
+    so concurrent creates take turns: no number is given twice, and a rolled-back create gives its number back."""
+    number = connection.execute(
+        update(ORGANIZATIONS)
+        .where(ORGANIZATIONS.c.id == organization_id)
+        .values(last_ticket_number=ORGANIZATIONS.c.last_ticket_number + 1)
+        .returning(ORGANIZATIONS.c.last_ticket_number)
+    ).scalar_one()
+    return int(number)
+
+
+class _Log:
+    """One change's events: activity rows and webhook events, in the change's transaction."""
+
+    def __init__(
+        self, connection: Connection, ticket: TicketRecord, actor_id: str | None, now: datetime, recorded: list[str]
+    ) -> None:
+        self.connection, self.ticket, self.actor_id, self.now = connection, ticket, actor_id, now
+        self.recorded = recorded
+        self.hooks: list[str] = []
+
+    def activity(self, event_type: str, data: dict[str, Any]) -> None:
+        aggregate: tuple[events.AggregateType, str] = ("ticket", self.ticket.id)
+        events.record(
+            self.connection,
+            self.ticket.organization_id,
+            aggregate,
+            event_type,
+            data,
+            actor_id=self.actor_id,
+            now=self.now,
+        )
+
+    def hook(self, event_type: str) -> None:
+        if event_type not in self.hooks:
+            self.hooks.append(event_type)
+
+    def close(self, ticket: TicketRecord) -> None:
+        for event_type in self.hooks:
+            self.recorded.append(
+                webhooks.record_event(
+                    self.connection, WEBHOOKS, ticket.organization_id, event_type, webhook_data(ticket), now=self.now
+                )
+            )
+
+
+def create(
+    connection: Connection,
+    organization_id: str,
+    *,
+    subject: str,
+    customer_id: str | None = None,
+    customer_email: str | None = None,
+    customer_name: str | None = None,
+    priority: str = "normal",
+    status: str = "open",
+    channel: str = "api",
+    assignee_id: str | None = None,
+    tags: Sequence[str] = (),
+    message: str | None = None,
+    actor_id: str | None,
+    now: datetime,
+    recorded: list[str],
+) -> TicketRecord:
+    """A ticket for a customer given by id or by address (made when new), numbered next in its organization, with its
+    first message as a customer reply when `message` is given."""
+    if customer_id is not None:
+        customer = customers.get(connection, organization_id, customer_id)
+        if customer is None:
+            raise UnknownCustomer(customer_id)
+    else:
+        assert customer_email is not None
+        customer = customers.find_or_create(
+            connection, organization_id, email=customer_email, name=customer_name, now=now, recorded=recorded
+        )
+    assignee_name = _assignee_name(connection, organization_id, assignee_id) if assignee_id else None
+    unique_tags = list(dict.fromkeys(tags))
+    ticket = TicketRecord(
+        str(uuid.uuid4()),
+        organization_id,
+        _next_number(connection, organization_id),
+        subject,
+        status,
+        priority,
+        channel,
+        customer.id,
+        customer.email,
+        assignee_id,
+        unique_tags,
+        now,
+        now,
+    )
+    values = {name: getattr(ticket, name) for name in TicketRecord.__slots__ if name != "customer_email"}  # type: ignore[attr-defined]
+    connection.execute(insert(TICKETS).values(**values))
+    log = _Log(connection, ticket, actor_id, now, recorded)
+    log.activity("created", {"subject": subject, "priority": priority, "channel": channel})
+    log.hook("ticket.created")
+    if assignee_id:
+        log.activity("assigned", {"assignee_id": assignee_id, "assignee_name": assignee_name})
+        log.hook("ticket.assigned")
+    if unique_tags:
+        log.activity("tagged", {"tags": unique_tags})
+    log.close(ticket)
+    if message:
+        add_conversation(
+            connection,
+            ticket,
+            author_type="customer",
+            author_id=customer.id,
+            body=message,
+            internal=False,
+            now=now,
+            recorded=recorded,
+        )
+    return ticket
+
+
+def change(
+    connection: Connection,
+    organization_id: str,
+    ticket_id: str,
+    changes: Changes,
+    *,
+    actor_id: str | None,
+    now: datetime,
+    recorded: list[str],
+) -> TicketRecord | None:
+    """Apply `changes` with their events (the table in this module's docstring); None when there is no such ticket."""
+    current = get(connection, organization_id, ticket_id)
+    if current is None:
+        return None
+    log = _Log(connection, current, actor_id, now, recorded)
+    values: dict[str, Any] = {}
+    if changes.subject is not None and changes.subject != current.subject:
+        values["subject"] = changes.subject
+        log.activity("updated", {"subject": changes.subject})
+    if changes.status is not None and changes.status != current.status:
+        values["status"] = changes.status
+        log.activity("status_changed", {"old_status": current.status, "new_status": changes.status})
+        log.hook("ticket.status_changed")
+    if changes.priority is not None and changes.priority != current.priority:
+        values["priority"] = changes.priority
+        log.activity("priority_changed", {"old_priority": current.priority, "new_priority": changes.priority})
+        log.hook("ticket.priority_changed")
+    if changes.assignee_id is not None and (changes.assignee_id or None) != current.assignee_id:
+        if changes.assignee_id:
+            name = _assignee_name(connection, organization_id, changes.assignee_id)
+            values["assignee_id"] = changes.assignee_id
+            log.activity("assigned", {"assignee_id": changes.assignee_id, "assignee_name": name})
+            log.hook("ticket.assigned")
+        else:
+            values["assignee_id"] = None
+            log.activity("unassigned", {"assignee_id": current.assignee_id})
+    if changes.tags is not None:
+        tags = list(dict.fromkeys(changes.tags))
+        if set(tags) != set(current.tags):
+            values["tags"] = tags
+            added = [tag for tag in tags if tag not in current.tags]
+            if added:
+                log.activity("tagged", {"tags": added})
+            if any(tag not in tags for tag in current.tags):
+                log.activity("updated", {"tags": tags})
+    if not values:
+        return current
+    connection.execute(update(TICKETS).where(TICKETS.c.id == ticket_id).values(**values, updated_at=now))
+    log.hook("ticket.updated")
+    updated = replace(current, **values, updated_at=now)
+    log.close(updated)
+    return updated
+
+
+def listing(
+    connection: Connection,
+    organization_id: str,
+    *,
+    status: str | None = None,
+    priority: str | None = None,
+    assignee_id: str | None = None,
+    customer_id: str | None = None,
+    tag: str | None = None,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[TicketRecord], bool]:
+    """The organization's tickets, newest first, filtered; `cursor` is the last ticket id of the previous page."""
+    t = TICKETS.c
+    scope = t.organization_id == organization_id
+    for column, value in ((t.status, status), (t.priority, priority), (t.assignee_id, assignee_id)):
+        if value is not None:
+            scope = scope & (column == value)
+    if customer_id is not None:
+        scope = scope & (t.customer_id == customer_id)
+    if tag is not None:
+        scope = scope & json_list_has(connection.dialect.name, t.tags, tag)
+    rows, more = newest_first(connection, TICKETS, _selected(), scope, limit=limit, cursor=cursor)
+    return [_ticket(row) for row in rows], more
+
+
+def add_conversation(
+    connection: Connection,
+    ticket: TicketRecord,
+    *,
+    author_type: AuthorType,
+    author_id: str | None,
+    body: str,
+    internal: bool,
+    now: datetime,
+    recorded: list[str],
+    actor_id: str | None = None,
+) -> ConversationRecord:
+    """A reply or an internal note on `ticket`, with its conversation `created` event and `conversation.created`."""
+    conversation = ConversationRecord(str(uuid.uuid4()), ticket.id, author_type, author_id, body, internal, now)
+    connection.execute(
+        insert(CONVERSATIONS).values(
+            organization_id=ticket.organization_id,
+            **{name: getattr(conversation, name) for name in ConversationRecord.__slots__},  # type: ignore[attr-defined]
+        )
+    )
+    connection.execute(update(TICKETS).where(TICKETS.c.id == ticket.id).values(updated_at=now))
+    events.record(
+        connection,
+        ticket.organization_id,
+        ("conversation", conversation.id),
+        "created",
+        {"content_preview": body[:PREVIEW_CHARACTERS], "internal": internal},
+        actor_id=actor_id,
+        now=now,
+        ticket_id=ticket.id,
+    )
+    data = {
+        "conversationId": conversation.id,
+        "ticketId": ticket.id,
+        "ticketNumber": ticket.number,
+        "authorType": author_type,
+        "authorId": author_id,
+        "internal": internal,
+        "body": body,
+        "createdAt": now.isoformat().replace("+00:00", "Z"),
+    }
+    recorded.append(
+        webhooks.record_event(connection, WEBHOOKS, ticket.organization_id, "conversation.created", data, now=now)
+    )
+    return conversation
+
+
+def conversations(
+    connection: Connection, ticket_id: str, *, limit: int, cursor: str | None
+) -> tuple[list[ConversationRecord], bool]:
+    """A ticket's conversations, newest first."""
+    rows, more = newest_first(
+        connection,
+        CONVERSATIONS,
+        select(CONVERSATIONS),
+        CONVERSATIONS.c.ticket_id == ticket_id,
+        limit=limit,
+        cursor=cursor,
+    )
+    fields = ConversationRecord.__slots__  # type: ignore[attr-defined]
+    return [ConversationRecord(**{name: getattr(row, name) for name in fields}) for row in rows], more
