@@ -24,6 +24,7 @@ from sqlalchemy.engine import make_url
 
 from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker
+from signalyard.registry.helpdesk import HelpdeskSettings
 from signalyard.registry.phone import PhoneSettings
 from signalyard.registry.photo import PhotoSettings
 from signalyard.service import Service, topics_of
@@ -34,10 +35,11 @@ from tests.peers.s3 import S3Server
 from tests.peers.twilio import TwilioLookupServer
 from tests.processes import descendants_of
 
-pytest_plugins = ["tests.phone_stack", "tests.photo_stack"]
-"""Each service's stack fixtures (`stack`, `gateway_only`; `photo_stack`), registered once for the whole session."""
+pytest_plugins = ["tests.phone_stack", "tests.photo_stack", "tests.helpdesk_stack"]
+"""Each service's stack fixtures (`stack`, `gateway_only`; `photo_stack`; `helpdesk_stack`, `helpdesk_gateway_only`),
+registered once for the whole session."""
 E2E = Path(__file__).parent / "e2e"
-SHARED_STACKS = ["stack", "photo_stack"]
+SHARED_STACKS = ["stack", "photo_stack", "helpdesk_stack"]
 """The fixtures of each service's shared stack (`SharedStacks`): one running stack per database, shared by its tests."""
 
 logs.configure("warning")
@@ -185,9 +187,10 @@ _PLATFORM_FIELDS = {spec.name for spec in dataclasses.fields(PlatformSettings)}
 def stack_settings(
     data_dir: Path, database_url: str | None, twilio: TwilioLookupServer | None, **overrides: Any
 ) -> Settings:
-    """Settings of a test stack; `overrides` name platform fields, photo fields with `photo_`, or phone fields with
-    or without `phone_`. Gateway ports are 0: `running_stack` binds a free one (and the settings it returns say
-    which), so that no other process can take it in between."""
+    """Settings of a test stack; `overrides` name platform fields, photo fields with `photo_`, helpdesk fields with
+    `helpdesk_`, or phone fields with or without `phone_`. Gateway ports are 0: `running_stack` binds a free one (and
+    the settings it returns say which), so that no other process can take it in between. Helpdesk passwords are
+    hashed cheaply."""
     platform: dict[str, Any] = {
         "data_dir": data_dir,
         "database_url": database_url,
@@ -208,14 +211,22 @@ def stack_settings(
         "carrier_lookup_retries": 1,
     }
     photo: dict[str, Any] = {"port": 0, "wait_ms": 5000, "check_workers": 1}
+    helpdesk: dict[str, Any] = {"port": 0, "password_memory_kib": 64, "password_passes": 1}
     for name, value in overrides.items():
         if name in _PLATFORM_FIELDS:
             platform[name] = value
         elif name.startswith("photo_"):
             photo[name.removeprefix("photo_")] = value
+        elif name.startswith("helpdesk_"):
+            helpdesk[name.removeprefix("helpdesk_")] = value
         else:
             phone[name.removeprefix("phone_")] = value
-    return Settings(PlatformSettings(**platform), {"phone": PhoneSettings(**phone), "photo": PhotoSettings(**photo)})
+    groups = {
+        "phone": PhoneSettings(**phone),
+        "photo": PhotoSettings(**photo),
+        "helpdesk": HelpdeskSettings(**helpdesk),
+    }
+    return Settings(PlatformSettings(**platform), groups)
 
 
 @dataclass

@@ -1,10 +1,18 @@
-"""The helpdesk's webhook event types and webhook profile (its topics and messages come with the service)."""
+"""The helpdesk's topics and the message types that cross them; its webhook event types and webhook profile."""
 
 from __future__ import annotations
 
+from typing import Annotated, Any, Literal, get_args
+
+import msgspec
+
+from topics.common.asyncapi import Channel
 from wire.webhooks import FIVE_RETRIES_OVER_A_DAY, WebhookProfile, event_timestamp
 
-EVENTS = (
+ACTIVITY_RECORDED = "helpdesk.activity.recorded"
+"""An activity-log event (section 2.3) was committed; stream consumers may subscribe."""
+
+EventType = Literal[
     "ticket.created",
     "ticket.updated",
     "ticket.status_changed",
@@ -13,8 +21,9 @@ EVENTS = (
     "conversation.created",
     "customer.created",
     "customer.updated",
-)
-"""Event types a webhook subscription may subscribe to."""
+]
+"""An event type a webhook subscription may subscribe to (section 6.1)."""
+EVENTS: tuple[str, ...] = get_args(EventType)
 TEST_EVENT = "webhook.test"
 """What the test operation sends one subscription, whatever it subscribed to."""
 
@@ -41,3 +50,49 @@ body keyed by the subscription's secret) only when the user gave a secret; `x-he
 the same on every retry) to de-duplicate on; the first attempt and 5 retries 1 min, 5 min, 30 min, 2 h and 24 h
 apart, after which the subscription is `failed` and disabled whatever succeeded meanwhile; 30 s per attempt; http or
 https; every operation: create, list, update (events, enabled), delete, test."""
+
+Uuid = Annotated[str, msgspec.Meta(extra_json_schema={"examples": ["3f1c9a0b-7d2e-4e8a-9c3b-5d6f7a8e9b0c"]})]
+Timestamp = Annotated[
+    str, msgspec.Meta(extra_json_schema={"format": "date-time", "examples": ["2026-11-24T10:15:02.118Z"]})
+]
+
+
+class ActivityRecorded(msgspec.Struct, frozen=True, kw_only=True):
+    """One activity-log event (section 2.3) of an organization, once the change it describes has committed. Delivered
+    at least once: de-duplicate on `id`."""
+
+    id: Uuid
+    organization_id: Uuid
+    aggregate_type: Literal["ticket", "conversation", "user", "organization"]
+    aggregate_id: Uuid
+    event_type: str
+    """Section 6.2: `created`, `status_changed`, ..."""
+    event_data: dict[str, Any]
+    actor_id: Uuid | None
+    created_at: Timestamp
+
+
+class HelpdeskTopics(msgspec.Struct, frozen=True):
+    """The helpdesk topics' names under an optional prefix (one deployment, or one test, per prefix)."""
+
+    prefix: str = ""
+
+    @property
+    def activity(self) -> str:
+        return self.prefix + ACTIVITY_RECORDED
+
+
+def partition_key(organization_id: str) -> bytes:
+    """An organization's activity stays in order on one partition."""
+    return organization_id.encode()
+
+
+def channels(prefix: str = "") -> dict[str, Channel]:
+    """Every helpdesk topic of its own under `prefix` (its webhook-events topic is the engine's)."""
+    return {
+        prefix + ACTIVITY_RECORDED: Channel(
+            ActivityRecorded,
+            "The activity log: each event once its change has committed; stream consumers may subscribe.",
+            "the organization id, so one organization's events stay in order",
+        )
+    }

@@ -1,38 +1,57 @@
-"""The helpdesk gateway's app, as far as it is built: the procedures (`/api/trpc/...`) and the mailed links' routes."""
+"""The helpdesk gateway app: the REST API (`/api/v1/...`, bearer keys), the procedures (`/api/trpc/...`, session
+cookies) and the mailed links' and social sign-in's routes, each error in the envelope of its path."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from limits import RateLimitItem
-from litestar import Litestar
+from litestar.types import ASGIApp, ControllerRouterHandler
 
-from gateway.helpdesk import auth, events, signup
-from gateway.helpdesk.trpc import Procedure, ProcedureError, trpc_route
+from gateway.common.app import GatewayApp, Readiness
+from gateway.helpdesk import auth, docs, events, keys, signup, webhooks
+from gateway.helpdesk.authenticator import HelpdeskAuthenticator
+from gateway.helpdesk.customers import CustomersController
+from gateway.helpdesk.deps import HelpdeskGateway
+from gateway.helpdesk.errors import EXCEPTION_HANDLERS
+from gateway.helpdesk.members import Members
+from gateway.helpdesk.tickets import TicketsController
+from gateway.helpdesk.trpc import Procedure, trpc_route
 
 MAX_BODY_BYTES = 1024 * 1024
+REST_ROUTES: list[ControllerRouterHandler] = [
+    TicketsController,
+    CustomersController,
+    events.EventsController,
+    webhooks.WEBHOOK_ROUTES,
+]
 
 
-def sign_in_limited(_: RateLimitItem, retry_after_s: int) -> ProcedureError:
-    return ProcedureError(
-        "TOO_MANY_REQUESTS",
-        f"Too many attempts for this address: retry in {retry_after_s} seconds",
-        {"Retry-After": str(retry_after_s)},
-    )
-
-
-def limits_unavailable() -> ProcedureError:
-    return ProcedureError("INTERNAL_SERVER_ERROR", "Sign-in is unavailable for a moment: retry shortly")
-
-
-def create_helpdesk_app(deps: auth.Identity) -> Litestar:
-    procedures: Mapping[str, Procedure] = {
-        **auth.procedures(deps),
-        **signup.procedures(deps),
-        **events.procedures(deps),
+def procedures(helpdesk: HelpdeskGateway) -> Mapping[str, Procedure]:
+    """Every procedure, by name."""
+    identity = helpdesk.identity
+    members = Members(identity)
+    return {
+        **auth.procedures(identity),
+        **signup.procedures(identity, helpdesk.billing),
+        **events.procedures(identity),
+        **webhooks.procedures(members, helpdesk.webhooks),
+        **keys.procedures(members, helpdesk.db),
     }
-    return Litestar(
-        route_handlers=[trpc_route(procedures), *auth.link_routes(deps)],
-        request_max_body_size=MAX_BODY_BYTES,
-        logging_config=None,
+
+
+def create_helpdesk_app(
+    helpdesk: HelpdeskGateway, authenticator: HelpdeskAuthenticator, readiness: Readiness
+) -> ASGIApp:
+    app = GatewayApp(
+        "helpdesk",
+        [*REST_ROUTES, trpc_route(procedures(helpdesk)), *auth.link_routes(helpdesk.identity)],
+        docs.DOCUMENT,
+        EXCEPTION_HANDLERS,
+        MAX_BODY_BYTES,
+    )
+    return app.build(
+        given={"helpdesk": helpdesk, "webhook_store": helpdesk.webhooks},
+        authenticator=authenticator,
+        readiness=readiness,
+        on_shutdown=[authenticator.last_used.flush],
     )

@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 
 import msgspec
 import structlog
+from limits import RateLimitItem
 from limits import parse as limit
 from litestar import Request, Response, get
 from litestar.params import FromQuery
@@ -110,6 +111,19 @@ class Identity:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     social: SocialProvider | None = None
     """The OpenID Connect provider of social sign-in; None: not configured (PRECONDITION_FAILED)."""
+
+
+def sign_in_limited(_: RateLimitItem, retry_after_s: int) -> ProcedureError:
+    """A sign-in limit's answer (section 7): TOO_MANY_REQUESTS, -32600, 429, the seconds to wait."""
+    return ProcedureError(
+        "TOO_MANY_REQUESTS",
+        f"Too many attempts for this address: retry in {retry_after_s} seconds",
+        {"Retry-After": str(retry_after_s)},
+    )
+
+
+def limits_unavailable() -> ProcedureError:
+    return ProcedureError("INTERNAL_SERVER_ERROR", "Sign-in is unavailable for a moment: retry shortly")
 
 
 def user_view(user: identity.UserRecord) -> dict[str, Any]:

@@ -1,6 +1,10 @@
 """`auth.completeSignup` (sections 3, 4.2 and 7): the first workspace of a signed-in user with a verified address,
-made atomically and once (storage/helpdesk/workspaces.py). Paid plans need a payment provider; until one is
-configured they are PRECONDITION_FAILED, before anything is written."""
+made atomically and once (storage/helpdesk/workspaces.py).
+
+Paid plans need a payment provider (`Billing`, Stripe Checkout): without one they are PRECONDITION_FAILED, before
+anything is written. With one, the workspace is made first (`incomplete`), then its Stripe customer (made once, or
+the stored one), then a Checkout Session, whose URL the answer carries. A provider failure is INTERNAL_SERVER_ERROR
+and leaves the workspace `incomplete`: the next call resumes it with the same customer and a new session."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from gateway.helpdesk.auth import Identity, Name, signed_in
+from gateway.helpdesk.billing import Billing, PaymentSetupFailed
 from gateway.helpdesk.redirects import is_safe_local_path
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
 from storage.helpdesk import workspaces
@@ -22,7 +27,27 @@ class CompleteSignup(msgspec.Struct, forbid_unknown_fields=True):
     redirectPath: Annotated[str, msgspec.Meta(max_length=2048)] = "/dashboard"  # the contract's name
 
 
-def procedures(deps: Identity) -> Mapping[str, Procedure]:
+def procedures(deps: Identity, billing: Billing | None = None) -> Mapping[str, Procedure]:
+    def no_provider(plan: str) -> ProcedureError:
+        return ProcedureError(
+            "PRECONDITION_FAILED", f"The {plan} plan needs a payment provider, and none is configured"
+        )
+
+    async def checkout(workspace: workspaces.Workspace) -> str:
+        """A Checkout URL for the workspace's paid plan: its customer made (or reused), then a new session."""
+        if billing is None:
+            raise no_provider(workspace.plan)
+        try:
+            customer_id = workspace.billing_customer_id
+            if customer_id is None:
+                made = await billing.customer(
+                    workspace.organization_id, email=workspace.user.email, name=workspace.name
+                )
+                customer_id = await deps.db.write(workspaces.record_billing_customer, workspace.organization_id, made)
+            return (await billing.checkout(workspace.organization_id, customer_id, workspace.plan)).url
+        except PaymentSetupFailed:
+            raise ProcedureError("INTERNAL_SERVER_ERROR", "Payment setup could not start: retry") from None
+
     async def complete_signup(call: Call, given: CompleteSignup) -> dict[str, Any]:
         if "authorization" in call.request.headers:
             raise ProcedureError("UNAUTHORIZED", "API keys do not authorize auth.completeSignup: sign in instead")
@@ -30,10 +55,11 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
         if not is_safe_local_path(given.redirectPath):
             raise ProcedureError("BAD_REQUEST", "redirectPath must be a path of this site, such as /dashboard")
         workspace = await deps.db.read(workspaces.existing, who.user_id)
-        if workspace is None and given.planTier != "free":
-            raise ProcedureError(
-                "PRECONDITION_FAILED", f"The {given.planTier} plan needs a payment provider, and none is configured"
-            )
+        if billing is None:  # refused before anything is written
+            if workspace is None and given.planTier != workspaces.FREE_PLAN:
+                raise no_provider(given.planTier)
+            if workspace is not None and workspace.billing_status == workspaces.BILLING_INCOMPLETE:
+                raise no_provider(workspace.plan)
         try:
             workspace = workspace or await workspaces.sign_up(
                 deps.db,
@@ -47,8 +73,10 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
             raise ProcedureError("BAD_REQUEST", "Verify your email address first: sign in with a link") from None
         except workspaces.NoSlug:
             raise ProcedureError("CONFLICT", "No free workspace address was found for this name; try another") from None
+        requires_payment = workspace.billing_status == workspaces.BILLING_INCOMPLETE
+        checkout_url = await checkout(workspace) if requires_payment else None
         user = workspace.user
-        return {
+        answer = {
             "user": {
                 "id": user.id,
                 "email": user.email,
@@ -57,7 +85,8 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
                 "role": user.role,
             },
             "organization": {"id": workspace.organization_id, "name": workspace.name, "slug": workspace.slug},
-            "requiresPayment": False,
+            "requiresPayment": requires_payment,
         }
+        return answer | ({"checkoutUrl": checkout_url} if checkout_url is not None else {})
 
     return {"auth.completeSignup": Procedure("mutation", CompleteSignup, complete_signup)}

@@ -27,6 +27,7 @@ from litestar.exceptions import HTTPException
 from litestar.handlers import HTTPRouteHandler
 from litestar.params import FromPath
 
+from gateway.common.auth import NO_AUTHENTICATION
 from gateway.common.errors import readable
 
 log = structlog.get_logger("signalyard.gateway.helpdesk")
@@ -100,10 +101,13 @@ class Procedure:
     run: Callable[[Call, Any], Awaitable[Any]]
 
 
-def trpc_route(procedures: Mapping[str, Procedure], base: str = "/api/trpc") -> HTTPRouteHandler:
+TRPC_BASE = "/api/trpc"
+
+
+def trpc_route(procedures: Mapping[str, Procedure], base: str = TRPC_BASE) -> HTTPRouteHandler:
     """The one route that serves every procedure under `base`."""
 
-    @route(f"{base}/{{path:path}}", http_method=["GET", "POST"], include_in_schema=False)
+    @route(f"{base}/{{path:path}}", http_method=["GET", "POST"], include_in_schema=False, opt=NO_AUTHENTICATION)
     async def serve(request: Request[Any, Any, Any], path: FromPath[str]) -> Response[bytes]:
         return await _serve(request, path.lstrip("/"), procedures)
 
@@ -206,6 +210,11 @@ def _error_body(error: ProcedureError, path: str) -> dict[str, Any]:
 
 
 _encoder = msgspec.json.Encoder()
+
+
+def error_response(error: ProcedureError, path: str) -> Response[bytes]:
+    """A lone call's error, for what fails before the procedure route is reached (a method it does not serve)."""
+    return _response(_error_body(error, path), error.status, error.headers)
 
 
 def _response(

@@ -1,5 +1,5 @@
 """The outbox sweeper every service runs: rows left `pending` past a deadline are published again, so a lost message
-or a dead processor delays work but never loses it."""
+or a dead processor delays work but never loses it; and the relay, publisher of an outbox none of ours consumes."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class Sweeper:
             if sent == 0 and self.ensure_topics is not None:
                 async with asyncio.timeout(self.timeout_s):
                     await self.ensure_topics()
-            published = await self._publish_all(rows)
+            published = len(await publish_rows(self.box, self.publish, rows, self.in_flight, self.timeout_s))
             sent += published
             if published < len(rows) or len(rows) < self.batch:
                 break
@@ -90,29 +90,90 @@ class Sweeper:
             log.info("sweeper_republished", service=self.box.service, count=sent)
         return sent
 
-    async def _publish_all(self, rows: list[Any]) -> int:
-        """Publish concurrently; on the first failure stop starting new ones and return how many went out."""
-        slots = asyncio.Semaphore(self.in_flight)
-        failed = asyncio.Event()
+
+async def publish_rows(box: Outbox, publish: Publish, rows: list[Any], in_flight: int, timeout_s: float) -> list[Any]:
+    """Publish the rows' messages concurrently, at most `in_flight` at a time; on the first failure stop starting new
+    ones. Returns the rows the broker acknowledged."""
+    slots = asyncio.Semaphore(in_flight)
+    failed = asyncio.Event()
+    sent: list[Any] = []
+
+    async def one(row: Any) -> None:
+        async with slots:
+            if failed.is_set():
+                return
+            try:
+                async with asyncio.timeout(timeout_s):
+                    await publish(*box.message(row))
+            except Exception:
+                if not failed.is_set():
+                    log.warning("outbox_publish_failed", service=box.service, exc_info=True)
+                failed.set()
+                return
+            sent.append(row)
+
+    await asyncio.gather(*(one(row) for row in rows))
+    return sent
+
+
+class Relay:
+    """The publisher of an outbox that no processor of ours consumes (the helpdesk's activity log, read by stream
+    consumers only): each pass claims the due rows under a lease, publishes them, and marks those the broker
+    acknowledged as done (`done(connection, ids)`). A claim is conditional, so replicas never take the same row at
+    once; a relay that dies between its claim and `done` leaves its rows to be taken again once the lease ends, so a
+    row is published at least once."""
+
+    def __init__(
+        self,
+        db: Database,
+        box: Outbox,
+        publish: Publish,
+        done: Callable[[Any, list[str]], Any],
+        *,
+        lease: timedelta = timedelta(seconds=30),
+        timeout_s: float = 5,
+        batch: int = 500,
+        in_flight: int = 64,
+    ) -> None:
+        self.db = db
+        self.box = box
+        self.publish = publish
+        self.done = done
+        self.lease = lease
+        self.timeout_s = timeout_s
+        self.batch = batch
+        self.in_flight = in_flight
+
+    async def relay(self) -> int:
+        """One pass; returns how many rows were published."""
         sent = 0
+        while True:
+            now = datetime.now(UTC)
+            rows = await self.db.write(
+                outbox.claim_stale,
+                self.box.table,
+                self.box.columns,
+                published_before=now,
+                now=now + self.lease,
+                limit=self.batch,
+            )
+            if not rows:
+                return sent
+            published = await publish_rows(self.box, self.publish, rows, self.in_flight, self.timeout_s)
+            if published:
+                await self.db.write(self.done, [row.id for row in published])
+            sent += len(published)
+            if len(published) < len(rows) or len(rows) < self.batch:
+                return sent
 
-        async def publish(row: Any) -> None:
-            nonlocal sent
-            async with slots:
-                if failed.is_set():
-                    return
-                try:
-                    async with asyncio.timeout(self.timeout_s):
-                        await self.publish(*self.box.message(row))
-                except Exception:
-                    if not failed.is_set():
-                        log.warning("sweep_publish_failed", service=self.box.service, exc_info=True)
-                    failed.set()
-                    return
-                sent += 1
 
-        await asyncio.gather(*(publish(row) for row in rows))
-        return sent
+async def relay_forever(relay: Relay, every_s: float) -> None:
+    while True:
+        try:
+            await relay.relay()
+        except Exception:  # a pass that fails is retried at the next tick
+            log.exception("relay_failed", service=relay.box.service)
+        await asyncio.sleep(every_s)
 
 
 async def sweep_forever(sweeper: Sweeper, every_s: float) -> None:

@@ -2,7 +2,7 @@
 operator commands) and names its wiring in `signalyard/services/`, which only a running command imports. Adding a
 service is adding its module here."""
 
-from signalyard.registry import phone, photo
+from signalyard.registry import helpdesk, phone, photo
 from signalyard.service import Service
 
-SERVICES: dict[str, Service] = {service.name: service for service in (phone.SERVICE, photo.SERVICE)}
+SERVICES: dict[str, Service] = {service.name: service for service in (phone.SERVICE, photo.SERVICE, helpdesk.SERVICE)}

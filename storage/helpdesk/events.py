@@ -5,11 +5,12 @@ neither skipped nor repeated."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from sqlalchemy import ColumnElement, Table, and_, insert, select
+from sqlalchemy import ColumnElement, Table, and_, insert, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.paging import newest_first
@@ -65,9 +66,32 @@ def record(
             event_data=data,
             actor_id=actor_id,
             created_at=now,
+            state="pending",
+            published_at=now,
         )
     )
     return event_id
+
+
+OUTBOX_COLUMNS = (
+    EVENTS.c.id,
+    EVENTS.c.organization_id,
+    EVENTS.c.aggregate_type,
+    EVENTS.c.aggregate_id,
+    EVENTS.c.event_type,
+    EVENTS.c.event_data,
+    EVENTS.c.actor_id,
+    EVENTS.c.created_at,
+)
+"""What the relay publishes of an event (topics.helpdesk.ActivityRecorded)."""
+
+
+def published(connection: Connection, event_ids: Collection[str]) -> int:
+    """The broker acknowledged these events: they leave the outbox. Returns how many were still pending."""
+    done = connection.execute(
+        update(EVENTS).where(EVENTS.c.id.in_(list(event_ids)), EVENTS.c.state == "pending").values(state="published")
+    )
+    return done.rowcount
 
 
 def _selected() -> Any:

@@ -107,14 +107,16 @@ class Mail(Base):
 
 class Event(Base):
     """The activity log (section 2.3, 6.2): one row per change, written in the change's own transaction. `ticket_id`
-    ties a conversation's events to their ticket (`events.listForTicket`). `published_at` is set once the event is on
-    the `helpdesk.activity.recorded` topic (the outbox: the publisher comes with the helpdesk's processors)."""
+    ties a conversation's events to their ticket (`events.listForTicket`). It is also the outbox of the
+    `helpdesk.activity.recorded` topic: `state` is `pending` until the relay (processors/helpdesk/activity.py) has the
+    broker's acknowledgement, then `published`; `published_at` is when the relay may take it: its creation, then the
+    end of a claim's lease (a relay that dies after its claim leaves the row to be taken again then)."""
 
     __tablename__ = "helpdesk_events"
     __table_args__ = (
         Index("ix_helpdesk_events_aggregate", "aggregate_type", "aggregate_id", "created_at", "id"),
         Index("ix_helpdesk_events_ticket", "ticket_id", "created_at", "id"),
-        Index("ix_helpdesk_events_unpublished", "published_at", "created_at"),
+        Index("ix_helpdesk_events_outbox", "state", "published_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -126,7 +128,9 @@ class Event(Base):
     event_data: Mapped[dict[str, Any]] = mapped_column(JSON)
     actor_id: Mapped[str | None] = mapped_column(String(36))
     created_at: Mapped[datetime]
-    published_at: Mapped[datetime | None]
+    state: Mapped[str] = mapped_column(String(16))
+    """pending | published"""
+    published_at: Mapped[datetime]
 
 
 class Customer(Base):

@@ -198,3 +198,19 @@ def record_billing_customer(connection: Connection, organization_id: str, custom
     if stored is None or stored.billing_customer_id is None:
         raise LookupError(f"no organization {organization_id}")
     return str(stored.billing_customer_id)
+
+
+@dataclass(frozen=True, slots=True)
+class OrganizationRecord:
+    id: str
+    name: str
+    slug: str
+    plan: str
+    billing_status: str
+    created_at: datetime
+
+
+def organizations(connection: Connection) -> list[OrganizationRecord]:
+    """Every organization, oldest first (for operators)."""
+    rows = connection.execute(select(ORGANIZATIONS).order_by(ORGANIZATIONS.c.created_at, ORGANIZATIONS.c.id))
+    return [OrganizationRecord(r.id, r.name, r.slug, r.plan, r.billing_status, r.created_at) for r in rows]

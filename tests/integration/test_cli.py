@@ -395,6 +395,8 @@ async def test_asyncapi_prints_the_topics_document(cli: Cli) -> None:
         "photo.verification.requested",
         "photo.verification.completed",
         "photo.webhook.events",
+        "helpdesk.activity.recorded",
+        "helpdesk.webhook.events",
     }
     by_address = {channel["address"]: channel for channel in channels.values()}
     requested = [_resolve(document, m["$ref"]) for m in by_address["phone.verification.requested"]["messages"].values()]
@@ -432,4 +434,6 @@ async def test_asyncapi_addresses_carry_the_topic_prefix(cli: Cli) -> None:
         "staging.photo.verification.requested",
         "staging.photo.verification.completed",
         "staging.photo.webhook.events",
+        "staging.helpdesk.activity.recorded",
+        "staging.helpdesk.webhook.events",
     }

@@ -14,11 +14,12 @@ import pytest
 
 from gateway.common.limits import RateLimits
 from gateway.helpdesk import auth
-from gateway.helpdesk.app import create_helpdesk_app, limits_unavailable, sign_in_limited
+from gateway.helpdesk.auth import limits_unavailable, sign_in_limited
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.mail import SmtpMail, SmtpServer
 from gateway.helpdesk.sessions import Sessions
 from storage.common.db import Database
+from tests.helpdesk_stack import helpdesk_app
 from tests.peers.smtp import SmtpPeer
 
 SENDER = "Helpdesk <helpdesk@example.test>"
@@ -74,7 +75,7 @@ async def test_a_sign_in_link_arrives_by_smtp_and_signs_in(db: Database) -> None
             mailer=SmtpMail(SmtpServer.parse(smtp.url), SENDER, tls_context=smtp.client_context),
             public_url="http://helpdesk.test",
         )
-        transport = httpx.ASGITransport(app=cast(Any, create_helpdesk_app(deps)))
+        transport = httpx.ASGITransport(app=cast(Any, helpdesk_app(deps)))
         async with httpx.AsyncClient(transport=transport, base_url="http://helpdesk.test") as browser:
             asked = await browser.post("/api/trpc/auth.signInWithEmail", json={"json": {"email": "ada@example.com"}})
             assert asked.status_code == 200

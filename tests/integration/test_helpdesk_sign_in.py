@@ -21,12 +21,13 @@ import pytest
 
 from gateway.common.limits import RateLimits
 from gateway.helpdesk import auth
-from gateway.helpdesk.app import create_helpdesk_app, limits_unavailable, sign_in_limited
+from gateway.helpdesk.auth import limits_unavailable, sign_in_limited
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.mail import KeptMail
 from gateway.helpdesk.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
 from storage.common.db import Database
 from storage.helpdesk import identity
+from tests.helpdesk_stack import helpdesk_app
 
 PUBLIC_URL = "http://helpdesk.test"
 LINK = re.compile(re.escape(PUBLIC_URL) + r"(/auth/(?:link|reset)\?token=hd_link_[\w-]+)")
@@ -103,7 +104,7 @@ async def browser(db: Database) -> AsyncIterator[Browser]:
         mailer=KeptMail(db),
         public_url=PUBLIC_URL,
     )
-    transport = httpx.ASGITransport(app=cast(Any, create_helpdesk_app(deps)))
+    transport = httpx.ASGITransport(app=cast(Any, helpdesk_app(deps)))
     async with httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL) as client:
         yield Browser(client, db, clock)
 

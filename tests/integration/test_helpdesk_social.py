@@ -19,13 +19,14 @@ import pytest
 
 from gateway.common.limits import RateLimits
 from gateway.helpdesk import auth
-from gateway.helpdesk.app import create_helpdesk_app, limits_unavailable, sign_in_limited
+from gateway.helpdesk.auth import limits_unavailable, sign_in_limited
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.mail import KeptMail
 from gateway.helpdesk.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
 from gateway.helpdesk.social import SocialProvider
 from storage.common.db import Database
 from storage.helpdesk import identity
+from tests.helpdesk_stack import helpdesk_app
 from tests.peers.oidc import OidcProvider
 
 PUBLIC_URL = "http://helpdesk.test"
@@ -109,7 +110,7 @@ def helpdesk(db: Database, key: bytes, social: SocialProvider | None) -> httpx.A
         public_url=PUBLIC_URL,
         social=social,
     )
-    transport = httpx.ASGITransport(app=cast(Any, create_helpdesk_app(deps)))
+    transport = httpx.ASGITransport(app=cast(Any, helpdesk_app(deps)))
     return httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL)
 
 

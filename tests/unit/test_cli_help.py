@@ -100,12 +100,12 @@ def test_the_help_names_tenant_ids_environments_defaults_and_plans() -> None:
     plans = help_of("customers", "set-plan")
     for plan in ("starter (1,000 live verifications a month)", "growth (10,000", "scale (100,000"):
         assert plan in plans
-    assert "the services to start, comma-separated: phone, photo (default: all of them)" in help_of("up")
+    assert "the services to start, comma-separated: phone, photo, helpdesk (default: all of them)" in help_of("up")
 
 
 def test_up_refuses_an_unknown_service_naming_the_choices() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "signalyard.cli", "up", "--services", "phone,helpdesk"],
+        [sys.executable, "-m", "signalyard.cli", "up", "--services", "phone,inbox"],
         check=False,
         capture_output=True,
         text=True,
@@ -114,5 +114,5 @@ def test_up_refuses_an_unknown_service_naming_the_choices() -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.endswith(
-        "signalyard up: error: argument --services: unknown service 'helpdesk' (choose from phone, photo)\n"
+        "signalyard up: error: argument --services: unknown service 'inbox' (choose from phone, photo, helpdesk)\n"
     )

@@ -1,5 +1,5 @@
 """The helpdesk's domain: customers, tickets numbered per organization, conversations; organizations' ticket counter
-and billing state.
+and billing state; the activity log as the outbox of its topic (`state`, and `published_at` always set).
 
 Revision ID: 0008
 Revises: 0007
@@ -23,6 +23,14 @@ def upgrade() -> None:
         table.add_column(sa.Column("last_ticket_number", sa.Integer(), nullable=False, server_default="0"))
         table.add_column(sa.Column("billing_customer_id", sa.String(length=255), nullable=True))
         table.add_column(sa.Column("billing_status", sa.String(length=16), nullable=False, server_default="none"))
+    op.drop_index("ix_helpdesk_events_unpublished", table_name="helpdesk_events")
+    with op.batch_alter_table("helpdesk_events") as table:
+        table.add_column(sa.Column("state", sa.String(length=16), nullable=False, server_default="pending"))
+    op.execute("UPDATE helpdesk_events SET published_at = created_at WHERE published_at IS NULL")
+    with op.batch_alter_table("helpdesk_events") as table:
+        table.alter_column("published_at", existing_type=UtcDateTime(), nullable=False)
+        table.alter_column("state", existing_type=sa.String(length=16), server_default=None)
+    op.create_index("ix_helpdesk_events_outbox", "helpdesk_events", ["state", "published_at"])
     op.create_table(
         "helpdesk_customers",
         sa.Column("id", sa.String(length=36), nullable=False),
@@ -73,6 +81,11 @@ def upgrade() -> None:
 def downgrade() -> None:
     for name in ("helpdesk_conversations", "helpdesk_tickets", "helpdesk_customers"):
         op.drop_table(name)
+    op.drop_index("ix_helpdesk_events_outbox", table_name="helpdesk_events")
+    with op.batch_alter_table("helpdesk_events") as table:
+        table.alter_column("published_at", existing_type=UtcDateTime(), nullable=True)
+        table.drop_column("state")
+    op.create_index("ix_helpdesk_events_unpublished", "helpdesk_events", ["published_at", "created_at"])
     with op.batch_alter_table("helpdesk_organizations") as table:
         table.drop_column("billing_status")
         table.drop_column("billing_customer_id")

@@ -1,0 +1,206 @@
+"""How the helpdesk's REST API is documented (`/docs/openapi.json`): each route's operation with every status and real
+error examples. The procedures (`/api/trpc/...`) speak tRPC and are described in docs/helpdesk.md instead."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from litestar.openapi import ResponseSpec
+
+from gateway.common import openapi
+from gateway.common.app import ApiDocument
+from gateway.helpdesk.authenticator import KEY_HEADER
+from gateway.helpdesk.errors import CODES, ErrorBody, Problem
+from gateway.helpdesk.schemas import (
+    AddConversation,
+    Conversation,
+    ConversationList,
+    CreateCustomer,
+    CreateTicket,
+    Customer,
+    CustomerList,
+    Event,
+    EventList,
+    Ticket,
+    TicketList,
+    UpdateCustomer,
+    UpdateTicket,
+)
+
+DOCUMENT = ApiDocument(
+    "signalyard helpdesk",
+    "2026-11",
+    "The helpdesk's external REST API: tickets, their conversations (replies and internal notes), customers, the "
+    "activity log and outgoing webhooks, for one organization per key. Keys (`hd_live_...`) are made by an admin "
+    "(procedure `apiKeys.create`, or `signalyard helpdesk keys create`) with the scopes they grant; a write scope "
+    "implies its read, `<resource>:*` grants both and `*` everything.",
+    ("bearer", KEY_HEADER.security_scheme("`Authorization: Bearer hd_live_...`")),
+)
+
+ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
+    400: (
+        "A body, parameter or cursor that does not fit: the message names the field",
+        [
+            ("invalid_field", "Expected `str` of length <= 255, got `str` of length 300 (field `subject`)"),
+            ("unknown_customer", "customer_id names no customer of this organization"),
+            ("bad_cursor", "cursor is not a ticket of this listing"),
+        ],
+    ),
+    401: (
+        "No key, or an unknown or revoked one",
+        [
+            ("missing_key", "Missing API key: send it as Authorization: Bearer hd_live_..."),
+            ("invalid_key", "Invalid API key: unknown or revoked"),
+        ],
+    ),
+    403: ("The key lacks the route's scope", [("scope", "This key lacks the scope tickets:write")]),
+    404: ("No such object in this organization", [("not_found", "No ticket with that id in this organization")]),
+    409: (
+        "The object conflicts with another: a customer's address taken; webhooks at their limit or disabled",
+        [
+            ("email_taken", "Another customer of this organization has the address ada@example.com"),
+            ("too_many", "An organization can have at most 16 webhook subscriptions; delete one first"),
+        ],
+    ),
+    429: (
+        "The key's per-minute or per-hour budget is spent: nothing was done",
+        [("rate_limited", "Rate limit reached: 600 per 1 minute for this key")],
+    ),
+    500: ("A failure of ours; it has been logged", [("internal", "Internal error; it has been logged")]),
+    503: (
+        "The key store or the rate-limit store does not answer: retry",
+        [("unavailable", "Authentication is unavailable for a moment; retry")],
+    ),
+}
+
+
+def errors(*statuses: int) -> dict[int, ResponseSpec]:
+    return openapi.error_responses(
+        ErrorBody,
+        {
+            status: (
+                ERRORS[status][0],
+                [openapi.example(i, text, ErrorBody(Problem(CODES[status], text))) for i, text in ERRORS[status][1]],
+            )
+            for status in sorted(set(statuses))
+        },
+    )
+
+
+MANAGEMENT = (401, 403, 429, 500, 503)
+"""What every route may answer besides its own."""
+_RETRY = openapi.retry_after("Seconds to wait before the key's budget allows another request")
+READ = openapi.documented_operation(response_headers={429: _RETRY})
+WRITE = openapi.documented_operation(response_headers={429: _RETRY})
+
+
+def _route(
+    operation_id: str,
+    summary: str,
+    status: int,
+    answer: ResponseSpec,
+    *errors_of: int,
+    body: type | None = None,
+    description: str | None = None,
+) -> dict[str, Any]:
+    return openapi.route_docs(
+        operation_id,
+        summary,
+        {status: answer, **errors(*errors_of, *MANAGEMENT)},
+        body=body,
+        description=description,
+        operation=WRITE if body is not None else READ,
+        status_code=status,
+    )
+
+
+LIST_TICKETS = _route(
+    "listTickets",
+    "The organization's tickets, newest first, filtered",
+    200,
+    openapi.response(TicketList, "A page of tickets; `next_cursor` continues it"),
+    400,
+)
+CREATE_TICKET = _route(
+    "createTicket",
+    "Open a ticket for a customer (by id, or by address: a new address makes the customer)",
+    201,
+    openapi.response(Ticket, "The new ticket, numbered next in the organization"),
+    400,
+    body=CreateTicket,
+    description="Writes the ticket's activity events and its `ticket.created` webhook event in the same transaction.",
+)
+GET_TICKET = _route("getTicket", "One ticket", 200, openapi.response(Ticket, "The ticket"), 400, 404)
+UPDATE_TICKET = _route(
+    "updateTicket",
+    "Change a ticket's subject, status, priority, assignee or tags",
+    200,
+    openapi.response(Ticket, "The ticket as it now is"),
+    400,
+    404,
+    body=UpdateTicket,
+    description="Each changed field writes its activity event; a change fires `ticket.updated` and, as the case may "
+    "be, `ticket.status_changed`, `ticket.priority_changed` or `ticket.assigned`. An update that changes nothing "
+    "writes nothing.",
+)
+LIST_CONVERSATIONS = _route(
+    "listConversations",
+    "A ticket's replies and internal notes, newest first",
+    200,
+    openapi.response(ConversationList, "A page of the ticket's conversations"),
+    400,
+    404,
+)
+ADD_CONVERSATION = _route(
+    "addConversation",
+    "Add a reply or an internal note to a ticket",
+    201,
+    openapi.response(Conversation, "The new reply or note"),
+    400,
+    404,
+    body=AddConversation,
+)
+LIST_TICKET_EVENTS = _route(
+    "listTicketEvents",
+    "A ticket's activity events and its conversations', newest first",
+    200,
+    openapi.response(EventList, "A page of events"),
+    400,
+    404,
+)
+LIST_CUSTOMERS = _route(
+    "listCustomers",
+    "The organization's customers, newest first",
+    200,
+    openapi.response(CustomerList, "A page of customers"),
+    400,
+)
+CREATE_CUSTOMER = _route(
+    "createCustomer",
+    "Add a customer (a contact); one per address",
+    201,
+    openapi.response(Customer, "The new customer"),
+    400,
+    409,
+    body=CreateCustomer,
+)
+GET_CUSTOMER = _route("getCustomer", "One customer", 200, openapi.response(Customer, "The customer"), 400, 404)
+UPDATE_CUSTOMER = _route(
+    "updateCustomer",
+    "Change a customer's address, name or phone",
+    200,
+    openapi.response(Customer, "The customer as it now is"),
+    400,
+    404,
+    409,
+    body=UpdateCustomer,
+)
+LIST_EVENTS = _route(
+    "listEvents",
+    "The activity events of one entity, newest first",
+    200,
+    openapi.response(EventList, "A page of events"),
+    400,
+    404,
+)
+GET_EVENT = _route("getEvent", "One activity event", 200, openapi.response(Event, "The event"), 400, 404)

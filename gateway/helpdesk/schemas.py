@@ -1,0 +1,203 @@
+"""Request and response bodies of the helpdesk's REST API (`/api/v1`, docs/helpdesk.md "REST API"): snake_case fields
+as the contract's resources (section 2) have them."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from topics.helpdesk import EventType
+
+Uuid = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+        examples=["3f1c9a0b-7d2e-4e8a-9c3b-5d6f7a8e9b0c"],
+    ),
+]
+Timestamp = Annotated[
+    str, msgspec.Meta(extra_json_schema={"format": "date-time", "examples": ["2026-11-25T10:15:02Z"]})
+]
+Status = Literal["open", "pending", "resolved", "closed"]
+Priority = Literal["low", "normal", "high", "urgent"]
+Channel = Literal["api", "email", "sms", "chat", "voice", "web"]
+Email = Annotated[
+    str, msgspec.Meta(max_length=320, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", examples=["ada@example.com"])
+]
+PersonName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, examples=["Ada Lovelace"])]
+Phone = Annotated[str, msgspec.Meta(max_length=32, pattern=r"^\+?[0-9 ()\-.]{3,31}$", examples=["+14155550100"])]
+Subject = Annotated[str, msgspec.Meta(min_length=1, max_length=255, examples=["My order has not arrived"])]
+Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\s,]+$", examples=["shipping"])]
+Tags = Annotated[list[Tag], msgspec.Meta(max_length=20)]
+Body = Annotated[str, msgspec.Meta(min_length=1, max_length=65536, examples=["It was due on Monday."])]
+
+
+class Customer(msgspec.Struct, kw_only=True):
+    id: Uuid
+    email: str
+    name: str
+    phone: str | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class CustomerList(msgspec.Struct, kw_only=True):
+    data: list[Customer]
+    has_more: bool
+    next_cursor: str | None
+
+
+class CreateCustomer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    email: Email
+    name: PersonName
+    phone: Phone | None = None
+
+
+class UpdateCustomer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Absent fields stay as they are; `phone: null` removes the phone number."""
+
+    email: Email | msgspec.UnsetType = msgspec.UNSET
+    name: PersonName | msgspec.UnsetType = msgspec.UNSET
+    phone: Phone | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class Ticket(msgspec.Struct, kw_only=True):
+    id: Uuid
+    number: Annotated[int, msgspec.Meta(examples=[42])]
+    subject: str
+    status: Status
+    priority: Priority
+    channel: Channel
+    customer_id: Uuid
+    customer_email: str
+    assignee_id: Uuid | None
+    tags: list[str]
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class TicketList(msgspec.Struct, kw_only=True):
+    data: list[Ticket]
+    has_more: bool
+    next_cursor: str | None
+
+
+class CreateTicket(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The customer by `customer_id`, or by `customer_email` (made when new, named `customer_name`)."""
+
+    subject: Subject
+    customer_id: Uuid | None = None
+    customer_email: Email | None = None
+    customer_name: PersonName | None = None
+    message: Body | None = None
+    """The customer's first message, stored as the ticket's first reply."""
+    priority: Priority = "normal"
+    status: Status = "open"
+    channel: Channel = "api"
+    assignee_id: Uuid | None = None
+    tags: Tags = msgspec.field(default_factory=list)
+
+
+class UpdateTicket(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Absent fields stay as they are; `assignee_id: null` unassigns; `tags` replaces the tags."""
+
+    subject: Subject | msgspec.UnsetType = msgspec.UNSET
+    status: Status | msgspec.UnsetType = msgspec.UNSET
+    priority: Priority | msgspec.UnsetType = msgspec.UNSET
+    assignee_id: Uuid | msgspec.UnsetType | None = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
+
+
+class Conversation(msgspec.Struct, kw_only=True):
+    id: Uuid
+    ticket_id: Uuid
+    author_type: Literal["agent", "customer"]
+    author_id: Uuid | None
+    body: str
+    internal: bool
+    created_at: Timestamp
+
+
+class ConversationList(msgspec.Struct, kw_only=True):
+    data: list[Conversation]
+    has_more: bool
+    next_cursor: str | None
+
+
+class AddConversation(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A reply (to the customer) or, with `internal: true`, a note only agents see. `author_type: customer` records
+    the customer's own message (an integration relaying it)."""
+
+    body: Body
+    internal: bool = False
+    author_type: Literal["agent", "customer"] = "agent"
+
+
+class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Section 2.3."""
+
+    id: Uuid
+    aggregate_type: Literal["ticket", "conversation", "user", "organization"]
+    aggregate_id: Uuid
+    event_type: str
+    event_data: dict[str, Any]
+    actor_id: Uuid | None
+    created_at: Timestamp
+    actor: dict[str, Any] | None = None
+
+
+class EventList(msgspec.Struct, kw_only=True):
+    data: list[Event]
+    has_more: bool
+    next_cursor: str | None
+
+
+WebhookEvent = EventType
+Url = Annotated[str, msgspec.Meta(max_length=2048, examples=["https://hooks.example.com/helpdesk"])]
+
+
+class CreateWebhook(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    url: Url
+    events: Annotated[list[WebhookEvent], msgspec.Meta(min_length=1, max_length=8)]
+    secret: Annotated[str, msgspec.Meta(min_length=8, max_length=256, examples=["s3cr3t-signing-key"])] | None = None
+    enabled: bool = True
+
+
+class UpdateWebhook(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Absent fields stay as they are."""
+
+    events: Annotated[list[WebhookEvent], msgspec.Meta(min_length=1, max_length=8)] | None = None
+    enabled: bool | None = None
+
+
+class Webhook(msgspec.Struct, kw_only=True):
+    """Section 2.4, never the secret."""
+
+    id: Annotated[str, msgspec.Meta(examples=["hook_5d2c1b0a9f8e4d7c6b5a4f3e2d1c0b9a"])]
+    url: str
+    events: list[str]
+    enabled: bool
+    status: Literal["active", "disabled", "failed"]
+    created_at: Timestamp
+
+
+class WebhookList(msgspec.Struct, kw_only=True):
+    data: list[Webhook]
+
+
+class WebhookDeleted(msgspec.Struct, kw_only=True):
+    id: str
+    deleted: bool
+
+
+class WebhookTested(msgspec.Struct, kw_only=True):
+    """How the subscription's receiver answered one signed `webhook.test` delivery: `success` for a 2xx, its HTTP
+    `status` (null when it gave none: `error` says why, a refused connection or no answer within 35 s), and the
+    delivery's event id (its `x-helpdesk-delivery-id`)."""
+
+    id: str
+    event_id: str
+    success: bool
+    status: int | None
+    error: str | None

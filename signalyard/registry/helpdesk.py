@@ -1,0 +1,87 @@
+"""The helpdesk service (docs/helpdesk.md) as the CLI knows it: its settings and its operator commands
+(`signalyard helpdesk ...`); its wiring is `signalyard/services/helpdesk.py`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from signalyard.service import Command, Service
+from signalyard.settings import at_least, port, positive, setting, text, url
+
+
+@dataclass(frozen=True)
+class HelpdeskSettings:
+    port: int = setting("SIGNALYARD_HELPDESK_PORT", 8003, port)
+    """Port of the helpdesk gateway: its REST API at http://HOST:PORT/api/v1, its procedures at /api/trpc."""
+    public_url: str | None = setting("SIGNALYARD_HELPDESK_PUBLIC_URL", None, url("http", "https"))
+    """Base of every link the helpdesk sends (sign-in links, social sign-in's callback, checkout's return); cookies
+    are `Secure` when it is https (default: http://HOST:PORT)."""
+    session_key: str | None = setting("SIGNALYARD_HELPDESK_SESSION_KEY", None, text)
+    """Secret that signs access tokens and social sign-in's flow cookie; every gateway must share it (default: a
+    random key kept in the data directory)."""
+    smtp_url: str | None = setting("SIGNALYARD_HELPDESK_SMTP_URL", None, url("smtp", "smtp+starttls", "smtps"))
+    """SMTP server for sign-in links and password resets: smtp://[user:password@]host:port (plain),
+    smtp+starttls://... or smtps://... Unset: mails are kept in the database (`signalyard helpdesk mails`)."""
+    mail_from: str = setting("SIGNALYARD_HELPDESK_MAIL_FROM", "helpdesk@localhost", text)
+    """The From address of the mail the helpdesk sends."""
+    password_memory_kib: int = setting("SIGNALYARD_HELPDESK_PASSWORD_MEMORY_KIB", 19456, at_least(int, 8))
+    """argon2id memory cost of a password hash, in KiB (OWASP's 19 MiB by default)."""
+    password_passes: int = setting("SIGNALYARD_HELPDESK_PASSWORD_PASSES", 2, positive(int))
+    """argon2id passes over that memory (OWASP's 2 by default)."""
+    stripe_secret_key: str | None = setting("SIGNALYARD_HELPDESK_STRIPE_SECRET_KEY", None, text)
+    """Stripe secret key for paid plans (Checkout); unset: paid plans answer PRECONDITION_FAILED."""
+    stripe_api_base: str = setting(
+        "SIGNALYARD_HELPDESK_STRIPE_API_BASE", "https://api.stripe.com", url("http", "https")
+    )
+    """Base URL of the Stripe API."""
+    oidc_issuer: str | None = setting("SIGNALYARD_HELPDESK_OIDC_ISSUER", None, url("http", "https"))
+    """Issuer of the OpenID Connect provider for social sign-in (its discovery document is at
+    ISSUER/.well-known/openid-configuration); unset: social sign-in answers PRECONDITION_FAILED."""
+    oidc_client_id: str | None = setting("SIGNALYARD_HELPDESK_OIDC_CLIENT_ID", None, text)
+    """This helpdesk's client id at that provider (its redirect URI: PUBLIC_URL/auth/callback)."""
+    oidc_client_secret: str | None = setting("SIGNALYARD_HELPDESK_OIDC_CLIENT_SECRET", None, text)
+    """Its client secret."""
+
+
+ORGANIZATION_ID = "an organization's id, as `helpdesk organizations` lists it"
+
+
+def commands(parent: Any, command: Command) -> None:
+    group = parent.add_parser("helpdesk", help="helpdesk: kept mail, organizations and REST API keys")
+    actions = group.add_subparsers(required=True, metavar="ACTION")
+    mails = command("mails", "mails", "print the mail kept while no SMTP server is configured, newest first", actions)
+    mails.add_argument("--to", metavar="EMAIL", help="only the mail sent to this address")
+    mails.add_argument("--limit", type=int, default=20, metavar="N", help="at most N mails (default: %(default)s)")
+    command("organizations", "organizations", "list organizations (id, slug, plan, billing, name)", actions)
+    keys = actions.add_parser("keys", help="REST API keys of an organization")
+    keys = keys.add_subparsers(required=True, metavar="ACTION")
+    create = command("create", "keys_create", "create a key and print it (shown this once)", keys)
+    create.add_argument("organization_id", help=ORGANIZATION_ID)
+    create.add_argument(
+        "--scope",
+        action="append",
+        required=True,
+        metavar="SCOPE",
+        help="a scope it grants (repeatable): *, or RESOURCE:read, RESOURCE:write or RESOURCE:* (tickets, customers, "
+        "conversations, events, webhooks, ...)",
+    )
+    create.add_argument("--name", default="operator key", help="a name to tell it apart (default: %(default)s)")
+    create.add_argument("--per-minute", type=int, metavar="N", help="requests per minute (default: 600)")
+    create.add_argument("--per-hour", type=int, metavar="N", help="requests per hour (default: 20000)")
+    command("list", "keys_list", "list an organization's keys (id, prefix, scopes, state, name)", keys).add_argument(
+        "organization_id", help=ORGANIZATION_ID
+    )
+    command("revoke", "keys_revoke", "revoke a key at once, by its id", keys).add_argument(
+        "key_id", help="the key's id, as `helpdesk keys list` lists it"
+    )
+
+
+SERVICE = Service(
+    name="helpdesk",
+    title="helpdesk API",
+    api="/api/v1",
+    settings=HelpdeskSettings,
+    commands=commands,
+    wiring="signalyard.services.helpdesk",
+)

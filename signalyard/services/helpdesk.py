@@ -1,0 +1,198 @@
+"""The helpdesk's wiring (docs/helpdesk.md): its topics, gateway, processors, first-run demo organization and operator
+tasks; `signalyard/registry/helpdesk.py` describes it to the CLI."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from pathlib import Path
+from secrets import token_urlsafe
+
+from litestar.types import ASGIApp
+from sqlalchemy.engine import Connection
+
+from gateway.common.limits import RateLimits
+from gateway.common.webhooks import WebhookStore
+from gateway.helpdesk.app import create_helpdesk_app
+from gateway.helpdesk.auth import Identity, limits_unavailable, sign_in_limited
+from gateway.helpdesk.authenticator import HelpdeskAuthenticator
+from gateway.helpdesk.billing import Billing
+from gateway.helpdesk.deps import HelpdeskGateway
+from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
+from gateway.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
+from gateway.helpdesk.sessions import Sessions
+from gateway.helpdesk.social import SocialProvider
+from processors.common.outbox import relay_forever
+from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
+from signalyard import secrets
+from signalyard.bootstrap import Background, Platform, webhook_engine
+from signalyard.registry.helpdesk import HelpdeskSettings
+from signalyard.service import Wiring
+from storage.common import keys as key_store
+from storage.common import webhooks
+from storage.common.db import Database
+from storage.helpdesk import identity, keys, workspaces
+from topics import helpdesk as helpdesk_topics
+from topics.helpdesk import WEBHOOKS, HelpdeskTopics
+
+DEMO_EMAIL = "admin@helpdesk.example"
+DEMO_ORGANIZATION = "Demo"
+
+
+def _public_url(p: Platform, s: HelpdeskSettings) -> str:
+    return (s.public_url or f"http://{p.settings.host}:{s.port}").rstrip("/")
+
+
+def _session_key(p: Platform, s: HelpdeskSettings) -> bytes:
+    return (s.session_key or secrets.kept(p.settings.data_dir, "helpdesk-session-key")).encode()
+
+
+def _mailer(p: Platform, s: HelpdeskSettings) -> Mailer:
+    if s.smtp_url is None:
+        return KeptMail(p.db)
+    return SmtpMail(SmtpServer.parse(s.smtp_url), s.mail_from)
+
+
+def _passwords(s: HelpdeskSettings) -> Passwords:
+    return Passwords(PasswordCost(memory_kib=s.password_memory_kib, passes=s.password_passes))
+
+
+def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
+    """The helpdesk gateway app: the REST API, the procedures and the sign-in routes."""
+    public_url = _public_url(p, s)
+    key = _session_key(p, s)
+    social = None
+    if s.oidc_issuer and s.oidc_client_id and s.oidc_client_secret:
+        social = SocialProvider(s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, public_url, key)
+    identity_deps = Identity(
+        db=p.db,
+        sessions=Sessions(p.db, AccessTokens(key), secure=public_url.startswith("https://")),
+        passwords=_passwords(s),
+        limits=RateLimits(p.settings.redis_url, limited=sign_in_limited, unavailable=limits_unavailable),
+        mailer=_mailer(p, s),
+        public_url=public_url,
+        social=social,
+    )
+    billing = None
+    if s.stripe_secret_key:
+        billing = Billing(s.stripe_api_base, s.stripe_secret_key, public_url)
+
+    async def announce(organization_id: str, event_id: str) -> None:
+        await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
+
+    authenticator = HelpdeskAuthenticator(p.db, p.settings.redis_url)
+    helpdesk = HelpdeskGateway(
+        db=p.db,
+        identity=identity_deps,
+        announce=announce,
+        webhooks=WebhookStore(p.db, secrets.webhook_cipher(p.settings), p.settings.webhook_allow_private_targets),
+        billing=billing,
+    )
+    readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
+    return create_helpdesk_app(helpdesk, authenticator, readiness)
+
+
+def processors(p: Platform, _s: HelpdeskSettings) -> list[Background]:
+    """The outgoing webhooks (fan-out, deliverer, sweeper) and the activity log's relay to its topic."""
+    relay = activity_relay(
+        p.db, HelpdeskTopics(p.settings.topic_prefix), p.publish, timeout_s=p.settings.publish_timeout_s
+    )
+    return [*webhook_engine(p, WEBHOOKS), lambda: relay_forever(relay, RELAY_EVERY_S)]
+
+
+async def demo(db: Database, data_dir: Path, s: HelpdeskSettings) -> list[tuple[str, str]]:
+    """First run: a demo organization whose admin signs in with a password, and a REST key with scope `*`, kept in
+    the data directory so later runs print them again."""
+    key_path, password_path = data_dir / "demo-helpdesk-key", data_dir / "demo-helpdesk-password"
+    key, password = secrets.read(key_path), secrets.read(password_path)
+    if key is None or password is None:
+        password = token_urlsafe(12)
+        password_hash = await _passwords(s).hash(password)
+        key = await db.write(_demo_organization, password_hash, datetime.now(UTC))
+        secrets.keep(password_path, password)
+        secrets.keep(key_path, key)
+    return [("sign in", f"{DEMO_EMAIL} / {password} (auth.signInWithPassword)"), ("API key", key)]
+
+
+def _demo_organization(connection: Connection, password_hash: str, now: datetime) -> str:
+    user = identity.signed_in_by_email(connection, DEMO_EMAIL, now)
+    workspace = workspaces.existing(connection, user.id) or workspaces.complete_signup(
+        connection,
+        user.id,
+        name="Demo Admin",
+        organization_name=DEMO_ORGANIZATION,
+        plan=workspaces.FREE_PLAN,
+        now=now,
+        slugs=workspaces.slug_candidates,
+    )
+    identity.set_password_hash(connection, user.id, password_hash, now)
+    return keys.create_key(connection, workspace.organization_id, name="demo key", scopes=["*"], now=now)[1]
+
+
+def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
+    key = dict(demo_lines)["API key"]
+    return (
+        f"curl -s {base}/api/v1/tickets -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' \\\n"
+        f'    -d \'{{"subject": "My order has not arrived", "customer_email": "ada@example.com"}}\''
+    )
+
+
+# Operator tasks: the bodies of `signalyard helpdesk ...` (their arguments are in the registry)
+
+
+async def mails(db: Database, args: argparse.Namespace) -> None:
+    kept = await db.read(identity.kept_mails, args.to, args.limit)
+    if not kept:
+        print("no kept mail" + (f" to {args.to}" if args.to else ""))
+    for mail in kept:
+        print(f"--- {mail.created_at.isoformat()} to {mail.recipient}: {mail.subject}")
+        print(mail.body.rstrip())
+
+
+async def organizations(db: Database, _: argparse.Namespace) -> None:
+    print("id\tslug\tplan\tbilling\tname")
+    for org in await db.read(workspaces.organizations):
+        print(f"{org.id}\t{org.slug}\t{org.plan}\t{org.billing_status}\t{org.name}")
+
+
+async def keys_create(db: Database, args: argparse.Namespace) -> None:
+    limits = dict(keys.DEFAULT_RATE_LIMITS)
+    for window, given in (("minute", args.per_minute), ("hour", args.per_hour)):
+        if given is not None:
+            if given < 1:
+                raise ValueError(f"--per-{window} must be at least 1")
+            limits[window] = given
+    row, key = await db.write(
+        keys.create_key, args.organization_id, name=args.name, scopes=args.scope, rate_limits=limits
+    )
+    print(f"key {row.id}")
+    print(key)
+
+
+async def keys_list(db: Database, args: argparse.Namespace) -> None:
+    print("id\tprefix\tscopes\tstate\tname")
+    for row in await db.read(key_store.owner_keys, keys.SERVICE, args.organization_id):
+        state = "revoked" if row.revoked_at is not None else "active"
+        print(f"{row.id}\t{row.display_prefix}\t{','.join(row.scopes)}\t{state}\t{row.name or ''}")
+
+
+async def keys_revoke(db: Database, args: argparse.Namespace) -> None:
+    if await db.write(key_store.revoke_key, keys.SERVICE, args.key_id) is None:
+        raise LookupError(f"no active helpdesk key {args.key_id}")
+    print(f"key {args.key_id}: revoked")
+
+
+WIRING = Wiring(
+    channels=lambda prefix: {**helpdesk_topics.channels(prefix), **webhooks.events_channel("helpdesk", prefix)},
+    gateway=gateway,
+    processors=processors,
+    demo=demo,
+    example=example,
+    tasks={
+        "mails": mails,
+        "organizations": organizations,
+        "keys_create": keys_create,
+        "keys_list": keys_list,
+        "keys_revoke": keys_revoke,
+    },
+)

@@ -1,0 +1,479 @@
+"""A fake Stripe API on a real local socket, for tests of paid plans (`gateway/helpdesk/billing.py`) through the
+official `stripe` library.
+
+Usage::
+
+    with StripeServer("sk_test_...") as server:
+        billing = Billing(server.base_url, "sk_test_...", "http://helpdesk.test")
+        server.fail_next("/v1/checkout/sessions", status=500)   # the next session fails, the one after works
+        ...
+        assert len(server.customers) == 1
+
+The server runs uvicorn in a daemon thread with its own event loop, as `tests/peers/twilio.py` does, and speaks
+Stripe's wire format for two endpoints, `POST /v1/customers` and `POST /v1/checkout/sessions`:
+
+* bodies are `application/x-www-form-urlencoded` with Stripe's nested keys (`metadata[plan]=pro`,
+  `line_items[0][price_data][recurring][interval]=month`), read back into dicts and lists (`RecordedRequest.params`);
+* `Authorization: Bearer <secret key>` (or HTTP basic with the key as the user, which Stripe also takes) is required:
+  anything else is 401 with Stripe's error body;
+* `Idempotency-Key` is honoured as Stripe does: the same key with the same parameters replays the first answer (with
+  `Idempotent-Replayed: true`), with other parameters it is 400 `idempotency_error`. Failures programmed with
+  `fail_next` are not saved under the key (as Stripe saves no result for a request that failed before the endpoint
+  ran), so a retry with the key gets a real answer;
+* answers are objects of Stripe's shapes (`cus_...` customers, `cs_test_...` open sessions with a `url`), errors
+  `{"error": {"type", "message", "code", "param"}}` with a `Request-Id` header; a session for an unknown customer is
+  400 `resource_missing`, and missing or malformed parameters are 400 `parameter_missing` / `parameter_invalid_*`.
+
+Every request is recorded in `requests`, authorized or not, in arrival order; `reset()` forgets everything.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import secrets
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Self
+from urllib.parse import parse_qsl
+
+import uvicorn
+
+__all__ = ["RecordedRequest", "StripeServer", "parse_form"]
+
+CUSTOMERS = "/v1/customers"
+SESSIONS = "/v1/checkout/sessions"
+_KEY = re.compile(r"([^\[\]]+)|\[([^\[\]]*)\]")
+
+
+def parse_form(pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Stripe's form encoding read back: `a[b][0][c]=v` -> `{"a": {"b": [{"c": "v"}]}}`. Raises ValueError for keys
+    that contradict each other (`a=1&a[b]=2`) or are not of that form."""
+    root: dict[str, Any] = {}
+    for key, value in pairs:
+        parts = [name or index for name, index in _KEY.findall(key)]
+        if not parts or parts[0] + "".join(f"[{part}]" for part in parts[1:]) != key:
+            raise ValueError(f"malformed key {key!r}")
+        node = root
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise _contradicts(key)
+        if isinstance(node.get(parts[-1]), dict):
+            raise _contradicts(key)
+        node[parts[-1]] = value
+    return _listed(root)  # type: ignore[no-any-return]
+
+
+def _contradicts(key: str) -> ValueError:
+    return ValueError(f"{key!r} contradicts an earlier key")
+
+
+def _listed(node: Any) -> Any:
+    """Dicts whose keys are 0..n-1 become lists."""
+    if not isinstance(node, dict):
+        return node
+    items = {key: _listed(value) for key, value in node.items()}
+    if items and all(key.isdigit() for key in items) and sorted(map(int, items)) == list(range(len(items))):
+        return [items[str(index)] for index in range(len(items))]
+    return items
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    """Lower-cased names."""
+    form: list[tuple[str, str]]
+    """The body's pairs, in order, as sent."""
+    params: dict[str, Any]
+    """The body read back into nested dicts and lists."""
+    authorized: bool
+    status: int = 0
+    """What the server answered."""
+
+    @property
+    def idempotency_key(self) -> str | None:
+        return self.headers.get("idempotency-key")
+
+
+@dataclass
+class _Failure:
+    status: int
+    body: dict[str, Any]
+
+
+@dataclass
+class _Answer:
+    status: int
+    body: dict[str, Any]
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, type_: str, message: str, *, code: str | None = None, param: str | None = None):
+        super().__init__(message)
+        self.answer = _Answer(status, _error(type_, message, code=code, param=param))
+
+
+def _error(
+    type_: str, message: str, *, code: str | None = None, param: str | None = None, **more: Any
+) -> dict[str, Any]:
+    error: dict[str, Any] = {"type": type_, "message": message}
+    if code is not None:
+        error["code"] = code
+        error["doc_url"] = f"https://stripe.com/docs/error-codes/{code.replace('_', '-')}"
+    if param is not None:
+        error["param"] = param
+    return {"error": error | more}
+
+
+def _id(prefix: str, length: int = 24) -> str:
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def _missing(param: str) -> _Refused:
+    return _Refused(
+        400, "invalid_request_error", f"Missing required param: {param}.", code="parameter_missing", param=param
+    )
+
+
+def _invalid(param: str, message: str, code: str = "parameter_invalid_string") -> _Refused:
+    return _Refused(400, "invalid_request_error", message, code=code, param=param)
+
+
+class StripeServer:
+    """A fake `api.stripe.com` on 127.0.0.1 and a free port; use as a context manager. See the module's docstring."""
+
+    def __init__(self, secret_key: str = "sk_test_signalyard0000000000000000") -> None:
+        self.secret_key = secret_key
+        self._lock = threading.Lock()
+        self._requests: list[RecordedRequest] = []
+        self._failures: dict[str, deque[_Failure]] = {}
+        self._idempotent: dict[str, tuple[str, list[tuple[str, str]], _Answer]] = {}
+        self.customers: dict[str, dict[str, Any]] = {}
+        """Customers made, by id, in creation order."""
+        self.sessions: dict[str, dict[str, Any]] = {}
+        """Checkout Sessions made, by id, in creation order."""
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._socket: socket.socket | None = None
+        self.base_url = ""
+        """`http://127.0.0.1:<port>`: the API base to give the library. Set once started."""
+
+    # ---------------------------------------------------------------- lifecycle
+
+    def start(self) -> Self:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        self._socket = sock
+        config = uvicorn.Config(
+            self._app,
+            interface="asgi3",
+            lifespan="off",
+            proxy_headers=False,
+            log_level="warning",
+            access_log=False,
+            http="h11",
+            loop="asyncio",
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-stripe", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:  # uvicorn offers no event to wait on
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("fake Stripe server did not start")
+            time.sleep(0.005)
+        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
+        self._server = self._thread = self._socket = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # ---------------------------------------------------------------- programming
+
+    def fail_next(
+        self,
+        path: str,
+        *,
+        status: int = 500,
+        times: int = 1,
+        error_type: str | None = None,
+        code: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        """The next `times` requests to `path` answer `status` with Stripe's error body: by default `api_error` for
+        5xx, `card_error`/`card_declined` for 402, `rate_limit_error` for 429, else `invalid_request_error`. They are
+        answered once authorized, and not saved under their idempotency key."""
+        default_type, default_code, default_message = {
+            402: ("card_error", "card_declined", "Your card was declined."),
+            429: ("rate_limit_error", "rate_limit", "Too many requests made to the API too quickly"),
+        }.get(
+            status,
+            ("api_error", None, "An unknown error occurred")
+            if status >= 500
+            else ("invalid_request_error", None, "Invalid request"),
+        )
+        more = {"decline_code": "generic_decline"} if (error_type or default_type) == "card_error" else {}
+        body = _error(error_type or default_type, message or default_message, code=code or default_code, **more)
+        with self._lock:
+            self._failures.setdefault(path, deque()).extend(_Failure(status, body) for _ in range(times))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._requests.clear()
+            self._failures.clear()
+            self._idempotent.clear()
+            self.customers.clear()
+            self.sessions.clear()
+
+    # ---------------------------------------------------------------- inspection
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """Every request received so far, oldest first (a copy)."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_to(self, path: str) -> list[RecordedRequest]:
+        return [request for request in self.requests if request.path == path]
+
+    # ---------------------------------------------------------------- the API
+
+    def _authorized(self, header: str | None) -> bool:
+        if header is None:
+            return False
+        scheme, _, credentials = header.partition(" ")
+        if scheme.lower() == "bearer":
+            return secrets.compare_digest(credentials, self.secret_key)
+        if scheme.lower() == "basic":
+            try:
+                user = base64.b64decode(credentials).decode().partition(":")[0]
+            except ValueError:
+                return False
+            return secrets.compare_digest(user, self.secret_key)
+        return False
+
+    def _unauthorized(self, header: str | None) -> _Answer:
+        if header is None:
+            message = (
+                "You did not provide an API key. You need to provide your API key in the Authorization header, using "
+                "Bearer auth (e.g. 'Authorization: Bearer YOUR_SECRET_KEY')."
+            )
+        else:
+            given = header.partition(" ")[2]
+            message = f"Invalid API Key provided: {given[:8]}{'*' * max(len(given) - 12, 0)}{given[-4:]}"
+        return _Answer(401, _error("invalid_request_error", message))
+
+    def _answer(self, method: str, path: str, headers: dict[str, str], form: list[tuple[str, str]]) -> _Answer:
+        """Under the lock: the answer to one authorized request."""
+        failures = self._failures.get(path)
+        if failures:
+            failure = failures.popleft()
+            return _Answer(failure.status, failure.body)
+        key = headers.get("idempotency-key")
+        if key is not None and key in self._idempotent:
+            first_path, first_form, answer = self._idempotent[key]
+            if (first_path, sorted(first_form)) != (path, sorted(form)):
+                return _Answer(
+                    400,
+                    _error(
+                        "idempotency_error",
+                        "Keys for idempotent requests can only be used with the same parameters they were first used "
+                        f"with. Try using a key other than '{key}' if you meant to execute a different request.",
+                    ),
+                )
+            return _Answer(answer.status, answer.body, [("idempotent-replayed", "true")])
+        try:
+            answer = _Answer(200, self._run(method, path, form))
+        except _Refused as refused:
+            answer = refused.answer
+        if key is not None:
+            self._idempotent[key] = (path, form, answer)
+        return answer
+
+    def _run(self, method: str, path: str, form: list[tuple[str, str]]) -> dict[str, Any]:
+        """The object a request makes; raises _Refused with Stripe's error."""
+        if method != "POST" or path not in (CUSTOMERS, SESSIONS):
+            raise _Refused(404, "invalid_request_error", f"Unrecognized request URL ({method}: {path}).")
+        try:
+            params = parse_form(form)
+        except ValueError as error:
+            raise _Refused(400, "invalid_request_error", f"Invalid parameters: {error}") from None
+        return self._customer(params) if path == CUSTOMERS else self._session(params)
+
+    def _customer(self, params: dict[str, Any]) -> dict[str, Any]:
+        metadata = params.get("metadata", {})
+        if not isinstance(metadata, dict):
+            raise _invalid("metadata", "Invalid object", code="parameter_invalid_object")
+        customer: dict[str, Any] = {
+            "id": _id("cus_", 14),
+            "object": "customer",
+            "address": None,
+            "balance": 0,
+            "created": int(time.time()),
+            "currency": None,
+            "default_source": None,
+            "delinquent": False,
+            "description": params.get("description"),
+            "email": params.get("email"),
+            "invoice_prefix": secrets.token_hex(4).upper(),
+            "invoice_settings": {
+                "custom_fields": None,
+                "default_payment_method": None,
+                "footer": None,
+                "rendering_options": None,
+            },
+            "livemode": False,
+            "metadata": metadata,
+            "name": params.get("name"),
+            "phone": params.get("phone"),
+            "preferred_locales": [],
+            "shipping": None,
+            "tax_exempt": "none",
+            "test_clock": None,
+        }
+        self.customers[customer["id"]] = customer
+        return customer
+
+    def _session(self, params: dict[str, Any]) -> dict[str, Any]:
+        mode = params.get("mode")
+        if mode is None:
+            raise _missing("mode")
+        if mode not in ("payment", "setup", "subscription"):
+            raise _invalid("mode", f"Invalid mode: must be one of payment, setup, or subscription (got {mode!r})")
+        customer = params.get("customer")
+        if customer is not None and customer not in self.customers:
+            raise _Refused(
+                400,
+                "invalid_request_error",
+                f"No such customer: '{customer}'",
+                code="resource_missing",
+                param="customer",
+            )
+        for url in ("success_url", "cancel_url"):
+            if url in params and not re.match(r"https?://", params[url]):
+                raise _invalid(url, f"Not a valid URL: {url}", code="url_invalid")
+        line_items = params.get("line_items")
+        if mode != "setup" and not line_items:
+            raise _missing("line_items")
+        if not isinstance(line_items or [], list):
+            raise _invalid("line_items", "Invalid array", code="parameter_invalid_array")
+        total = 0
+        currency = None
+        for index, item in enumerate(line_items or []):
+            where = f"line_items[{index}]"
+            if not isinstance(item, dict):
+                raise _invalid(where, "Invalid object", code="parameter_invalid_object")
+            if "quantity" not in item:
+                raise _missing(f"{where}[quantity]")
+            if not item["quantity"].isdigit():
+                raise _invalid(f"{where}[quantity]", "Invalid integer", code="parameter_invalid_integer")
+            if "price" in item:
+                continue
+            price_data = item.get("price_data")
+            if not isinstance(price_data, dict):
+                raise _missing(f"{where}[price]")
+            for required in ("currency", "unit_amount"):
+                if required not in price_data:
+                    raise _missing(f"{where}[price_data][{required}]")
+            if not price_data["unit_amount"].isdigit():
+                raise _invalid(f"{where}[price_data][unit_amount]", "Invalid integer", "parameter_invalid_integer")
+            if "product" not in price_data and not (price_data.get("product_data") or {}).get("name"):
+                raise _missing(f"{where}[price_data][product_data][name]")
+            interval = (price_data.get("recurring") or {}).get("interval")
+            if mode == "subscription" and interval not in ("day", "week", "month", "year"):
+                raise _missing(f"{where}[price_data][recurring][interval]")
+            total += int(price_data["unit_amount"]) * int(item["quantity"])
+            currency = price_data["currency"]
+        session_id = _id("cs_test_", 58)
+        created = int(time.time())
+        session = {
+            "id": session_id,
+            "object": "checkout.session",
+            "amount_subtotal": total if currency else None,
+            "amount_total": total if currency else None,
+            "cancel_url": params.get("cancel_url"),
+            "client_reference_id": params.get("client_reference_id"),
+            "created": created,
+            "currency": currency,
+            "customer": customer,
+            "customer_email": None,
+            "expires_at": created + 24 * 3600,
+            "livemode": False,
+            "metadata": params.get("metadata", {}),
+            "mode": mode,
+            "payment_status": "no_payment_required" if mode == "setup" else "unpaid",
+            "status": "open",
+            "subscription": None,
+            "success_url": params.get("success_url"),
+            "ui_mode": "hosted",
+            "url": f"https://checkout.stripe.com/c/pay/{session_id}",
+        }
+        self.sessions[session_id] = session
+        return session
+
+    # ---------------------------------------------------------------- HTTP
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        form = parse_qsl(body.decode(), keep_blank_values=True) if body else []
+        authorization = headers.get("authorization")
+        authorized = self._authorized(authorization)
+        with self._lock:
+            if authorized:
+                answer = self._answer(scope["method"], scope["path"], headers, form)
+            else:
+                answer = self._unauthorized(authorization)
+            try:
+                params = parse_form(form)
+            except ValueError:
+                params = {}
+            self._requests.append(
+                RecordedRequest(scope["method"], scope["path"], headers, form, params, authorized, answer.status)
+            )
+        await send(
+            {
+                "type": "http.response.start",
+                "status": answer.status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"request-id", _id("req_", 14).encode()),
+                    (b"stripe-version", headers.get("stripe-version", "2026-10-28.endive").encode()),
+                    *((name.encode(), value.encode()) for name, value in answer.headers),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": json.dumps(answer.body).encode()})
