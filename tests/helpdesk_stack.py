@@ -139,7 +139,7 @@ class HelpdeskStack(ServiceStack):
     async def wait_for_processors(self) -> None:
         """The fan-out's consumer group takes a few seconds to join: a warm-up event, to an endpoint that refuses the
         connection, tells when an announced event gets its delivery attempted."""
-        owner = f"warm-up-{uuid.uuid4()}"
+        owner = f"warm-up-{uuid.uuid4().hex}"  # owner ids are at most 40 characters
         cipher = MultiFernet([Fernet(Fernet.generate_key())])
 
         def record(connection: Any) -> str:

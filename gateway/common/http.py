@@ -81,6 +81,9 @@ def complete_allow(app: Litestar) -> ASGIApp:
     the path's first handler only, so a path with GET and POST answered `Allow: GET, OPTIONS` (litestar#4169, fixed in
     Litestar 3); the methods are read from the app's own route table instead."""
 
+    # by the template routing gives a request (`/tickets/{ticket_id}`, without the parameters' types)
+    methods_of: dict[str, set[str]] = {route.path_format: getattr(route, "methods", set()) for route in app.routes}
+
     async def handle(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "OPTIONS":
             await app(scope, receive, send)
@@ -88,7 +91,7 @@ def complete_allow(app: Litestar) -> ASGIApp:
 
         async def send_with_allow(message: Message) -> None:
             if message["type"] == "http.response.start" and message["status"] == 204:
-                methods = app.route_handler_method_map.get(scope.get("path_template") or "", {})
+                methods = methods_of.get(scope.get("path_template") or "", set())
                 if methods:
                     MutableScopeHeaders.from_message(message)["Allow"] = ", ".join(sorted({*methods, "OPTIONS"}))
             await send(message)

@@ -34,6 +34,7 @@ from litestar.openapi.spec import (
     OpenAPIType,
     Operation,
     Parameter,
+    Reference,
     RequestBody,
     Schema,
 )
@@ -81,12 +82,50 @@ class MsgspecSchemaPlugin(StructSchemaPlugin):
         info = cast(msgspec.inspect.StructType, msgspec.inspect.type_info(field_definition.type_))
         if info.forbid_unknown_fields:
             schema.additional_properties = False
+        # Rules across fields that a Struct states as class variables (checked by its route):
+        # `one_of_required = (("a",), ("b",))`: exactly one of the alternatives is given;
+        # `dependent_required = {"a": ("b",)}`: `a` only with `b`;
+        # `never_together = {"a": 1, "b": True}`: not these values at once.
+        struct = field_definition.type_
+        if alternatives := getattr(struct, "one_of_required", None):
+            schema.one_of = [Schema(required=list(names)) for names in alternatives]
+        if dependent := getattr(struct, "dependent_required", None):
+            schema.dependent_required = {name: list(needs) for name, needs in dependent.items()}
+        if together := getattr(struct, "never_together", None):
+            properties: dict[str, Schema | Reference] = {name: Schema(const=value) for name, value in together.items()}
+            schema.schema_not = Schema(required=list(together), properties=properties)
         for field in info.fields:
+            documented = (schema.properties or {}).get(field.encode_name)
             format_ = _extra_json_schema(field.type).get("format")
-            target = _string_schema((schema.properties or {}).get(field.encode_name))
+            target = _string_schema(documented)
             if format_ and target is not None:
                 target.format = _format(format_)
+            _constrain_items(documented, field.type)
         return schema
+
+
+def _constrain_items(documented: Any, field_type: msgspec.inspect.Type) -> None:
+    """A list of constrained strings (`list[Annotated[str, Meta(min_length=1, pattern=...)]]`): Litestar documents
+    its items as any string; give them their length and pattern, so that a document-valid list is a valid one."""
+    while isinstance(field_type, msgspec.inspect.Metadata | msgspec.inspect.UnionType):
+        if isinstance(field_type, msgspec.inspect.Metadata):
+            field_type = field_type.type
+        else:
+            field_type = next((t for t in field_type.types if isinstance(t, msgspec.inspect.ListType)), field_type)
+            if isinstance(field_type, msgspec.inspect.UnionType):
+                return
+    if not isinstance(field_type, msgspec.inspect.ListType):
+        return
+    item = field_type.item_type
+    item = item.type if isinstance(item, msgspec.inspect.Metadata) else item
+    arrays = [documented, *(getattr(documented, "one_of", None) or [])]
+    if not isinstance(item, msgspec.inspect.StrType):
+        return
+    for array in arrays:
+        if isinstance(array, Schema) and array.type == OpenAPIType.ARRAY and isinstance(array.items, Schema):
+            array.items.min_length = item.min_length
+            array.items.max_length = item.max_length
+            array.items.pattern = item.pattern
 
 
 def _extra_json_schema(field_type: msgspec.inspect.Type) -> dict[str, Any]:

@@ -53,5 +53,5 @@ def create_helpdesk_app(
         given={"helpdesk": helpdesk, "webhook_store": helpdesk.webhooks},
         authenticator=authenticator,
         readiness=readiness,
-        on_shutdown=[authenticator.last_used.flush],
+        on_shutdown=[authenticator.last_used.flush, *([helpdesk.billing.aclose] if helpdesk.billing else [])],
     )

@@ -29,6 +29,7 @@ from gateway.common.limits import RateLimits
 from gateway.helpdesk.identity import Passwords, digest, opaque
 from gateway.helpdesk.mail import Mailer
 from gateway.helpdesk.redirects import is_safe_local_path
+from gateway.helpdesk.schemas import EMAIL_PATTERN
 from gateway.helpdesk.sessions import Resolved, Sessions, SignedIn
 from gateway.helpdesk.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
 from gateway.helpdesk.social import COOKIE as SOCIAL_COOKIE
@@ -48,13 +49,12 @@ SIGN_IN_LIMIT = limit("5/minute")
 PASSWORD_CHECKS_PER_CLIENT = limit("30/minute")
 """Password checks (argon2: tens of milliseconds and 19 MiB each) one client address may ask for, whatever the
 account: the per-address limit alone would let a client vary the address."""
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 PROVIDER_ERROR = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 """An `error` the provider sends back to the callback (`access_denied`...): quoted in the refusal when it is one."""
 
 log = structlog.get_logger("signalyard.gateway.helpdesk")
 
-Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL.pattern)]
+Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL_PATTERN)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
 
 

@@ -68,7 +68,7 @@ class CustomersController(Controller):
                 customers.listing, request.user.owner_id, email=email, limit=limit, cursor=cursor
             )
         except CursorNotFound:
-            raise HelpdeskError(400, "cursor is not a customer of this listing") from None
+            raise HelpdeskError(404, "cursor names no customer of this listing") from None
         data = [customer_object(customer) for customer in found]
         return CustomerList(data=data, has_more=has_more, next_cursor=next_cursor([c.id for c in data], has_more))
 

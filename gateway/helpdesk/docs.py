@@ -42,8 +42,6 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
         "A body, parameter or cursor that does not fit: the message names the field",
         [
             ("invalid_field", "Expected `str` of length <= 255, got `str` of length 300 (field `subject`)"),
-            ("unknown_customer", "customer_id names no customer of this organization"),
-            ("bad_cursor", "cursor is not a ticket of this listing"),
         ],
     ),
     401: (
@@ -54,7 +52,14 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
         ],
     ),
     403: ("The key lacks the route's scope", [("scope", "This key lacks the scope tickets:write")]),
-    404: ("No such object in this organization", [("not_found", "No ticket with that id in this organization")]),
+    404: (
+        "No such object in this organization; a cursor that names no item of the listing",
+        [
+            ("not_found", "No ticket with that id in this organization"),
+            ("stale_cursor", "cursor names no ticket of this listing"),
+            ("unknown_assignee", "assignee_id names no user of this organization"),
+        ],
+    ),
     409: (
         "The object conflicts with another: a customer's address taken; webhooks at their limit or disabled",
         [
@@ -120,6 +125,7 @@ LIST_TICKETS = _route(
     200,
     openapi.response(TicketList, "A page of tickets; `next_cursor` continues it"),
     400,
+    404,
 )
 CREATE_TICKET = _route(
     "createTicket",
@@ -127,6 +133,7 @@ CREATE_TICKET = _route(
     201,
     openapi.response(Ticket, "The new ticket, numbered next in the organization"),
     400,
+    404,
     body=CreateTicket,
     description="Writes the ticket's activity events and its `ticket.created` webhook event in the same transaction.",
 )
@@ -174,6 +181,7 @@ LIST_CUSTOMERS = _route(
     200,
     openapi.response(CustomerList, "A page of customers"),
     400,
+    404,
 )
 CREATE_CUSTOMER = _route(
     "createCustomer",

@@ -62,6 +62,9 @@ class HelpdeskErrors:
         return error
 
     def bad_request(self, status: int, message: str, details: Any = None) -> HelpdeskError:
+        if isinstance(details, list) and details and all(isinstance(d, dict) and "key" in d for d in details):
+            # Litestar's "Validation failed for GET <url>" says neither which parameter is wrong nor why
+            message = "; ".join(f"{d.get('message', 'Invalid value')} (parameter `{d['key']}`)" for d in details)
         return HelpdeskError(status if status in CODES else 400, message)
 
     def invalid_body(self, message: str) -> HelpdeskError:

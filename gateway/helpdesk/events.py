@@ -161,7 +161,7 @@ class EventsController(Controller):
         aggregate_id: Annotated[str, Parameter(pattern=UUID, description="The entity's id")],
         limit: Annotated[int, Parameter(ge=1, le=100, description="Page size, 1 to 100")] = 50,
         cursor: Annotated[
-            str | None, Parameter(max_length=64, description="The `next_cursor` of the previous page")
+            str | None, Parameter(pattern=UUID, description="The `next_cursor` of the previous page")
         ] = None,
     ) -> EventList:
         mine = request.user.owner_id
@@ -173,7 +173,7 @@ class EventsController(Controller):
                 events.of_aggregate, mine, aggregate_type, aggregate_id, limit=limit, cursor=cursor
             )
         except CursorNotFound:
-            raise HelpdeskError(400, "cursor is not an event of this listing") from None
+            raise HelpdeskError(404, "cursor names no event of this listing") from None
         data = [event_object(event) for event in page.events]
         after = data[-1].id if page.has_more and data else None
         return EventList(data=data, has_more=page.has_more, next_cursor=after)

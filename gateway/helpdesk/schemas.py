@@ -3,7 +3,7 @@ as the contract's resources (section 2) have them."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 
@@ -22,13 +22,14 @@ Timestamp = Annotated[
 Status = Literal["open", "pending", "resolved", "closed"]
 Priority = Literal["low", "normal", "high", "urgent"]
 Channel = Literal["api", "email", "sms", "chat", "voice", "web"]
-Email = Annotated[
-    str, msgspec.Meta(max_length=320, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", examples=["ada@example.com"])
-]
+EMAIL_PATTERN = r"^[^@\x00-\x20\x7f]+@[^@\x00-\x20\x7f]+\.[^@\x00-\x20\x7f]+$"
+r"""Something, `@`, something with a dot, none of it spaces or control characters (written without `\s`, which
+regex engines read differently)."""
+Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL_PATTERN, examples=["ada@example.com"])]
 PersonName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, examples=["Ada Lovelace"])]
 Phone = Annotated[str, msgspec.Meta(max_length=32, pattern=r"^\+?[0-9 ()\-.]{3,31}$", examples=["+14155550100"])]
 Subject = Annotated[str, msgspec.Meta(min_length=1, max_length=255, examples=["My order has not arrived"])]
-Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\s,]+$", examples=["shipping"])]
+Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x20\x7f,]+$", examples=["shipping"])]
 Tags = Annotated[list[Tag], msgspec.Meta(max_length=20)]
 Body = Annotated[str, msgspec.Meta(min_length=1, max_length=65536, examples=["It was due on Monday."])]
 
@@ -86,10 +87,13 @@ class TicketList(msgspec.Struct, kw_only=True):
 class CreateTicket(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The customer by `customer_id`, or by `customer_email` (made when new, named `customer_name`)."""
 
+    one_of_required: ClassVar = (("customer_id",), ("customer_email",))
+    dependent_required: ClassVar = {"customer_name": ("customer_email",)}
+
     subject: Subject
-    customer_id: Uuid | None = None
-    customer_email: Email | None = None
-    customer_name: PersonName | None = None
+    customer_id: Uuid | msgspec.UnsetType = msgspec.UNSET
+    customer_email: Email | msgspec.UnsetType = msgspec.UNSET
+    customer_name: PersonName | msgspec.UnsetType = msgspec.UNSET
     message: Body | None = None
     """The customer's first message, stored as the ticket's first reply."""
     priority: Priority = "normal"
@@ -129,6 +133,8 @@ class AddConversation(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A reply (to the customer) or, with `internal: true`, a note only agents see. `author_type: customer` records
     the customer's own message (an integration relaying it)."""
 
+    never_together: ClassVar = {"author_type": "customer", "internal": True}
+
     body: Body
     internal: bool = False
     author_type: Literal["agent", "customer"] = "agent"
@@ -154,7 +160,16 @@ class EventList(msgspec.Struct, kw_only=True):
 
 
 WebhookEvent = EventType
-Url = Annotated[str, msgspec.Meta(max_length=2048, examples=["https://hooks.example.com/helpdesk"])]
+Url = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?$",
+        description="An http or https URL on a public host",
+        examples=["https://hooks.example.com/helpdesk"],
+    ),
+]
 
 
 class CreateWebhook(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

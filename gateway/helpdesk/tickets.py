@@ -39,9 +39,10 @@ _decode_update = msgspec.json.Decoder(UpdateTicket).decode
 _decode_conversation = msgspec.json.Decoder(AddConversation).decode
 
 Limit = Annotated[int, Parameter(ge=1, le=100, description="Page size, 1 to 100")]
+UUID = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 Cursor = Annotated[
     str | None,
-    Parameter(description="The `next_cursor` of the previous page: the page starts after it", max_length=64),
+    Parameter(description="The `next_cursor` of the previous page: the page starts after it", pattern=UUID),
 ]
 UuidFilter = Annotated[
     str | None,
@@ -123,7 +124,7 @@ class TicketsController(Controller):
                 cursor=cursor,
             )
         except CursorNotFound:
-            raise HelpdeskError(400, "cursor is not a ticket of this listing") from None
+            raise HelpdeskError(404, "cursor names no ticket of this listing") from None
         data = [ticket_object(ticket) for ticket in found]
         return TicketList(data=data, has_more=has_more, next_cursor=next_cursor([t.id for t in data], has_more))
 
@@ -132,17 +133,17 @@ class TicketsController(Controller):
         self, request: Request[HelpdeskPrincipal, Any, Any], helpdesk: NamedDependency[HelpdeskGateway]
     ) -> Response[Ticket]:
         body = decode_body(_decode_create, await request.body(), ERRORS)
-        if (body.customer_id is None) == (body.customer_email is None):
+        if (body.customer_id is msgspec.UNSET) == (body.customer_email is msgspec.UNSET):
             raise HelpdeskError(400, "Give the customer as customer_id or as customer_email (one of them)")
-        if body.customer_id is not None and body.customer_name is not None:
+        if body.customer_id is not msgspec.UNSET and body.customer_name is not msgspec.UNSET:
             raise HelpdeskError(400, "customer_name names a new customer: give it with customer_email")
         organization_id = request.user.owner_id
         try:
             ticket = await _create(helpdesk, organization_id, body)
         except tickets.UnknownCustomer:
-            raise HelpdeskError(400, "customer_id names no customer of this organization") from None
+            raise HelpdeskError(404, "customer_id names no customer of this organization") from None
         except tickets.UnknownAssignee:
-            raise HelpdeskError(400, "assignee_id names no user of this organization") from None
+            raise HelpdeskError(404, "assignee_id names no user of this organization") from None
         return Response(ticket_object(ticket), status_code=201)
 
     @get("/{ticket_id:str}", guards=[requires("tickets:read")], **docs.GET_TICKET)
@@ -179,7 +180,7 @@ class TicketsController(Controller):
                 actor_id=None,
             )
         except tickets.UnknownAssignee:
-            raise HelpdeskError(400, "assignee_id names no user of this organization") from None
+            raise HelpdeskError(404, "assignee_id names no user of this organization") from None
         if ticket is None:
             raise HelpdeskError(404, "No ticket with that id in this organization")
         return ticket_object(ticket)
@@ -198,7 +199,7 @@ class TicketsController(Controller):
         try:
             found, has_more = await helpdesk.db.read(tickets.conversations, ticket.id, limit=limit, cursor=cursor)
         except CursorNotFound:
-            raise HelpdeskError(400, "cursor is not a conversation of this ticket") from None
+            raise HelpdeskError(404, "cursor names no conversation of this ticket") from None
         data = [conversation_object(conversation) for conversation in found]
         return ConversationList(data=data, has_more=has_more, next_cursor=next_cursor([c.id for c in data], has_more))
 
@@ -241,7 +242,7 @@ class TicketsController(Controller):
         try:
             page = await helpdesk.db.read(events.of_ticket, organization_id, ticket.id, limit=limit, cursor=cursor)
         except CursorNotFound:
-            raise HelpdeskError(400, "cursor is not an event of this ticket") from None
+            raise HelpdeskError(404, "cursor names no event of this ticket") from None
         data = [event_object(event) for event in page.events]
         return EventList(
             data=data, has_more=page.has_more, next_cursor=next_cursor([e.id for e in data], page.has_more)
@@ -257,9 +258,9 @@ async def _create(helpdesk: HelpdeskGateway, organization_id: str, body: CreateT
                 tickets.create,
                 organization_id,
                 subject=body.subject,
-                customer_id=body.customer_id,
-                customer_email=body.customer_email,
-                customer_name=body.customer_name,
+                customer_id=_given(body.customer_id),
+                customer_email=_given(body.customer_email),
+                customer_name=_given(body.customer_name),
                 priority=body.priority,
                 status=body.status,
                 channel=body.channel,
@@ -272,3 +273,7 @@ async def _create(helpdesk: HelpdeskGateway, organization_id: str, body: CreateT
             if attempt:
                 raise
     raise AssertionError("unreachable")
+
+
+def _given(value: str | msgspec.UnsetType) -> str | None:
+    return None if value is msgspec.UNSET else value

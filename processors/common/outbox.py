@@ -134,11 +134,13 @@ class Relay:
         timeout_s: float = 5,
         batch: int = 500,
         in_flight: int = 64,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.db = db
         self.box = box
         self.publish = publish
         self.done = done
+        self.clock = clock
         self.lease = lease
         self.timeout_s = timeout_s
         self.batch = batch
@@ -148,7 +150,7 @@ class Relay:
         """One pass; returns how many rows were published."""
         sent = 0
         while True:
-            now = datetime.now(UTC)
+            now = self.clock()
             rows = await self.db.write(
                 outbox.claim_stale,
                 self.box.table,

@@ -117,7 +117,8 @@ def update_customer(
     current = get(connection, organization_id, customer_id)
     if current is None:
         return None
-    changes = {k: (v.lower() if k == "email" else v) for k, v in changes.items() if getattr(current, k) != v}
+    changes = {k: v.lower() if k == "email" else v for k, v in changes.items()}  # lower-cased before comparing
+    changes = {k: v for k, v in changes.items() if getattr(current, k) != v}
     if not changes:
         return current
     try:

@@ -40,6 +40,8 @@ MAX_EXAMPLES = 300
 """Test cases per operation in each generating phase: about 1,100 requests, 10 s (20 s with start-up) on two cores."""
 PHOTO_MAX_EXAMPLES = 40
 """Fewer per operation than phone: the photo API has more operations, and a judged image costs ~10 ms of CPU."""
+HELPDESK_MAX_EXAMPLES = 40
+"""Per operation, as photo: the helpdesk API has nineteen operations."""
 SEED = 20261015
 """A fixed seed: every run sends the same requests."""
 RUN_TIMEOUT_S = 450
@@ -243,6 +245,32 @@ def test_schemathesis_finds_no_failure_in_the_photo_api(photo_up: tuple[Up, int,
         "--exclude-checks",
         "negative_data_rejection",
     )
+
+
+@pytest.fixture(params=DATABASES)
+def helpdesk_up(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Up, int, str]]:
+    """`up` with a `*` key whose limits allow the whole run (600 a minute by default), made by the operator command."""
+    port = free_port()
+    with database_settings(request.param) as database:
+        running = Up(tmp_path, free_port(), {"SIGNALYARD_HELPDESK_PORT": str(port), **database}, services="helpdesk")
+        env = os.environ | {"SIGNALYARD_DATA_DIR": str(tmp_path), **database}
+
+        def cli(*words: str) -> str:
+            done = subprocess.run([sys.executable, "-m", "signalyard.cli", "helpdesk", *words], env=env, check=True,
+                                  capture_output=True, text=True)  # fmt: skip
+            return done.stdout
+
+        organization = cli("organizations").splitlines()[1].split("\t")[0]
+        key = cli("keys", "create", organization, "--scope", "*", "--per-minute", "1000000", "--per-hour", "100000000")
+        yield running, port, key.splitlines()[-1]
+        if running.process.poll() is None:
+            running.stop()
+
+
+@pytest.mark.timeout(RUN_TIMEOUT_S + 60)
+def test_schemathesis_finds_no_failure_in_the_helpdesk_api(helpdesk_up: tuple[Up, int, str], tmp_path: Path) -> None:
+    up, port, key = helpdesk_up
+    run_schemathesis(f"http://127.0.0.1:{port}", f"Authorization: Bearer {key}", HELPDESK_MAX_EXAMPLES, up, tmp_path)
 
 
 # Hooks of the photo run: what the document can say but not generate.

@@ -43,6 +43,7 @@ class Up:
             "SIGNALYARD_DATA_DIR": str(data_dir),
             "SIGNALYARD_PHONE_PORT": str(port),
             "SIGNALYARD_PHOTO_PORT": str(free_port()),
+            "SIGNALYARD_HELPDESK_PORT": str(free_port()),
             **(settings or {}),
         }
         self.env = env

@@ -487,3 +487,27 @@ def test_the_photo_waiter_reads_the_id_of_photo_completions() -> None:
     )
     decoded = msgspec.json.decode(msgspec.json.encode(message), type=waiter.ref)
     assert msgspec.structs.asdict(decoded) == {"verification_id": "ver_1"}
+
+
+async def test_an_options_answer_names_every_method_of_a_path_with_parameters() -> None:
+    """Litestar 2 answers OPTIONS with the methods of the path's first handler only; `complete_allow` names them all,
+    for paths with parameters too (`/things/{thing_id}` with GET and PATCH)."""
+    import httpx
+    from litestar import Litestar, get, patch
+    from litestar.params import FromPath
+
+    from gateway.common.http import complete_allow
+
+    @get("/things/{thing_id:str}")
+    async def read(thing_id: FromPath[str]) -> str:
+        return thing_id
+
+    @patch("/things/{thing_id:str}")
+    async def change(thing_id: FromPath[str]) -> str:
+        return thing_id
+
+    app = complete_allow(Litestar([read, change]))
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:  # type: ignore[arg-type]
+        answer = await client.options("/things/42")
+    assert answer.status_code == 204
+    assert set(answer.headers["allow"].split(", ")) == {"GET", "PATCH", "OPTIONS"}

@@ -1,0 +1,85 @@
+"""The helpdesk walkthrough of docs/helpdesk.md, run as written against `signalyard up`: sign in by a link from the
+development outbox, complete signup, a REST key with `tickets:write`, a subscription, a ticket through REST, its
+events paged through the procedures, and its signed `ticket.created` delivery at the documented receiver."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from signalyard.embedded_broker import free_port
+from tests.e2e.test_photo_readme import read_until
+from tests.e2e.test_up import Up
+
+DOC = Path(__file__).parents[2] / "docs" / "helpdesk.md"
+
+
+def block(info: str) -> str:
+    """The document's fenced block whose info string is `info` (e.g. ```sh helpdesk-try)."""
+    found = re.search(rf"^```{re.escape(info)}\n(.*?)^```$", DOC.read_text(), re.S | re.M)
+    assert found, f"docs/helpdesk.md has no ```{info} block"
+    return found.group(1)
+
+
+def test_the_helpdesk_walkthrough_signs_in_creates_a_ticket_and_delivers_it_signed(tmp_path: Path) -> None:
+    *settings_words, venv_signalyard, up_word, services_flag, services = shlex.split(block("sh helpdesk-setup"))
+    assert (venv_signalyard, up_word, services_flag, services) == (
+        ".venv/bin/signalyard",
+        "up",
+        "--services",
+        "helpdesk",
+    )
+    settings = dict(word.split("=", 1) for word in settings_words)
+    # The walkthrough's `.venv/bin/signalyard` is this test's interpreter.
+    shim = tmp_path / ".venv" / "bin" / "signalyard"
+    shim.parent.mkdir(parents=True)
+    shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m signalyard.cli "$@"\n')
+    shim.chmod(0o755)
+
+    helpdesk_port, receiver_port = free_port(), free_port()
+    (tmp_path / ".signalyard").mkdir()
+    up = Up(
+        tmp_path / ".signalyard",
+        free_port(),
+        settings | {"SIGNALYARD_HELPDESK_PORT": str(helpdesk_port)},
+        services="helpdesk",
+    )
+    (tmp_path / "receiver.py").write_text(block("python receiver.py").replace("9000", str(receiver_port)))
+    script = block("sh helpdesk-try").replace("127.0.0.1:8003", f"127.0.0.1:{helpdesk_port}")
+    script = script.replace("127.0.0.1:9000", f"127.0.0.1:{receiver_port}")
+    walkthrough = subprocess.Popen(
+        ["bash", "-ec", script],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SIGNALYARD_")},
+    )
+    try:
+        assert walkthrough.stdout is not None
+        output = read_until(walkthrough.stdout.fileno(), '"hasMore"', timeout_s=60)
+        # The delivery may come before or after the events' page: both must come, the delivery at the first attempt.
+        deadline = time.monotonic() + 20
+        while "ticket.created " not in output and time.monotonic() < deadline:
+            output += read_until(walkthrough.stdout.fileno(), "ticket.created ", timeout_s=1)
+        log = f"{output}\n--- signalyard up's log:\n{up.log.read_text()[-4000:]}"
+        answers = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+        signed_up = next(a for a in answers if "requiresPayment" in str(a))["result"]["data"]["json"]
+        assert (signed_up["user"]["role"], signed_up["requiresPayment"]) == ("admin", False), log
+        assert re.search(rf"^303 http://127\.0\.0\.1:{helpdesk_port}/$", output, re.M), log
+        page = answers[-1]["result"]["data"]["json"]
+        [event] = page["events"]
+        assert (event["aggregate_type"], event["event_type"]) == ("ticket", "created"), log
+        assert event["event_data"] == {"subject": "My order has not arrived", "priority": "high", "channel": "api"}
+        assert (page["nextCursor"], page["hasMore"]) == (event["id"], False)
+        assert f"ticket.created {event['aggregate_id']}\n" in output, log
+    finally:
+        os.killpg(walkthrough.pid, signal.SIGKILL)
+        assert up.ctrl_c() == 0

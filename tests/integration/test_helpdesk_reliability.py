@@ -1,0 +1,205 @@
+"""The helpdesk loses nothing: its processors killed mid-stream still deliver every ticket's `ticket.created` once
+restarted; the activity log reaches its topic for stream consumers, and an event a relay claimed before dying is
+published once its lease ends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from aiokafka import AIOKafkaConsumer
+from sqlalchemy import select
+
+from processors.helpdesk.activity import activity_relay
+from storage.common.db import Database, migrate
+from storage.helpdesk import events
+from tests.conftest import running_stack
+from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
+from tests.peers.receiver import WebhookReceiver, verify_helpdesk
+from topics.helpdesk import ActivityRecorded, HelpdeskTopics
+
+
+async def until(condition: Any, timeout_s: float, every_s: float = 0.2) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not await condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"condition not reached within {timeout_s}s")
+        await asyncio.sleep(every_s)
+
+
+def start_processors(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "signalyard.cli", "processors", "helpdesk"],
+        env={**os.environ, **env},
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+
+
+async def test_processors_killed_mid_stream_every_ticket_is_still_delivered(
+    broker_bootstrap: str, database_url: str, tmp_path: Path, plain_receiver: WebhookReceiver
+) -> None:
+    settings = helpdesk_settings(tmp_path, database_url, None, sweep_after_s=3, sweep_every_s=1)
+    env = {
+        "SIGNALYARD_KAFKA_BOOTSTRAP": broker_bootstrap,
+        "SIGNALYARD_DATABASE_URL": database_url,
+        "SIGNALYARD_TOPIC_PREFIX": settings.platform.topic_prefix,
+        "SIGNALYARD_SWEEP_AFTER_S": "3",
+        "SIGNALYARD_SWEEP_EVERY_S": "1",
+        "SIGNALYARD_DATA_DIR": str(tmp_path),
+        "SIGNALYARD_WEBHOOK_ALLOW_PRIVATE_TARGETS": "true",
+    }
+    log = tmp_path / "processors.log"
+    path = plain_receiver.new_path(secret="kill-s3cret", verify=verify_helpdesk)
+    async with (
+        running_stack(settings, broker_bootstrap, HelpdeskStack, with_processor=False) as gateway,
+        gateway.browser() as browser,
+    ):
+        await browser.sign_up()
+        key = await browser.api_key("*")
+        hook = {"url": plain_receiver.url(path), "events": ["ticket.created"], "secret": "kill-s3cret"}
+        assert (await gateway.rest(key, "POST", "/webhooks", json=hook)).status_code == 201
+        first = start_processors(env, log)
+        total = 120
+        created: list[str] = []
+
+        async def create(index: int) -> None:
+            answer = await gateway.rest(
+                key, "POST", "/tickets", json={"subject": f"kill {index}", "customer_email": f"k{index}@example.com"}
+            )
+            assert answer.status_code == 201, answer.text
+            created.append(answer.json()["id"])
+
+        await create(0)
+
+        async def delivered() -> set[str]:
+            return {d.json["data"]["ticketId"] for d in plain_receiver.received(path) if d.verified}
+
+        async def joined() -> bool:  # the first processors have joined the fan-out's group
+            return len(await delivered()) >= 1
+
+        await until(joined, 60)
+
+        async def create_all() -> None:
+            for chunk in range(1, total, 10):
+                await asyncio.gather(*(create(index) for index in range(chunk, min(chunk + 10, total))))
+
+        creating = asyncio.create_task(create_all())
+        try:
+
+            async def some_delivered() -> bool:
+                return len(await delivered()) >= 15
+
+            await until(some_delivered, 60, every_s=0.02)
+            first.send_signal(signal.SIGKILL)  # mid-stream: tickets are still being created and delivered
+            first.wait()
+            assert not creating.done(), "the kill came too late to interrupt anything"
+            await creating
+            second = start_processors(env, log)
+            try:
+
+                async def all_delivered() -> bool:
+                    return await delivered() == set(created)
+
+                await until(all_delivered, 150)  # a delivery leased by the killed member waits out its lease
+            finally:
+                second.terminate()
+                second.wait(15)
+        finally:
+            if first.poll() is None:
+                first.kill()
+            creating.cancel()
+    assert len(created) == total
+    assert all(d.verified for d in plain_receiver.received(path))
+
+
+async def test_stream_consumers_read_the_activity_log_from_its_topic(helpdesk_stack: HelpdeskStack) -> None:
+    async with helpdesk_stack.browser() as browser:
+        organization_id = (await browser.sign_up())["user"]["organization_id"]
+        key = await browser.api_key("*")
+    consumer = AIOKafkaConsumer(
+        helpdesk_stack.topics.activity,
+        bootstrap_servers=helpdesk_stack.platform.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    await consumer.start()
+    try:
+        created = await helpdesk_stack.rest(
+            key, "POST", "/tickets", json={"subject": "Stream me", "customer_email": "s@example.com", "tags": ["vip"]}
+        )
+        ticket_id = created.json()["id"]
+        seen: list[ActivityRecorded] = []
+        decode = msgspec.json.Decoder(ActivityRecorded).decode
+
+        async def both_seen() -> bool:
+            batches = await consumer.getmany(timeout_ms=200)
+            seen.extend(decode(record.value) for records in batches.values() for record in records)
+            return {e.event_type for e in seen if e.aggregate_id == ticket_id} == {"created", "tagged"}
+
+        await until(both_seen, 30, every_s=0)
+    finally:
+        await consumer.stop()
+    mine = [e for e in seen if e.aggregate_id == ticket_id]
+    created_event = next(e for e in mine if e.event_type == "created")
+    assert created_event.aggregate_type == "ticket"
+    assert created_event.event_data == {"subject": "Stream me", "priority": "normal", "channel": "api"}
+    assert (created_event.organization_id, created_event.actor_id) == (organization_id, None)
+    assert datetime.fromisoformat(created_event.created_at).tzinfo is not None
+
+
+async def test_an_event_claimed_by_a_relay_that_died_is_published_once_its_lease_ends(tmp_path: Path) -> None:
+    """On a database of its own: no other relay may take the event."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
+    await asyncio.to_thread(migrate, url)
+    db = Database(url)
+    try:
+        await relay_after_a_death(db)
+    finally:
+        await db.dispose()
+
+
+async def relay_after_a_death(db: Database) -> None:
+    organization = str(uuid.uuid4())
+    event_id = await db.write(
+        events.record,
+        organization,
+        ("organization", organization),
+        "updated",
+        {"name": "Relay test"},
+        actor_id=None,
+        now=datetime.now(UTC),
+    )
+    topics = HelpdeskTopics(f"t{uuid.uuid4().hex[:8]}.")
+    clock = [datetime.now(UTC) + timedelta(seconds=1)]
+    published: list[Any] = []
+
+    async def broker_down(message: msgspec.Struct, topic: str, key: bytes) -> None:
+        raise ConnectionError("the broker is unreachable")
+
+    async def broker_up(message: msgspec.Struct, topic: str, key: bytes) -> None:
+        published.append(message)
+
+    dying = activity_relay(db, topics, broker_down, timeout_s=1)
+    dying.clock = lambda: clock[0]
+    assert await dying.relay() == 0  # it claimed the event, then could not publish it
+
+    living = activity_relay(db, topics, broker_up, timeout_s=1)
+    living.clock = lambda: clock[0]
+    assert await living.relay() == 0, "the claim holds for its lease"
+    clock[0] += timedelta(seconds=31)
+    assert await living.relay() == 1
+    assert [message.id for message in published] == [event_id]
+    state = select(events.EVENTS.c.state).where(events.EVENTS.c.id == event_id)
+    assert await db.read(lambda connection: connection.scalar(state)) == "published"
+    clock[0] += timedelta(minutes=5)
+    assert await living.relay() == 0, "a published event is not published again"
