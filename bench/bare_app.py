@@ -5,6 +5,11 @@ VerifyResult. No rate limit, no idempotency, no database write, no Kafka: what i
     python bench/bare_app.py --port 8101 --database-url sqlite+aiosqlite:////path/to/signalyard.db \
         [--response captured-verify-result.json]
 
+With `--service helpdesk`, the baseline for bench/helpdesk.py: a bare `POST /api/v1/tickets` behind the helpdesk
+gateway's own authenticator (the bearer key looked up in the same database, the route's scope `tickets:write`, then
+the key's per-minute and per-hour limits, as every REST request is charged) that answers a canned 201 Ticket
+(`--response`: one the stack made). No body decoding, no transaction, no Kafka.
+
 It is served the way `signalyard up` serves the gateway: `bootstrap.serving` (uvicorn, same options) inside
 `asyncio.run`, one process, on SIGNALYARD_HOST (default 127.0.0.1). It stops on SIGINT/SIGTERM.
 """
@@ -18,11 +23,14 @@ import sys
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from litestar import Litestar, Response, get, post
 from litestar.datastructures import State
 
-from gateway.common.auth import AUTHENTICATOR, NO_AUTHENTICATION, authentication, requires
+from gateway.common.auth import AUTHENTICATOR, NO_AUTHENTICATION, Authenticator, authentication, requires
+from gateway.helpdesk import errors as helpdesk_errors
+from gateway.helpdesk.authenticator import HelpdeskAuthenticator
 from gateway.phone.auth import VERIFY, PhoneAuthenticator, sku_scope
 from gateway.phone.errors import EXCEPTION_HANDLERS
 from signalyard import bootstrap, logs
@@ -63,6 +71,21 @@ def sample_result() -> bytes:
     return msgspec.json.encode(result)
 
 
+def sample_ticket() -> bytes:
+    """A Ticket as the helpdesk's create answers it (used when no --response is given)."""
+    import msgspec
+
+    from gateway.helpdesk.tickets import ticket_object
+    from storage.helpdesk.tickets import TicketRecord
+
+    now = datetime.now(UTC)
+    ticket = TicketRecord(
+        str(uuid.uuid4()), str(uuid.uuid4()), 1, "Order 1 has not arrived", "open", "normal", "api",
+        str(uuid.uuid4()), "customer-1@bench.example", None, [], now, now,
+    )  # fmt: skip
+    return msgspec.json.encode(ticket_object(ticket))
+
+
 def create_bare_app(db: Database, canned: bytes) -> Litestar:
     """The gateway's own authentication step and guard in front of a canned answer."""
     authenticator = PhoneAuthenticator(db)
@@ -71,17 +94,32 @@ def create_bare_app(db: Database, canned: bytes) -> Litestar:
     async def verify() -> Response[bytes]:
         return Response(canned, media_type=JSON)
 
+    return _bare(db, authenticator, verify, EXCEPTION_HANDLERS)
+
+
+def create_helpdesk_bare_app(db: Database, canned: bytes, redis_url: str | None) -> Litestar:
+    """The helpdesk gateway's authenticator (key, scope, the key's limits) in front of a canned 201 Ticket."""
+    authenticator = HelpdeskAuthenticator(db, redis_url)
+
+    @post("/api/v1/tickets", status_code=201, guards=[requires("tickets:write")])
+    async def create_ticket() -> Response[bytes]:
+        return Response(canned, media_type=JSON, status_code=201)
+
+    return _bare(db, authenticator, create_ticket, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
+
+
+def _bare(db: Database, authenticator: Authenticator[Any], route: Any, handlers: Any, *before_dispose: Any) -> Litestar:
     @get("/readyz", opt=NO_AUTHENTICATION)
     async def readyz() -> dict[str, str]:
         await db.ping()
         return {"status": "ok"}
 
     return Litestar(
-        route_handlers=[verify, readyz],
+        route_handlers=[route, readyz],
         middleware=[authentication(authenticator)],
         state=State({AUTHENTICATOR: authenticator}),
-        exception_handlers=EXCEPTION_HANDLERS,
-        on_shutdown=[db.dispose],
+        exception_handlers=handlers,
+        on_shutdown=[*before_dispose, db.dispose],
         openapi_config=None,
     )
 
@@ -90,7 +128,11 @@ async def serve(args: argparse.Namespace, settings: PlatformSettings, canned: by
     stop = bootstrap.Stop()
     sock = bootstrap.listen(args.host or settings.host, args.port, "--port")
     db = Database(args.database_url)
-    async with bootstrap.serving([bootstrap.Listener(create_bare_app(db, canned), sock)]):
+    if args.service == "helpdesk":
+        app = create_helpdesk_bare_app(db, canned, settings.redis_url)
+    else:
+        app = create_bare_app(db, canned)
+    async with bootstrap.serving([bootstrap.Listener(app, sock)]):
         await stop.requested()
 
 
@@ -99,11 +141,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--host", help="default: SIGNALYARD_HOST or 127.0.0.1, like the gateway")
     parser.add_argument("--database-url", required=True, help="the stack's database (SQLAlchemy async URL)")
-    parser.add_argument("--response", type=Path, help="file with the canned VerifyResult JSON (default: built here)")
+    parser.add_argument("--response", type=Path, help="file with the canned answer's JSON (default: built here)")
+    parser.add_argument(
+        "--service", choices=("phone", "helpdesk"), default="phone", help="whose endpoint (default: phone's verify)"
+    )
     args = parser.parse_args(argv)
     settings = load(PlatformSettings, os.environ)
     logs.configure(settings.log_level)
-    canned = args.response.read_bytes() if args.response else sample_result()
+    if args.response:
+        canned = args.response.read_bytes()
+    else:
+        canned = sample_ticket() if args.service == "helpdesk" else sample_result()
     try:
         asyncio.run(serve(args, settings, canned))
     except KeyboardInterrupt:

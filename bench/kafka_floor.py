@@ -1,13 +1,17 @@
 """The transport floor for bench/phone.py: the stack's two Kafka hops alone, with no HTTP and no database.
 
     python bench/kafka_floor.py --bootstrap 127.0.0.1:9092 [--concurrency 1,8,32,64] [--duration 10] [--warmup 1]
-        [--result captured-verify-result.json]
+        [--result captured-verify-result.json] [--hops 2] [--wait-ms 5]
 
 Each round trip is what a verify does on the broker: publish a VerificationRequested keyed by its number to a
 topic read by a consumer group, whose batch handler publishes a VerificationCompleted carrying a real result
 (`--result`, as the stack's processor does) to a second topic, read by a subscriber without a group, which wakes the
 waiting caller. Same client (FastStream on aiokafka), same producer and consumer settings (`topics.common.client`), same
 partition count, the same broker. N callers run it in a closed loop, in this one process, on uvloop.
+
+`--hops 1`: the group's handler wakes the callers itself (a publish and a consumer group's fetch, as a helpdesk
+webhook event to its fan-out; `--wait-ms` is the group member's fetch wait while busy). `--hops 0`: a round trip is
+the publish and the broker's acknowledgement alone, as a helpdesk ticket create waits for it (bench/helpdesk.py).
 
 So nothing the stack does could make it faster than this on this broker: the floor's round trips per second divided
 by the bare endpoint's throughput is the highest ratio any design of the stack could reach here.
@@ -89,23 +93,24 @@ async def closed_loop(
 async def floor(args: argparse.Namespace) -> None:
     suffix = uuid.uuid4().hex[:8]
     requested, completed = f"bench.floor.{suffix}.requested", f"bench.floor.{suffix}.completed"
-    await ensure_topics(args.bootstrap, [requested, completed], args.partitions)
+    await ensure_topics(args.bootstrap, [requested, completed][: max(1, args.hops)], args.partitions)
     result = msgspec.Raw(args.result.read_bytes()) if args.result else None
     broker = KafkaBroker(args.bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
     waiting: dict[str, asyncio.Future[None]] = {}
     demand = DemandPacer(lambda: bool(waiting))  # paced as the stack paces its processors and its gateways' waiters
 
-    processor = broker.subscriber(
-        requested,
-        **batch_subscription(VerificationRequested),
-        group_id=f"bench-floor-{suffix}",
-        max_records=200,
-        auto_offset_reset="earliest",
-    )
-    pace(processor, QuietPacer(FETCH_MAX_WAIT_MS))
+    def wake(batch: list[_Ref] | list[VerificationRequested]) -> None:
+        for ref in batch:
+            future = waiting.pop(ref.request_id, None)
+            if future is not None and not future.done():
+                future.set_result(None)
+        if not waiting:
+            demand.changed()
 
-    @processor
     async def process(batch: list[VerificationRequested]) -> None:
+        if args.hops == 1:
+            wake(batch)
+            return
         await asyncio.gather(
             *(
                 broker.publish(
@@ -123,17 +128,23 @@ async def floor(args: argparse.Namespace) -> None:
             )
         )
 
-    waiter = broker.subscriber(completed, **batch_subscription(_Ref), auto_offset_reset="latest")
-    pace(waiter, demand)
+    async def completions(batch: list[_Ref]) -> None:
+        wake(batch)
 
-    @waiter
-    async def wake(batch: list[_Ref]) -> None:
-        for ref in batch:
-            future = waiting.pop(ref.request_id, None)
-            if future is not None and not future.done():
-                future.set_result(None)
-        if not waiting:
-            demand.changed()
+    if args.hops >= 1:
+        processor = broker.subscriber(
+            requested,
+            **batch_subscription(VerificationRequested, wait_ms=args.wait_ms),
+            group_id=f"bench-floor-{suffix}",
+            max_records=200,
+            auto_offset_reset="earliest",
+        )
+        pace(processor, QuietPacer(args.wait_ms))
+        processor(process)
+    if args.hops == 2:
+        waiter = broker.subscriber(completed, **batch_subscription(_Ref), auto_offset_reset="latest")
+        pace(waiter, demand)
+        waiter(completions)
 
     await broker.start()
     number = 2_000_000
@@ -143,12 +154,16 @@ async def floor(args: argparse.Namespace) -> None:
         number += 1
         request_id = str(uuid.uuid4())
         phone = f"+1212{number:07d}"
+        message = VerificationRequested(request_id=request_id, tenant_id="bench", environment="test", phone_e164=phone)
+        if not args.hops:
+            started = time.perf_counter()
+            await broker.publish(message, requested, key=partition_key(phone))
+            return time.perf_counter() - started
         future = asyncio.get_running_loop().create_future()
         waiting[request_id] = future
         if len(waiting) == 1:
             demand.changed()
         started = time.perf_counter()
-        message = VerificationRequested(request_id=request_id, tenant_id="bench", environment="test", phone_e164=phone)
         await broker.publish(message, requested, key=partition_key(phone))
         await asyncio.wait_for(future, 30)
         return time.perf_counter() - started
@@ -183,6 +198,19 @@ def main() -> None:
         help="partitions of each topic (default: what `signalyard up` gives its topics on the embedded broker)",
     )
     parser.add_argument("--result", type=Path, help="a VerifyResult JSON to carry on the completed topic")
+    parser.add_argument(
+        "--hops",
+        type=int,
+        choices=(0, 1, 2),
+        default=2,
+        help="2: phone's two hops (default); 1: publish and a consumer group's fetch; 0: publish and its ack alone",
+    )
+    parser.add_argument(
+        "--wait-ms",
+        type=int,
+        default=FETCH_MAX_WAIT_MS,
+        help=f"the consumer group's fetch wait while busy (default {FETCH_MAX_WAIT_MS}, the platform's)",
+    )
     args = parser.parse_args()
     args.concurrency = [int(part) for part in args.concurrency.split(",")]
     if args.result:

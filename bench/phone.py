@@ -37,10 +37,11 @@ import tempfile
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httptools  # the HTTP parser uvicorn uses: installed with uvicorn[standard]
 
@@ -269,10 +270,12 @@ class Phase:
     """CPU of the server and its children per 200 answer."""
     sent: int | None = None
     late_sends: int | None = None
+    ok_status: str = "200"
+    """The status of a successful answer (`ok`); any other is listed under `failures`."""
 
     @property
     def failures(self) -> str:
-        other = {status: count for status, count in self.statuses.items() if status != "200"}
+        other = {status: count for status, count in self.statuses.items() if status != self.ok_status}
         return ", ".join(f"{status}x{count}" for status, count in sorted(other.items())) or "-"
 
 
@@ -352,12 +355,12 @@ class RawHttp:
     flight), requests written as ready-made bytes, answers parsed by httptools. A few times cheaper per request
     than aiohttp, so the client stays far from being the limit even against the bare endpoint."""
 
-    def __init__(self, port: int, authorization: str, timeout_s: float = 60) -> None:
+    def __init__(self, port: int, authorization: str, timeout_s: float = 60, path: str = "/v1/verify") -> None:
         self.port = port
         self.timeout_s = timeout_s
         self.host = f"127.0.0.1:{port}"
         self.prefix = (
-            f"POST /v1/verify HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: {authorization}\r\n"
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: {authorization}\r\n"
             "Content-Type: application/json\r\n"
         ).encode()
         self.idle: list[_Connection] = []
@@ -369,6 +372,10 @@ class RawHttp:
             len(body),
         )
         return await self._send(head + body)
+
+    async def post(self, body: bytes) -> Answer:
+        """A JSON POST to the client's path, with no header but the key's."""
+        return await self._send(b"%sContent-Length: %d\r\n\r\n%s" % (self.prefix, len(body), body))
 
     async def get(self, path: str) -> Answer:
         return await self._send(f"GET {path} HTTP/1.1\r\nHost: {self.host}\r\n\r\n".encode())
@@ -400,11 +407,13 @@ class RawHttp:
 class AiohttpHttp:
     """`--client aiohttp`: the same requests through aiohttp (a cross-check of the raw client; needs aiohttp)."""
 
-    def __init__(self, port: int, authorization: str, limit: int, timeout_s: float = 60) -> None:
+    def __init__(
+        self, port: int, authorization: str, limit: int, timeout_s: float = 60, path: str = "/v1/verify"
+    ) -> None:
         import aiohttp
 
         self.aiohttp = aiohttp
-        self.base = f"http://127.0.0.1:{port}"
+        self.url = f"http://127.0.0.1:{port}{path}"
         self.authorization = authorization
         self.session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit),
@@ -413,13 +422,12 @@ class AiohttpHttp:
         )
 
     async def verify(self, idempotency_key: str, body: bytes) -> Answer:
-        headers = {
-            "Authorization": self.authorization,
-            "Idempotency-Key": idempotency_key,
-            "Content-Type": "application/json",
-        }
+        return await self.post(body, {"Idempotency-Key": idempotency_key})
+
+    async def post(self, body: bytes, headers: dict[str, str] | None = None) -> Answer:
+        headers = {"Authorization": self.authorization, "Content-Type": "application/json", **(headers or {})}
         try:
-            async with self.session.post(self.base + "/v1/verify", data=body, headers=headers) as response:
+            async with self.session.post(self.url, data=body, headers=headers) as response:
                 return str(response.status), await response.read()
         except (self.aiohttp.ClientError, TimeoutError) as error:
             return type(error).__name__, b""
@@ -440,8 +448,21 @@ def client_name(kind: str) -> str:
     return f"raw HTTP/1.1 + httptools {httptools.__version__} on {loop}"
 
 
+class LoadClient(Protocol):
+    """What the loops drive: the requests of one benchmark, each `send` one request on a connection of `connect`."""
+
+    ok_status: str
+    """The status of a successful answer."""
+
+    def connect(self, server: Server, limit: int) -> Http: ...
+
+    async def send(self, http: Http) -> Answer: ...
+
+
 class Client:
     """Makes the verifies: each with its own Idempotency-Key and number."""
+
+    ok_status = "200"
 
     def __init__(self, key: str, run_id: str, numbers: Numbers, kind: str) -> None:
         self.run_id = run_id
@@ -455,7 +476,7 @@ class Client:
             return AiohttpHttp(server.port, self.authorization, limit)
         return RawHttp(server.port, self.authorization)
 
-    async def verify(self, http: Http) -> Answer:
+    async def send(self, http: Http) -> Answer:
         self.seq += 1
         body = VERIFY_BODY.format(phone=self.numbers.next()).encode()
         return await http.verify(f"bench-{self.run_id}-{self.seq}", body)
@@ -491,7 +512,7 @@ class CpuMeter:
 
 def _finish(phase: Phase, latencies: list[float], statuses: Counter[str], meter: CpuMeter) -> Phase:
     latencies.sort()
-    phase.ok = statuses.get("200", 0)
+    phase.ok = statuses.get(phase.ok_status, 0)
     phase.throughput = round(phase.ok / phase.duration_s, 1)
     for name, q in (("p50_ms", 50), ("p99_ms", 99), ("max_ms", 100)):
         value = percentile(latencies, q)
@@ -504,11 +525,12 @@ def _finish(phase: Phase, latencies: list[float], statuses: Counter[str], meter:
 
 
 async def closed_loop(
-    client: Client, server: Server, idle: list[Server], concurrency: int, *, duration_s: float, warmup_s: float
+    client: LoadClient, server: Server, idle: list[Server], concurrency: int, *, duration_s: float, warmup_s: float
 ) -> Phase:
-    """`concurrency` workers, each sending its next verify as soon as the last one answered.
+    """`concurrency` workers, each sending its next request as soon as the last one answered.
 
-    Counted: answers that arrive inside the measured window (after `warmup_s`); latencies of the 200 answers.
+    Counted: answers that arrive inside the measured window (after `warmup_s`); latencies of the successful answers
+    (`client.ok_status`).
     """
     latencies: list[float] = []
     statuses: Counter[str] = Counter()
@@ -520,11 +542,11 @@ async def closed_loop(
 
         async def worker() -> None:
             while (sent_at := time.perf_counter()) < measure_to:
-                status, _ = await client.verify(http)
+                status, _ = await client.send(http)
                 done = time.perf_counter()
                 if measure_from <= done <= measure_to:
                     statuses[status] += 1
-                    if status == "200":
+                    if status == client.ok_status:
                         latencies.append(done - sent_at)
 
         async def measure_cpu() -> None:
@@ -536,12 +558,12 @@ async def closed_loop(
         await asyncio.gather(measure_cpu(), *(worker() for _ in range(concurrency)))
     finally:
         await http.aclose()
-    phase = Phase(server.name, "closed", concurrency, None, duration_s)
+    phase = Phase(server.name, "closed", concurrency, None, duration_s, ok_status=client.ok_status)
     return _finish(phase, latencies, statuses, meter)
 
 
 async def open_loop(
-    client: Client, server: Server, idle: list[Server], rate: float, *, duration_s: float, warmup_s: float
+    client: LoadClient, server: Server, idle: list[Server], rate: float, *, duration_s: float, warmup_s: float
 ) -> Phase:
     """Requests sent at a fixed rate whatever the answers; latency from each request's *scheduled* send time.
 
@@ -551,7 +573,7 @@ async def open_loop(
     statuses: Counter[str] = Counter()
     interval = 1 / rate
     late = 0
-    phase = Phase(server.name, "open", None, round(rate, 1), duration_s, sent=0)
+    phase = Phase(server.name, "open", None, round(rate, 1), duration_s, sent=0, ok_status=client.ok_status)
     http = client.connect(server, 1024)
     try:
         start = time.perf_counter() + 0.01
@@ -560,10 +582,10 @@ async def open_loop(
         tasks: set[asyncio.Task[None]] = set()
 
         async def one(scheduled: float, counted: bool) -> None:
-            status, _ = await client.verify(http)
+            status, _ = await client.send(http)
             if counted:
                 statuses[status] += 1
-                if status == "200":
+                if status == client.ok_status:
                     latencies.append(time.perf_counter() - scheduled)
 
         i = 0
@@ -598,18 +620,24 @@ async def open_loop(
 # ------------------------------------------------------------------------------------------------ orchestration
 
 
-async def transport_floor(args: argparse.Namespace, stack: Server, result_path: Path) -> list[Phase]:
-    """bench/kafka_floor.py on the stack's own broker, the stack idle meanwhile: the same two hops, nothing else."""
+async def transport_floor(
+    args: argparse.Namespace,
+    stack: Server,
+    floor_args: list[str],
+    *,
+    concurrency: list[int] | None = None,
+    mode: str = "closed",
+) -> list[Phase]:
+    """bench/kafka_floor.py (with `floor_args`, at `concurrency`, by default the closed loops') on the stack's own
+    broker, the stack idle meanwhile: the stack's Kafka hops, nothing else; as phases of target `kafka` and `mode`."""
     match = re.search(r"broker (\S+?),", stack.stdout_path.read_text())
     if match is None:
         log("  no broker address in the stack's output: transport floor skipped")
         return []
-    concurrency = ",".join(str(c) for c in args.concurrency)
-    argv = [sys.executable, str(HERE / "kafka_floor.py"), "--bootstrap", match[1], "--concurrency", concurrency]
+    loops = ",".join(str(c) for c in concurrency or args.concurrency)
+    argv = [sys.executable, str(HERE / "kafka_floor.py"), "--bootstrap", match[1], "--concurrency", loops]
     argv += ["--duration", str(args.duration), "--warmup", str(args.warmup), "--pause", str(args.pause)]
-    process = await asyncio.create_subprocess_exec(
-        *argv, "--result", str(result_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    process = await asyncio.create_subprocess_exec(*argv, *floor_args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = await process.communicate()
     if process.returncode != 0:
         log(f"  transport floor failed ({process.returncode}): {err.decode(errors='replace')[-2000:]}")
@@ -617,7 +645,7 @@ async def transport_floor(args: argparse.Namespace, stack: Server, result_path: 
     phases = []
     for line in out.decode().splitlines():
         run = json.loads(line)
-        phase = Phase("kafka", "closed", run["concurrency"], None, args.duration, throughput=run["throughput"])
+        phase = Phase("kafka", mode, run["concurrency"], None, args.duration, throughput=run["throughput"])
         phase.ok = round(run["throughput"] * args.duration)
         phase.p50_ms, phase.p99_ms, phase.max_ms = run["p50_ms"], run["p99_ms"], run["max_ms"]
         phase.cpu_percent = {"server": run["cpu_percent"]}
@@ -652,15 +680,15 @@ def read_key(data_dir: Path, stack: Server) -> str:
     raise RuntimeError(f"no sandbox key in {path} nor in the stack's output\n{stack.log_tail()}")
 
 
-async def first_200(client: Client, server: Server, timeout_s: float) -> bytes:
-    """Verifies until one answers 200 (the processor's consumer group needs a few seconds to join)."""
+async def first_200(client: LoadClient, server: Server, timeout_s: float) -> bytes:
+    """Requests until one answers `client.ok_status` (phone's processor group needs a few seconds to join)."""
     deadline = time.monotonic() + timeout_s
     seen: Counter[str] = Counter()
     http = client.connect(server, 1)
     try:
         while time.monotonic() < deadline:
-            status, body = await client.verify(http)
-            if status == "200":
+            status, body = await client.send(http)
+            if status == client.ok_status:
                 return body
             seen[status] += 1
             if status != "202":  # a 202 has already waited SIGNALYARD_PHONE_WAIT_MS
@@ -669,8 +697,8 @@ async def first_200(client: Client, server: Server, timeout_s: float) -> bytes:
         await http.aclose()
     statuses = ", ".join(f"{s}x{n}" for s, n in seen.items())
     raise RuntimeError(
-        f"{server.name} answered no verify with 200 within {timeout_s:g}s (got {statuses}); "
-        f"is the processor handling requests?\n{server.log_tail()}"
+        f"{server.name} answered no request with {client.ok_status} within {timeout_s:g}s (got {statuses}); "
+        f"is it handling requests?\n{server.log_tail()}"
     )
 
 
@@ -760,20 +788,9 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
         phases.append(open_phase)
 
     log(f"transport floor: the two Kafka hops alone on the stack's broker (bench/kafka_floor.py), {args.duration:g}s")
-    phases += await transport_floor(args, stack, response_path)
+    phases += await transport_floor(args, stack, ["--result", str(response_path)])
 
-    bare_phases = [p for p in phases if p.target == "bare"]
-    idle_stack = {
-        name: round(sum(p.cpu_percent.get(f"idle_stack_{name}", 0) for p in bare_phases) / len(bare_phases), 1)
-        for name in ("server", "children")
-    }
-    by = {(p.target, p.concurrency): p for p in phases if p.mode == "closed"}
-    ratio = ceiling = None
-    if (b := by.get(("bare", RATIO_CONCURRENCY))) and b.throughput:
-        if s := by.get(("stack", RATIO_CONCURRENCY)):
-            ratio = round(s.throughput / b.throughput, 3)
-        if k := by.get(("kafka", RATIO_CONCURRENCY)):
-            ceiling = round(k.throughput / b.throughput, 3)
+    ratio, ceiling = ratios(phases, RATIO_CONCURRENCY)
     return {
         "benchmark": "phone",
         "started_at": started.isoformat(),
@@ -782,18 +799,12 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
             "duration_s": args.duration,
             "warmup_s": args.warmup,
             "concurrency": args.concurrency,
-            "database": "sqlite (temporary)" if not args.database_url else _redacted(args.database_url),
+            "database": "sqlite (temporary)" if not args.database_url else redacted(args.database_url),
             "rate_limit": "1000000/second",
         },
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "loadavg_before": [round(x, 2) for x in load_before],
-            "loadavg_after": [round(x, 2) for x in os.getloadavg()],
-            "client": client_name(args.client),
-        },
+        "machine": machine(load_before, args.client),
         "phases": [asdict(p) | {"failures": p.failures} for p in phases],
-        "idle_stack_cpu_percent_during_bare": idle_stack,
+        "idle_stack_cpu_percent_during_bare": idle_stack_cpu(phases),
         "max_rate": best.throughput,
         "max_rate_concurrency": best.concurrency,
         "ratio_at_32": ratio,
@@ -812,15 +823,66 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
     }
 
 
-def _redacted(url: str) -> str:
+def machine(load_before: tuple[float, float, float], client: str) -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "loadavg_before": [round(x, 2) for x in load_before],
+        "loadavg_after": [round(x, 2) for x in os.getloadavg()],
+        "client": client_name(client),
+    }
+
+
+def idle_stack_cpu(phases: list[Phase]) -> dict[str, float]:
+    """The CPU the idle stack used while the bare endpoint ran (mean over the bare phases), % of a core."""
+    bare = [p for p in phases if p.target == "bare"] or [Phase("bare", "closed", None, None, 0)]
+    return {
+        name: round(sum(p.cpu_percent.get(f"idle_stack_{name}", 0) for p in bare) / len(bare), 1)
+        for name in ("server", "children")
+    }
+
+
+def ratios(phases: list[Phase], concurrency: int) -> tuple[float | None, float | None]:
+    """(stack / bare, kafka / bare) closed-loop throughput at `concurrency`, where measured."""
+    by = {(p.target, p.concurrency): p for p in phases if p.mode == "closed"}
+    ratio = ceiling = None
+    if (b := by.get(("bare", concurrency))) and b.throughput:
+        if s := by.get(("stack", concurrency)):
+            ratio = round(s.throughput / b.throughput, 3)
+        if k := by.get(("kafka", concurrency)):
+            ceiling = round(k.throughput / b.throughput, 3)
+    return ratio, ceiling
+
+
+def redacted(url: str) -> str:
     scheme, sep, rest = url.partition("://")
     if "@" in rest:
         rest = "***@" + rest.rpartition("@")[2]
     return scheme + sep + rest
 
 
-def _ms(value: float | None) -> str:
+def ms_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}"
+
+
+def phase_table(phases: list[dict[str, Any]]) -> list[str]:
+    """The phases (as in the JSON file), one line each under a header."""
+    lines = [
+        f"{'target':<7} {'mode':<6} {'conc':>5} {'rate':>7} {'ok/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
+        f"  {'cpu% srv':>8} {'child':>6} {'client':>6}  {'cpu ms/ok':>9}  other statuses",
+    ]
+    for p in phases:
+        cpu = p["cpu_percent"]
+        children = f"{cpu.get('children', 0):.0f}" if p["target"] == "stack" else "-"
+        client = "-" if p["target"] == "kafka" else f"{cpu.get('client', 0):.0f}"
+        lines.append(
+            f"{p['target']:<7} {p['mode']:<6} {p['concurrency'] or '-':>5} {p['rate'] or '-':>7} "
+            f"{p['throughput']:>8.1f} {ms_text(p['p50_ms']):>8} {ms_text(p['p99_ms']):>8} {ms_text(p['max_ms']):>8}"
+            f"  {cpu.get('server', 0):>8.0f} {children:>6} {client:>6}"
+            f"  {'-' if p['cpu_ms_per_ok'] is None else format(p['cpu_ms_per_ok'], '.2f'):>9}"
+            f"  {p['failures']}"
+        )
+    return lines
 
 
 def report(result: dict[str, Any]) -> str:
@@ -829,20 +891,8 @@ def report(result: dict[str, Any]) -> str:
         f"phone verify benchmark ({result['settings']['duration_s']:g}s per run, "
         f"{result['settings']['database']}, {result['machine']['cpus']} CPUs, {result['machine']['client']})",
         "",
-        f"{'target':<7} {'mode':<6} {'conc':>5} {'rate':>7} {'ok/s':>8} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8}"
-        f"  {'cpu% srv':>8} {'child':>6} {'client':>6}  {'cpu ms/ok':>9}  other statuses",
+        *phase_table(result["phases"]),
     ]
-    for p in result["phases"]:
-        cpu = p["cpu_percent"]
-        children = f"{cpu.get('children', 0):.0f}" if p["target"] == "stack" else "-"
-        client = "-" if p["target"] == "kafka" else f"{cpu.get('client', 0):.0f}"
-        lines.append(
-            f"{p['target']:<7} {p['mode']:<6} {p['concurrency'] or '-':>5} {p['rate'] or '-':>7} "
-            f"{p['throughput']:>8.1f} {_ms(p['p50_ms']):>8} {_ms(p['p99_ms']):>8} {_ms(p['max_ms']):>8}"
-            f"  {cpu.get('server', 0):>8.0f} {children:>6} {client:>6}"
-            f"  {'-' if p['cpu_ms_per_ok'] is None else format(p['cpu_ms_per_ok'], '.2f'):>9}"
-            f"  {p['failures']}"
-        )
     ratio = result["ratio_at_32"]
     ceiling = result["transport_ceiling_at_32"]
     p99 = result["p99_at_half_max_rate_ms"]
@@ -857,18 +907,18 @@ def report(result: dict[str, Any]) -> str:
         "",
         f"stack max rate = {result['max_rate']:.1f} req/s (closed loop, concurrency {result['max_rate_concurrency']})",
         f"ratio@{RATIO_CONCURRENCY} = {'n/a' if ratio is None else f'{ratio:.3f}'} (target >= {RATIO_TARGET:.2f})"
-        f"  {_verdict(result['ratio_met'])}",
+        f"  {verdict(result['ratio_met'])}",
         f"transport ceiling@{RATIO_CONCURRENCY} = {'n/a' if ceiling is None else f'{ceiling:.3f}'}"
         " (kafka / bare: no design of the stack can reach a higher ratio on this broker)",
-        f"p99 @ half max rate = {_ms(p99)} ms (target <= {P99_TARGET_MS:.0f} ms)"
-        f"  [{result['half_max_rate']:.1f} req/s open loop, p50 {_ms(result['p50_at_half_max_rate_ms'])} ms,"
+        f"p99 @ half max rate = {ms_text(p99)} ms (target <= {P99_TARGET_MS:.0f} ms)"
+        f"  [{result['half_max_rate']:.1f} req/s open loop, p50 {ms_text(result['p50_at_half_max_rate_ms'])} ms,"
         f" {result['open_loop_sent']} sent, {result['open_loop_late_sends']} sent >5 ms late]"
-        f"  {_verdict(result['p99_met'])}",
+        f"  {verdict(result['p99_met'])}",
     ]
     return "\n".join(lines)
 
 
-def _verdict(met: bool | None) -> str:
+def verdict(met: bool | None) -> str:
     return {True: "met", False: "MISSED", None: "not measured"}[met]
 
 
@@ -879,9 +929,10 @@ def _concurrencies(text: str) -> list[int]:
     return values
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def arguments(name: str, doc: str | None, first: str) -> argparse.ArgumentParser:
+    """The options every stack-against-bare benchmark takes; `first`: what the first successful request is."""
     parser = argparse.ArgumentParser(
-        prog="bench/phone.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog=f"bench/{name}.py", description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--duration", type=float, default=10, help="measured seconds per run (default 10)")
     parser.add_argument(
@@ -891,7 +942,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=float, default=1, help="unmeasured seconds before each run (default 1)")
     parser.add_argument("--pause", type=float, default=0.5, help="seconds between runs (default 0.5)")
     parser.add_argument("--startup-timeout", type=float, default=90, help="seconds for /readyz to answer 200")
-    parser.add_argument("--warmup-timeout", type=float, default=60, help="seconds for a first verify 200")
+    parser.add_argument("--warmup-timeout", type=float, default=60, help=f"seconds for {first}")
     parser.add_argument(
         "--client",
         choices=["raw", "aiohttp"],
@@ -900,7 +951,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--log-level", default="warning", help="SIGNALYARD_LOG_LEVEL of the servers")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (server logs, SQLite file)")
-    parser.add_argument("--output", type=Path, help="JSON file (default bench/results/phone-<timestamp>.json)")
+    parser.add_argument("--output", type=Path, help=f"JSON file (default bench/results/{name}-<timestamp>.json)")
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.client == "aiohttp":
         try:
@@ -910,8 +965,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    return parse(arguments("phone", __doc__, "a first verify 200"), argv)
+
+
+Run = Callable[[argparse.Namespace, list[Server], Path], Coroutine[Any, Any, dict[str, Any]]]
+"""A benchmark's body: (its arguments, the list it adds each server it starts to, a temp dir) -> its figures."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    return execute(parse_args(argv), "phone", run, report)
+
+
+def execute(args: argparse.Namespace, name: str, run: Run, report: Callable[[dict[str, Any]], str]) -> int:
+    """Runs `run` on uvloop; whatever happens, stops every server it started; then writes the figures to
+    bench/results/<name>-<timestamp>.json (or --output) and prints `report` of them."""
     workdir = Path(tempfile.mkdtemp(prefix="signalyard-bench-"))
     servers: list[Server] = []
     result: dict[str, Any] | None = None
@@ -942,7 +1010,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     if result is None:
         return code
-    output = args.output or RESULTS / f"phone-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
+    output = args.output or RESULTS / f"{name}-{datetime.now().strftime('%Y%m%d-%H%M%S')}.json"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2) + "\n")
     print(report(result), flush=True)
