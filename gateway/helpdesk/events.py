@@ -165,8 +165,7 @@ class EventsController(Controller):
         ] = None,
     ) -> EventList:
         mine = request.user.owner_id
-        found = await owners(helpdesk.db, aggregate_type, aggregate_id)
-        if found and mine not in found:
+        if mine not in await owners(helpdesk.db, aggregate_type, aggregate_id):  # another's, or nobody's
             raise HelpdeskError(404, f"No {aggregate_type} with that id in this organization")
         try:
             page = await helpdesk.db.read(
