@@ -8,3 +8,9 @@ import secrets
 
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(16)}"
+
+
+def is_id(text: str, prefix: str) -> bool:
+    """Whether `text` has the form of an id `new_id(prefix)` hands out (a made-up one may still name nothing)."""
+    head, _, tail = text.partition("_")
+    return head == prefix and len(tail) == 32 and all(char in "0123456789abcdef" for char in tail)

@@ -29,7 +29,7 @@ from gateway.common.limits import RateLimits
 from gateway.helpdesk.identity import Passwords, digest, opaque
 from gateway.helpdesk.mail import Mailer
 from gateway.helpdesk.redirects import is_safe_local_path
-from gateway.helpdesk.schemas import EMAIL_PATTERN
+from gateway.helpdesk.schemas import EMAIL_PATTERN, LINE
 from gateway.helpdesk.sessions import Resolved, Sessions, SignedIn
 from gateway.helpdesk.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
 from gateway.helpdesk.social import COOKIE as SOCIAL_COOKIE
@@ -55,12 +55,13 @@ PROVIDER_ERROR = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 log = structlog.get_logger("signalyard.gateway.helpdesk")
 
 Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL_PATTERN)]
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255, pattern=LINE)]
+Redirect = Annotated[str, msgspec.Meta(max_length=2048, pattern=LINE)]
 
 
 class SignInWithEmail(msgspec.Struct, forbid_unknown_fields=True):
     email: Email
-    redirectTo: Annotated[str, msgspec.Meta(max_length=2048)] | None = None  # the contract's name
+    redirectTo: Redirect | None = None  # the contract's name
 
 
 class SignInWithPassword(msgspec.Struct, forbid_unknown_fields=True):
@@ -69,7 +70,7 @@ class SignInWithPassword(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class SignInWithSocial(msgspec.Struct, forbid_unknown_fields=True):
-    redirectTo: Annotated[str, msgspec.Meta(max_length=2048)] | None = None  # the contract's name
+    redirectTo: Redirect | None = None  # the contract's name
 
 
 class SendPasswordReset(msgspec.Struct, forbid_unknown_fields=True):
@@ -89,9 +90,11 @@ class UpdateProfile(msgspec.Struct, forbid_unknown_fields=True):
     """Absent fields stay as they are; `avatar_url: null` removes the avatar."""
 
     name: Name | msgspec.UnsetType = msgspec.UNSET
-    avatar_url: Annotated[str, msgspec.Meta(max_length=2048, pattern=r"^https?://")] | msgspec.UnsetType | None = (
-        msgspec.UNSET
-    )
+    avatar_url: (
+        Annotated[str, msgspec.Meta(max_length=2048, pattern=r"^https?://[^\x00-\x20\x7f]*$")]
+        | msgspec.UnsetType
+        | None
+    ) = msgspec.UNSET
     preferences: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,6 +15,7 @@ from sqlalchemy.engine import Connection
 from gateway.common.webhooks import WebhookStore
 from gateway.helpdesk.auth import Identity
 from gateway.helpdesk.billing import Billing
+from storage.common.batching import BatchedWrites
 from storage.common.db import Database
 
 log = structlog.get_logger("signalyard.gateway.helpdesk")
@@ -24,7 +26,7 @@ is the outbox: a lost announcement is repeated by the events sweeper)."""
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class HelpdeskGateway:
     db: Database
     identity: Identity
@@ -33,6 +35,11 @@ class HelpdeskGateway:
     billing: Billing | None = None
     """The payment provider of paid plans; None: they are PRECONDITION_FAILED."""
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+
+    @functools.cached_property
+    def writes(self) -> BatchedWrites:
+        """The changes of concurrent requests, committed together (one transaction per round)."""
+        return BatchedWrites(self.db)
 
     async def change(self, organization_id: str, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a unit of work that changes the organization's data, given `recorded` (the list it adds the ids of the
@@ -43,7 +50,7 @@ class HelpdeskGateway:
             recorded: list[str] = []  # made anew by every attempt: a unit run again must not announce twice
             return work(connection, *args, recorded=recorded, now=now, **kwargs), recorded
 
-        result, recorded = await self.db.write(unit)
+        result, recorded = await self.writes.write(unit)
         await self._announce(organization_id, recorded)
         return result
 

@@ -10,21 +10,22 @@ from typing import Annotated, Any
 import msgspec
 
 from gateway.helpdesk.members import Members
+from gateway.helpdesk.schemas import LINE
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
 from storage.common import keys as key_store
 from storage.common.db import Database
 from storage.helpdesk import keys
 
-Scope = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+Scope = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=LINE)]
 
 
 class CreateInput(msgspec.Struct, forbid_unknown_fields=True):
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=LINE)]
     scopes: Annotated[list[Scope], msgspec.Meta(min_length=1, max_length=len(keys.SCOPES))]
 
 
 class RevokeInput(msgspec.Struct, forbid_unknown_fields=True):
-    id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=LINE)]
 
 
 def key_view(row: Any) -> dict[str, Any]:

@@ -22,16 +22,23 @@ Timestamp = Annotated[
 Status = Literal["open", "pending", "resolved", "closed"]
 Priority = Literal["low", "normal", "high", "urgent"]
 Channel = Literal["api", "email", "sms", "chat", "voice", "web"]
+LINE = r"^[^\x00-\x1f\x7f]*$"
+"""One line of text: no control characters (PostgreSQL stores no NUL in text, and a name or subject holds no
+line breaks)."""
+TEXT = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
+"""Text over lines: tabs and line breaks, no other control character."""
 EMAIL_PATTERN = r"^[^@\x00-\x20\x7f]+@[^@\x00-\x20\x7f]+\.[^@\x00-\x20\x7f]+$"
 r"""Something, `@`, something with a dot, none of it spaces or control characters (written without `\s`, which
 regex engines read differently)."""
 Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL_PATTERN, examples=["ada@example.com"])]
-PersonName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, examples=["Ada Lovelace"])]
+PersonName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, pattern=LINE, examples=["Ada Lovelace"])]
 Phone = Annotated[str, msgspec.Meta(max_length=32, pattern=r"^\+?[0-9 ()\-.]{3,31}$", examples=["+14155550100"])]
-Subject = Annotated[str, msgspec.Meta(min_length=1, max_length=255, examples=["My order has not arrived"])]
+Subject = Annotated[
+    str, msgspec.Meta(min_length=1, max_length=255, pattern=LINE, examples=["My order has not arrived"])
+]
 Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x20\x7f,]+$", examples=["shipping"])]
 Tags = Annotated[list[Tag], msgspec.Meta(max_length=20)]
-Body = Annotated[str, msgspec.Meta(min_length=1, max_length=65536, examples=["It was due on Monday."])]
+Body = Annotated[str, msgspec.Meta(min_length=1, max_length=65536, pattern=TEXT, examples=["It was due on Monday."])]
 
 
 class Customer(msgspec.Struct, kw_only=True):
@@ -175,7 +182,9 @@ Url = Annotated[
 class CreateWebhook(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     url: Url
     events: Annotated[list[WebhookEvent], msgspec.Meta(min_length=1, max_length=8)]
-    secret: Annotated[str, msgspec.Meta(min_length=8, max_length=256, examples=["s3cr3t-signing-key"])] | None = None
+    secret: (
+        Annotated[str, msgspec.Meta(min_length=8, max_length=256, pattern=LINE, examples=["s3cr3t-signing-key"])] | None
+    ) = None
     enabled: bool = True
 
 

@@ -9,11 +9,11 @@ and leaves the workspace `incomplete`: the next call resumes it with the same cu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
-from gateway.helpdesk.auth import Identity, Name, signed_in
+from gateway.helpdesk.auth import Identity, Name, Redirect, signed_in
 from gateway.helpdesk.billing import Billing, PaymentSetupFailed
 from gateway.helpdesk.redirects import is_safe_local_path
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
@@ -24,7 +24,7 @@ class CompleteSignup(msgspec.Struct, forbid_unknown_fields=True):
     name: Name
     organizationName: Name  # the contract's name
     planTier: Literal["free", "pro", "business"] = "free"  # the contract's name
-    redirectPath: Annotated[str, msgspec.Meta(max_length=2048)] = "/dashboard"  # the contract's name
+    redirectPath: Redirect = "/dashboard"  # the contract's name
 
 
 def procedures(deps: Identity, billing: Billing | None = None) -> Mapping[str, Procedure]:

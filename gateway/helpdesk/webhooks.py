@@ -15,6 +15,7 @@ from gateway.helpdesk import docs
 from gateway.helpdesk.errors import ERRORS, HelpdeskError
 from gateway.helpdesk.members import Members
 from gateway.helpdesk.schemas import (
+    LINE,
     CreateWebhook,
     UpdateWebhook,
     Url,
@@ -108,14 +109,14 @@ WEBHOOK_ROUTES = endpoint_routes(
 
 # The procedures (section 4.4), camelCase where the contract is.
 
-HookId = Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+HookId = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=LINE)]
 Events = Annotated[list[WebhookEvent], msgspec.Meta(min_length=1, max_length=len(EVENTS))]
 
 
 class CreateInput(msgspec.Struct, forbid_unknown_fields=True):
     url: Url
     events: Events
-    secret: Annotated[str, msgspec.Meta(min_length=1, max_length=256)] | None = None
+    secret: Annotated[str, msgspec.Meta(min_length=1, max_length=256, pattern=LINE)] | None = None
     enabled: bool = True
 
 

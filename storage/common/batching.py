@@ -1,13 +1,21 @@
-"""Group commit: many concurrent callers' small writes or reads done as one statement per round."""
+"""Group commit: many concurrent callers' small writes or reads done as one statement, or one transaction, per round."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Generic, TypeVar
+from dataclasses import dataclass
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
+
+from sqlalchemy.engine import Connection
+
+from storage.common.db import Database
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
+T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class GroupCommit(Generic[Item, Result]):
@@ -46,3 +54,40 @@ class GroupCommit(Generic[Item, Result]):
                         future.set_result(result)
         finally:
             self._drain_task = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    error: Exception
+
+
+class BatchedWrites:
+    """Units of work of concurrent callers run together: each round's units in one transaction, one after the other,
+    so that under load a round pays one BEGIN and COMMIT (and on SQLite one turn at the write lock) for many callers.
+
+    A round that raises is undone whole and run again unit by unit, each in a transaction of its own: one caller's
+    error stays that caller's, and the others' writes stand. So a unit may run twice, and must be a plain function of
+    its arguments (it is: see `Database`)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._rounds: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._flush)
+
+    async def write(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """`work(connection, *args, **kwargs)` in this round's transaction."""
+        outcome = await self._rounds.submit(lambda connection: work(connection, *args, **kwargs))
+        if isinstance(outcome, _Raised):
+            raise outcome.error
+        return cast(T, outcome)
+
+    async def _flush(self, units: list[Callable[[Connection], Any]]) -> list[Any]:
+        if len(units) > 1:
+            with contextlib.suppress(Exception):
+                return await self.db.write(lambda connection: [unit(connection) for unit in units])
+        outcomes: list[Any] = []
+        for unit in units:
+            try:
+                outcomes.append(await self.db.write(unit))
+            except Exception as error:
+                outcomes.append(_Raised(error))
+        return outcomes

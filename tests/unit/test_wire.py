@@ -7,6 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from wire.addresses import TargetUrlRefused, check_target_url
+from wire.ids import is_id, new_id
 from wire.signatures import hex_hmac_sha256, same
 from wire.signed_urls import SignedUrls
 from wire.timestamps import is_fresh, iso
@@ -89,3 +90,11 @@ def test_a_signed_url_is_served_until_it_expires_and_never_when_altered() -> Non
     assert urls.refusal("ver_1", "1061", signature, now=1_000) == "forged"
     assert urls.refusal("ver_1", None, signature) == "unsigned"
     assert urls.refusal("ver_1", "-5", signature) == "unsigned"
+
+
+def test_an_id_has_its_prefix_and_32_lowercase_hex_digits() -> None:
+    made = new_id("hook")
+    assert is_id(made, "hook")
+    assert not is_id(made, "whk")
+    for text in ("hook_nothing", "hook_" + "0" * 31, "hook_" + "A" * 32, "hook_" + "0" * 32 + "\x00", "", "hook"):
+        assert not is_id(text, "hook"), text

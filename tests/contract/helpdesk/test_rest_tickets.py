@@ -746,6 +746,8 @@ async def test_another_tickets_conversations_are_not_listed(org: Organization) -
         pytest.param({"subject": 42, "customer_email": "a@example.com"}, "subject", id="wrong-type"),
         pytest.param({"subject": "x" * 256, "customer_email": "a@example.com"}, "subject", id="subject-over-255"),
         pytest.param({"subject": "", "customer_email": "a@example.com"}, "subject", id="subject-empty"),
+        pytest.param({"subject": "a\u0000b", "customer_email": "a@example.com"}, "subject", id="subject-nul"),
+        pytest.param({"subject": "two\nlines", "customer_email": "a@example.com"}, "subject", id="subject-newline"),
         pytest.param({"customer_email": "a@example.com"}, "subject", id="subject-missing"),
         pytest.param({"subject": "Hi", "customer_email": "not an address"}, "customer_email", id="bad-address"),
         pytest.param({"subject": "Hi", "customer_id": "42"}, "customer_id", id="bad-customer-id"),
