@@ -45,6 +45,10 @@ ATTEMPT_SECONDS = Histogram(
     ["service"],
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
 )
+RECHECK_AFTER_S = 1.0
+"""A delivery that waited longer than this for a connection asks whether its endpoint is still active before it is
+sent (one deleted or disabled meanwhile has its deliveries canceled); a shorter wait is as a send already under way,
+which a deletion does not stop either."""
 DRAIN_LIMIT = 64 * 1024
 """Response bytes read after the kept ones, so the connection can be reused; a longer answer closes it."""
 
@@ -100,6 +104,11 @@ class WebhookDeliverer:
         self.timeout_s = profile.timeout_s if timeout_s is None else timeout_s
         self.concurrency = concurrency
         self.per_endpoint = per_endpoint
+        self.held_per_endpoint = 2 * per_endpoint
+        """Deliveries this member claims for one endpoint: a connection's worth each sending, and as many waiting for
+        a connection, so that the next are here before the connections fall idle (a claim is a transaction: one per
+        few deliveries kept a busy endpoint's delivery rate at the claims' pace). A held delivery waits at most one
+        attempt before its own, so it is sent and stored within its lease."""
         self.poll_s = poll_s
         self.claim_batch = claim_batch
         self.lease = lease or timedelta(seconds=2 * self.timeout_s + 30)
@@ -215,7 +224,7 @@ class WebhookDeliverer:
             return 0, 0
         self._gone.intersection_update(self._busy)
         held = dict(self._busy)
-        saturated = {endpoint for endpoint, count in held.items() if count >= self.per_endpoint}
+        saturated = {endpoint for endpoint, count in held.items() if count >= self.held_per_endpoint}
         skip = saturated | self._gone
         now = self.clock()
         lease_until = now + self.lease
@@ -225,7 +234,7 @@ class WebhookDeliverer:
             now=now,
             lease_until=lease_until,
             limit=wanted,
-            per_endpoint=self.per_endpoint,
+            per_endpoint=self.held_per_endpoint,
             held=held,
             skip_endpoints=skip,
         )
@@ -251,7 +260,7 @@ class WebhookDeliverer:
             self._busy[endpoint_id] = held
         else:
             del self._busy[endpoint_id]
-        if held == self.per_endpoint // 2 and endpoint_id in self._waiting_for:
+        if held == self.held_per_endpoint // 2 and endpoint_id in self._waiting_for:
             self._waiting_for.clear()
             self._wakeup.set()
 
@@ -260,11 +269,13 @@ class WebhookDeliverer:
     async def _deliver(self, claimed: Claimed) -> None:
         try:
             lanes = self._lanes_of(claimed.endpoint_id)
+            waiting_since = time.perf_counter()
             client, waited = await lanes.take()
             try:
                 if claimed.endpoint_id in self._gone:
                     return
-                if waited and not await self._still_active(claimed.endpoint_id):
+                long_wait = waited and time.perf_counter() - waiting_since > RECHECK_AFTER_S
+                if long_wait and not await self._still_active(claimed.endpoint_id):
                     return  # deleted or disabled while this waited for a connection: its deliveries are canceled
                 result = await self._attempt(claimed, client)
             finally:
