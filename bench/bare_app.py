@@ -30,7 +30,7 @@ from litestar.datastructures import State
 
 from gateway.common.auth import AUTHENTICATOR, NO_AUTHENTICATION, Authenticator, authentication, requires
 from gateway.helpdesk import errors as helpdesk_errors
-from gateway.helpdesk.authenticator import HelpdeskAuthenticator
+from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.phone.auth import VERIFY, PhoneAuthenticator, sku_scope
 from gateway.phone.errors import EXCEPTION_HANDLERS
 from signalyard import bootstrap, logs

@@ -22,10 +22,10 @@ from litestar.types import ASGIApp
 
 from gateway.common.webhooks import WebhookStore
 from gateway.helpdesk.app import create_helpdesk_app
-from gateway.helpdesk.auth import Identity
-from gateway.helpdesk.authenticator import HelpdeskAuthenticator
+from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.billing import Billing
 from gateway.helpdesk.deps import HelpdeskGateway
+from gateway.helpdesk.signin import Identity
 from signalyard.registry import helpdesk
 from signalyard.service import Service
 from storage.common import webhooks

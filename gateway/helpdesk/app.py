@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from litestar.types import ASGIApp, ControllerRouterHandler
 
 from gateway.common.app import GatewayApp, Readiness
-from gateway.helpdesk import auth, docs, events, keys, signup, webhooks
-from gateway.helpdesk.authenticator import HelpdeskAuthenticator
+from gateway.helpdesk import docs, events, keys, signin, signup, webhooks
+from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.customers import CustomersController
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.errors import EXCEPTION_HANDLERS
@@ -31,7 +31,7 @@ def procedures(helpdesk: HelpdeskGateway) -> Mapping[str, Procedure]:
     identity = helpdesk.identity
     members = Members(identity)
     return {
-        **auth.procedures(identity),
+        **signin.procedures(identity),
         **signup.procedures(identity, helpdesk.billing),
         **events.procedures(identity),
         **webhooks.procedures(members, helpdesk.webhooks),
@@ -44,7 +44,7 @@ def create_helpdesk_app(
 ) -> ASGIApp:
     app = GatewayApp(
         "helpdesk",
-        [*REST_ROUTES, trpc_route(procedures(helpdesk)), *auth.link_routes(helpdesk.identity)],
+        [*REST_ROUTES, trpc_route(procedures(helpdesk)), *signin.link_routes(helpdesk.identity)],
         docs.DOCUMENT,
         EXCEPTION_HANDLERS,
         MAX_BODY_BYTES,

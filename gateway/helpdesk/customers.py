@@ -13,7 +13,7 @@ from litestar.params import FromPath, Parameter
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
 from gateway.helpdesk import docs
-from gateway.helpdesk.authenticator import HelpdeskPrincipal
+from gateway.helpdesk.auth import HelpdeskPrincipal
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.errors import ERRORS, HelpdeskError
 from gateway.helpdesk.events import is_uuid

@@ -13,8 +13,8 @@ import structlog
 from sqlalchemy.engine import Connection
 
 from gateway.common.webhooks import WebhookStore
-from gateway.helpdesk.auth import Identity
 from gateway.helpdesk.billing import Billing
+from gateway.helpdesk.signin import Identity
 from storage.common.batching import BatchedWrites
 from storage.common.db import Database
 

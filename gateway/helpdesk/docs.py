@@ -9,7 +9,7 @@ from litestar.openapi import ResponseSpec
 
 from gateway.common import openapi
 from gateway.common.app import ApiDocument
-from gateway.helpdesk.authenticator import KEY_HEADER
+from gateway.helpdesk.auth import KEY_HEADER
 from gateway.helpdesk.errors import CODES, ErrorBody, Problem
 from gateway.helpdesk.schemas import (
     AddConversation,

@@ -15,12 +15,12 @@ from litestar.params import FromPath, Parameter
 
 from gateway.common.auth import requires
 from gateway.helpdesk import docs
-from gateway.helpdesk.auth import Identity
-from gateway.helpdesk.authenticator import HelpdeskPrincipal
+from gateway.helpdesk.auth import HelpdeskPrincipal
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.errors import HelpdeskError
 from gateway.helpdesk.members import Members
 from gateway.helpdesk.schemas import Event, EventList
+from gateway.helpdesk.signin import Identity
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
 from storage.common.db import Database
 from storage.common.paging import CursorNotFound

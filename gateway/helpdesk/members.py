@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.helpdesk.auth import Identity, signed_in
+from gateway.helpdesk.signin import Identity, signed_in
 from gateway.helpdesk.trpc import Call, ProcedureError
 from storage.helpdesk import identity
 

@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from gateway.helpdesk.auth import Identity, Name, Redirect, signed_in
 from gateway.helpdesk.billing import Billing, PaymentSetupFailed
 from gateway.helpdesk.redirects import is_safe_local_path
+from gateway.helpdesk.signin import Identity, Name, Redirect, signed_in
 from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
 from storage.helpdesk import workspaces
 

@@ -14,13 +14,13 @@ from sqlalchemy.engine import Connection
 from gateway.common.limits import RateLimits
 from gateway.common.webhooks import WebhookStore
 from gateway.helpdesk.app import create_helpdesk_app
-from gateway.helpdesk.auth import Identity, limits_unavailable, sign_in_limited
-from gateway.helpdesk.authenticator import HelpdeskAuthenticator
+from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.billing import Billing
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from gateway.helpdesk.sessions import Sessions
+from gateway.helpdesk.signin import Identity, limits_unavailable, sign_in_limited
 from gateway.helpdesk.social import SocialProvider
 from processors.common.outbox import relay_forever
 from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay

@@ -1,6 +1,7 @@
 """The helpdesk walkthrough of docs/helpdesk.md, run as written against `signalyard up`: sign in by a link from the
 development outbox, complete signup, a REST key with `tickets:write`, a subscription, a ticket through REST, its
-events paged through the procedures, and its signed `ticket.created` delivery at the documented receiver."""
+events paged through the procedures, and its signed `ticket.created` delivery at the documented receiver; and the
+demo organization `up` makes on its first run, as its banner says."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+import httpx
 
 from signalyard.embedded_broker import free_port
 from tests.e2e.test_photo_readme import read_until
@@ -80,6 +83,21 @@ def test_the_helpdesk_walkthrough_signs_in_creates_a_ticket_and_delivers_it_sign
         assert event["event_data"] == {"subject": "My order has not arrived", "priority": "high", "channel": "api"}
         assert (page["nextCursor"], page["hasMore"]) == (event["id"], False)
         assert f"ticket.created {event['aggregate_id']}\n" in output, log
+
+        # The banner's demo organization: its admin signs in with the printed password, its key has scope `*`.
+        signed_in = re.search(r"sign in (admin@helpdesk\.example) / (\S+) \(auth\.signInWithPassword\)", up.banner)
+        assert signed_in, up.banner
+        demo_key = (tmp_path / ".signalyard" / "demo-helpdesk-key").read_text().strip()
+        assert f"API key {demo_key}" in up.banner
+        base = f"http://127.0.0.1:{helpdesk_port}"
+        with httpx.Client(base_url=base) as browser:
+            password = {"json": {"email": signed_in[1], "password": signed_in[2]}}
+            answer = browser.post("/api/trpc/auth.signInWithPassword", json=password)
+            assert answer.status_code == 200, answer.text
+            me = browser.get("/api/trpc/auth.getUser").json()["result"]["data"]["json"]
+            assert (me["email"], me["role"]) == ("admin@helpdesk.example", "admin")
+        for path in ("/api/v1/tickets", "/api/v1/customers", "/api/v1/webhooks"):
+            assert httpx.get(base + path, headers={"Authorization": f"Bearer {demo_key}"}).status_code == 200
     finally:
         os.killpg(walkthrough.pid, signal.SIGKILL)
         assert up.ctrl_c() == 0

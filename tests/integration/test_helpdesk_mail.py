@@ -13,11 +13,11 @@ import httpx
 import pytest
 
 from gateway.common.limits import RateLimits
-from gateway.helpdesk import auth
-from gateway.helpdesk.auth import limits_unavailable, sign_in_limited
+from gateway.helpdesk import signin
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.mail import SmtpMail, SmtpServer
 from gateway.helpdesk.sessions import Sessions
+from gateway.helpdesk.signin import limits_unavailable, sign_in_limited
 from storage.common.db import Database
 from tests.helpdesk_stack import helpdesk_app
 from tests.peers.smtp import SmtpPeer
@@ -67,7 +67,7 @@ def test_the_url_names_the_connection_and_its_credentials() -> None:
 
 async def test_a_sign_in_link_arrives_by_smtp_and_signs_in(db: Database) -> None:
     with SmtpPeer("starttls", login=LOGIN) as smtp:
-        deps = auth.Identity(
+        deps = signin.Identity(
             db=db,
             sessions=Sessions(db, AccessTokens(secrets.token_bytes(32)), secure=False),
             passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),

@@ -20,11 +20,11 @@ import httpx
 import pytest
 
 from gateway.common.limits import RateLimits
-from gateway.helpdesk import auth
-from gateway.helpdesk.auth import limits_unavailable, sign_in_limited
+from gateway.helpdesk import signin
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.mail import KeptMail
 from gateway.helpdesk.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
+from gateway.helpdesk.signin import limits_unavailable, sign_in_limited
 from storage.common.db import Database
 from storage.helpdesk import identity
 from tests.helpdesk_stack import helpdesk_app
@@ -91,7 +91,7 @@ def email() -> str:
 @pytest.fixture
 async def browser(db: Database) -> AsyncIterator[Browser]:
     clock = Clock()
-    deps = auth.Identity(
+    deps = signin.Identity(
         db=db,
         sessions=Sessions(
             db,

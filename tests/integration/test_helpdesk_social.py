@@ -18,11 +18,11 @@ import jwt
 import pytest
 
 from gateway.common.limits import RateLimits
-from gateway.helpdesk import auth
-from gateway.helpdesk.auth import limits_unavailable, sign_in_limited
+from gateway.helpdesk import signin
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.mail import KeptMail
 from gateway.helpdesk.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
+from gateway.helpdesk.signin import limits_unavailable, sign_in_limited
 from gateway.helpdesk.social import SocialProvider
 from storage.common.db import Database
 from storage.helpdesk import identity
@@ -101,7 +101,7 @@ def provider() -> Iterator[OidcProvider]:
 
 def helpdesk(db: Database, key: bytes, social: SocialProvider | None) -> httpx.AsyncClient:
     """A browser on the helpdesk app, built as tests/integration/test_helpdesk_sign_in.py builds it."""
-    deps = auth.Identity(
+    deps = signin.Identity(
         db=db,
         sessions=Sessions(db, AccessTokens(key), secure=False),
         passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),

@@ -1,0 +1,376 @@
+"""The sign-in and profile procedures of section 4.2 (`auth.*`), and the sign-in link they mail.
+
+Sign-in by link and by password are limited to 5 a minute per address (section 8). Neither tells whether an address
+has an account: a link is mailed either way (the first sign-in makes the account), and a wrong password or an unknown
+address get the same answer after the same work.
+
+Social sign-in (`auth.signInWithSocial`, then `/auth/callback`) runs OpenID Connect's code flow against the provider
+configured, if any (`gateway/helpdesk/social.py`); limited to 5 a minute per client address."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+from urllib.parse import urlencode
+
+import msgspec
+import structlog
+from limits import RateLimitItem
+from limits import parse as limit
+from litestar import Request, Response, get
+from litestar.params import FromQuery
+from litestar.status_codes import HTTP_303_SEE_OTHER
+
+from gateway.common.auth import NO_AUTHENTICATION
+from gateway.common.limits import RateLimits
+from gateway.helpdesk.identity import Passwords, digest, opaque
+from gateway.helpdesk.mail import Mailer
+from gateway.helpdesk.redirects import is_safe_local_path
+from gateway.helpdesk.schemas import EMAIL_PATTERN, LINE
+from gateway.helpdesk.sessions import Resolved, Sessions, SignedIn
+from gateway.helpdesk.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
+from gateway.helpdesk.social import COOKIE as SOCIAL_COOKIE
+from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
+from storage.common.db import Database
+from storage.helpdesk import identity
+
+LINK_LIFETIME = timedelta(minutes=15)
+MAILS = {
+    "sign_in": ("Your sign-in link", "Sign in to the helpdesk"),
+    "reset": ("Reset your password", "Choose a new helpdesk password"),
+}
+LINK_PATH, RESET_PATH = "/auth/link", "/auth/reset"
+RESET_LANDING = "/account/password?reset=1"
+"""Where a used reset link sends the browser, signed in and without a password: the page that calls auth.setPassword."""
+SIGN_IN_LIMIT = limit("5/minute")
+PASSWORD_CHECKS_PER_CLIENT = limit("30/minute")
+"""Password checks (argon2: tens of milliseconds and 19 MiB each) one client address may ask for, whatever the
+account: the per-address limit alone would let a client vary the address."""
+PROVIDER_ERROR = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+"""An `error` the provider sends back to the callback (`access_denied`...): quoted in the refusal when it is one."""
+
+log = structlog.get_logger("signalyard.gateway.helpdesk")
+
+Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL_PATTERN)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=255, pattern=LINE)]
+Redirect = Annotated[str, msgspec.Meta(max_length=2048, pattern=LINE)]
+
+
+class SignInWithEmail(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+    redirectTo: Redirect | None = None  # the contract's name
+
+
+class SignInWithPassword(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+    password: Annotated[str, msgspec.Meta(min_length=6, max_length=1024)]
+
+
+class SignInWithSocial(msgspec.Struct, forbid_unknown_fields=True):
+    redirectTo: Redirect | None = None  # the contract's name
+
+
+class SendPasswordReset(msgspec.Struct, forbid_unknown_fields=True):
+    email: Email
+
+
+class SetPassword(msgspec.Struct, forbid_unknown_fields=True):
+    password: Annotated[str, msgspec.Meta(min_length=8, max_length=1024)]
+
+
+class ChangePassword(msgspec.Struct, forbid_unknown_fields=True):
+    currentPassword: Annotated[str, msgspec.Meta(max_length=1024)]  # the contract's name
+    newPassword: Annotated[str, msgspec.Meta(min_length=8, max_length=1024)]
+
+
+class UpdateProfile(msgspec.Struct, forbid_unknown_fields=True):
+    """Absent fields stay as they are; `avatar_url: null` removes the avatar."""
+
+    name: Name | msgspec.UnsetType = msgspec.UNSET
+    avatar_url: (
+        Annotated[str, msgspec.Meta(max_length=2048, pattern=r"^https?://[^\x00-\x20\x7f]*$")]
+        | msgspec.UnsetType
+        | None
+    ) = msgspec.UNSET
+    preferences: dict[str, Any] | msgspec.UnsetType = msgspec.UNSET
+
+
+MAX_PREFERENCES_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """What the auth procedures need."""
+
+    db: Database
+    sessions: Sessions
+    passwords: Passwords
+    limits: RateLimits
+    mailer: Mailer
+    public_url: str
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    social: SocialProvider | None = None
+    """The OpenID Connect provider of social sign-in; None: not configured (PRECONDITION_FAILED)."""
+
+
+def sign_in_limited(_: RateLimitItem, retry_after_s: int) -> ProcedureError:
+    """A sign-in limit's answer (section 7): TOO_MANY_REQUESTS, -32600, 429, the seconds to wait."""
+    return ProcedureError(
+        "TOO_MANY_REQUESTS",
+        f"Too many attempts for this address: retry in {retry_after_s} seconds",
+        {"Retry-After": str(retry_after_s)},
+    )
+
+
+def limits_unavailable() -> ProcedureError:
+    return ProcedureError("INTERNAL_SERVER_ERROR", "Sign-in is unavailable for a moment: retry shortly")
+
+
+def user_view(user: identity.UserRecord) -> dict[str, Any]:
+    """A User as section 2.1 has it."""
+    return {
+        "id": user.id,
+        "email": user.email,
+        "name": user.name,
+        "avatar_url": user.avatar_url,
+        "organization_id": user.organization_id,
+        "role": user.role,
+        "preferences": user.preferences,
+        "created_at": user.created_at,
+        "updated_at": user.updated_at,
+    }
+
+
+_SESSION = "helpdesk_session"
+
+
+async def signed_in(call: Call, sessions: Sessions) -> SignedIn:
+    """Who the request's cookies sign in, resolved once per HTTP request (a batch's calls share it, so a transparent
+    refresh rotates the refresh token once); UNAUTHORIZED when nobody."""
+    resolved = call.request.state.get(_SESSION)
+    if resolved is None:
+        resolved = await sessions.resolve(call.request.cookies)
+        call.request.state[_SESSION] = resolved
+        call.cookies.extend(resolved.cookies)
+    if resolved.signed_in is None:
+        raise ProcedureError("UNAUTHORIZED", "Sign in first: no valid session")
+    return resolved.signed_in
+
+
+def _client(call: Call) -> str:
+    """The calling client's address, for the limits counted per client."""
+    return call.request.client.host if call.request.client else "unknown"
+
+
+def procedures(deps: Identity) -> Mapping[str, Procedure]:
+    db, sessions, passwords = deps.db, deps.sessions, deps.passwords
+
+    async def current(call: Call) -> tuple[SignedIn, identity.UserRecord]:
+        who = await signed_in(call, sessions)
+        user = await db.read(identity.user_by_id, who.user_id)
+        if user is None:
+            raise ProcedureError("UNAUTHORIZED", "Sign in first: this account no longer exists")
+        return who, user
+
+    async def limited(procedure: str, email: str) -> None:
+        """Each of the three procedures that mail or check a password allows 5 calls a minute per address."""
+        await deps.limits.hit(f"helpdesk:{procedure}:{email.strip().lower()}", [SIGN_IN_LIMIT])
+
+    async def mail_link(purpose: Literal["sign_in", "reset"], email: str, redirect_to: str) -> None:
+        token = opaque("link")
+        await db.write(
+            identity.create_link,
+            digest(token),
+            purpose,
+            email=email,
+            redirect_to=redirect_to,
+            now=deps.clock(),
+            lifetime=LINK_LIFETIME,
+        )
+        path = LINK_PATH if purpose == "sign_in" else RESET_PATH
+        link = f"{deps.public_url.rstrip('/')}{path}?{urlencode({'token': token})}"
+        minutes = int(LINK_LIFETIME.total_seconds() // 60)
+        subject, action = MAILS[purpose]
+        await deps.mailer.send(
+            email.strip().lower(),
+            subject,
+            f"{action} by opening this link within {minutes} minutes:\n\n{link}\n\n"
+            "It works once. If you did not ask for it, ignore this mail.\n",
+        )
+
+    async def sign_in_with_email(_: Call, given: SignInWithEmail) -> dict[str, bool]:
+        await limited("signInWithEmail", given.email)
+        await mail_link("sign_in", given.email, given.redirectTo or "/")
+        return {"success": True}
+
+    async def sign_in_with_social(call: Call, given: SignInWithSocial) -> dict[str, str]:
+        await deps.limits.hit(f"helpdesk:signInWithSocial:{_client(call)}", [SIGN_IN_LIMIT])  # section 8: per IP
+        if deps.social is None:
+            raise ProcedureError(
+                "PRECONDITION_FAILED", "Social sign-in is not configured here: sign in with an email link or a password"
+            )
+        try:
+            url, cookie = await deps.social.start(given.redirectTo)
+        except ProviderUnavailable as error:
+            log.warning("social_provider_unavailable", reason=error.message)
+            raise ProcedureError(
+                "INTERNAL_SERVER_ERROR",
+                "Social sign-in is unavailable: the sign-in provider's configuration could not be read. Retry later, "
+                "or sign in with an email link or a password",
+            ) from None
+        call.cookies.append(cookie)
+        return {"url": url}
+
+    async def send_password_reset(_: Call, given: SendPasswordReset) -> dict[str, bool]:
+        await limited("sendPasswordReset", given.email)
+        if await db.read(identity.user_by_email, given.email) is not None:  # answered the same either way
+            await mail_link("reset", given.email, RESET_LANDING)
+        return {"success": True}
+
+    async def sign_in_with_password(call: Call, given: SignInWithPassword) -> dict[str, Any]:
+        await deps.limits.hit(f"helpdesk:password-checks:{_client(call)}", [PASSWORD_CHECKS_PER_CLIENT])
+        await limited("signInWithPassword", given.email)
+        user = await db.read(identity.user_by_email, given.email)
+        # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
+        if not await passwords.check(user.password_hash if user else None, given.password) or user is None:
+            raise ProcedureError("UNAUTHORIZED", "Invalid email or password")
+        if user.password_hash and passwords.outdated(user.password_hash):
+            await db.write(identity.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
+        started = await sessions.start(user.id)
+        call.cookies.extend(started.cookies)
+        return {"success": True, "user": {"id": user.id, "email": user.email, "created_at": user.created_at}}
+
+    async def get_user(call: Call, _: None) -> dict[str, Any]:
+        return user_view((await current(call))[1])
+
+    async def sign_out(call: Call, _: None) -> dict[str, bool]:
+        who = await signed_in(call, sessions)
+        call.cookies.extend(await sessions.end(who.session_id))
+        call.request.state[_SESSION] = Resolved(None)  # the calls after it in a batch are signed out too
+        return {"success": True}
+
+    async def has_password(call: Call, _: None) -> dict[str, bool]:
+        return {"hasPassword": (await current(call))[1].password_hash is not None}
+
+    async def set_password(call: Call, given: SetPassword) -> dict[str, bool]:
+        _, user = await current(call)
+        if user.password_hash is not None:
+            raise ProcedureError("BAD_REQUEST", "This account has a password: change it with auth.changePassword")
+        await db.write(identity.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
+        return {"success": True}
+
+    async def change_password(call: Call, given: ChangePassword) -> dict[str, bool]:
+        who, user = await current(call)
+        if user.password_hash is None:
+            raise ProcedureError("BAD_REQUEST", "This account has no password yet: set one with auth.setPassword")
+        await limited("changePassword", user.email)
+        if not await passwords.check(user.password_hash, given.currentPassword):
+            raise ProcedureError("UNAUTHORIZED", "The current password is wrong")
+        new_hash = await passwords.hash(given.newPassword)
+        await db.write(
+            identity.replace_password, user.id, new_hash, "password_changed", deps.clock(), keep=who.session_id
+        )
+        return {"success": True}
+
+    async def update_profile(call: Call, given: UpdateProfile) -> dict[str, Any]:
+        _, user = await current(call)
+        changes = {name: value for name, value in msgspec.structs.asdict(given).items() if value is not msgspec.UNSET}
+        if len(msgspec.json.encode(changes.get("preferences", {}))) > MAX_PREFERENCES_BYTES:
+            raise ProcedureError("BAD_REQUEST", f"preferences must encode to at most {MAX_PREFERENCES_BYTES} bytes")
+        updated = await db.write(identity.update_profile, user.id, changes, deps.clock()) if changes else user
+        return user_view(updated)
+
+    return {
+        "auth.signInWithEmail": Procedure("mutation", SignInWithEmail, sign_in_with_email),
+        "auth.signInWithPassword": Procedure("mutation", SignInWithPassword, sign_in_with_password),
+        "auth.getUser": Procedure("query", None, get_user),
+        "auth.signOut": Procedure("mutation", None, sign_out),
+        "auth.hasPassword": Procedure("query", None, has_password),
+        "auth.setPassword": Procedure("mutation", SetPassword, set_password),
+        "auth.changePassword": Procedure("mutation", ChangePassword, change_password),
+        "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile),
+        "auth.sendPasswordReset": Procedure("mutation", SendPasswordReset, send_password_reset),
+        "auth.signInWithSocial": Procedure("mutation", SignInWithSocial, sign_in_with_social),
+    }
+
+
+PRIVATE = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+"""A link's answers are stored by no cache, and the page it leads to is not told the link (it holds the token)."""
+
+
+class LinkRefused(msgspec.Struct):
+    error: dict[str, str]
+
+
+def link_routes(deps: Identity) -> list[Any]:
+    """The GETs of mailed links. Used once, a link signs the browser in (both cookies, in this very response) and sends
+    it on (303). A sign-in link goes to its `redirectTo` when that is a path of this site, else to `/`; its first use
+    makes the account. A reset link removes the password and ends the account's other sessions, then goes to the page
+    that sets a new one (RESET_LANDING).
+
+    And social sign-in's callback (CALLBACK_PATH), where the provider sends the browser back: it signs the browser in
+    the same way when the provider vouches for a verified address (the first sign-in makes the account), and answers
+    400 otherwise. Either way the flow's cookie is removed."""
+
+    async def open_link(purpose: Literal["sign_in", "reset"], token: str) -> Response[Any]:
+        now = deps.clock()
+        link = await deps.db.write(identity.use_link, digest(token), purpose, now) if token else None
+        user = None
+        if link is not None and purpose == "sign_in":
+            user = await deps.db.write(identity.signed_in_by_email, link.email, now)
+        elif link is not None:
+            user = await deps.db.read(identity.user_by_email, link.email)
+            if user is not None:
+                await deps.db.write(identity.replace_password, user.id, None, "password_reset", now)
+        if link is None or user is None:
+            message = "This link is unknown, used or expired: ask for a new one"
+            return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400, headers=PRIVATE)
+        started = await deps.sessions.start(user.id)
+        target = link.redirect_to if is_safe_local_path(link.redirect_to) else "/"
+        return Response(
+            b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": target, **PRIVATE}, cookies=list(started.cookies)
+        )
+
+    @get(LINK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def sign_in_link(token: FromQuery[str] = "") -> Response[Any]:
+        return await open_link("sign_in", token)
+
+    @get(RESET_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def reset_link(token: FromQuery[str] = "") -> Response[Any]:
+        return await open_link("reset", token)
+
+    def refusal(code: str, message: str, cookies: list[Any] | None = None) -> Response[Any]:
+        body = LinkRefused({"code": code, "message": message})
+        return Response(body, status_code=400, headers=PRIVATE, cookies=cookies or [])
+
+    @get(CALLBACK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def social_callback(request: Request[Any, Any, Any]) -> Response[Any]:
+        # read from the query itself: `state` is a name Litestar keeps for the application's state
+        code, state, error = (request.query_params.get(name, "") for name in ("code", "state", "error"))
+        social = deps.social
+        if social is None:
+            return refusal("not_configured", "Social sign-in is not configured here: sign in with an email link")
+        cleared = social.cleared_cookie()
+        if error:  # the provider did not sign the person in (access_denied: they said no)
+            said = f" ({error})" if PROVIDER_ERROR.match(error) else ""
+            message = f"The sign-in provider did not sign you in{said}: start again, or sign in with an email link"
+            return refusal("provider_refused", message, [cleared])
+        try:
+            who = await social.finish(code, state, request.cookies.get(SOCIAL_COOKIE))
+        except SocialSignInError as refused:
+            log.info("social_sign_in_refused", code=refused.code, reason=refused.message)
+            return refusal(refused.code, refused.message, [cleared])
+        user = await deps.db.write(identity.signed_in_by_email, who.email, deps.clock())
+        started = await deps.sessions.start(user.id)
+        target = who.redirect_to if is_safe_local_path(who.redirect_to) else "/"
+        return Response(
+            b"",
+            status_code=HTTP_303_SEE_OTHER,
+            headers={"Location": target, **PRIVATE},
+            cookies=[*started.cookies, cleared],
+        )
+
+    return [sign_in_link, reset_link, social_callback]
