@@ -382,10 +382,13 @@ class RawHttp:
 
     async def _send(self, request: bytes) -> Answer:
         connection = None
+        while self.idle and connection is None:
+            connection = self.idle.pop()
+            if connection.lost:  # the server closed it while it was idle (its keep-alive timeout)
+                connection.close()
+                connection = None
         try:
-            if self.idle:
-                connection = self.idle.pop()
-            else:
+            if connection is None:
                 _, connection = await asyncio.get_running_loop().create_connection(_Connection, "127.0.0.1", self.port)
             status, payload, keep_alive = await connection.exchange(request, self.timeout_s)
         except (OSError, TimeoutError, httptools.HttpParserError) as error:
