@@ -26,7 +26,7 @@ from litestar.types import ASGIApp
 from processors.common.outbox import Sweeper, sweep_forever
 from processors.common.webhooks import WebhookDeliverer, events_outbox, fanout_router
 from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
-from signalyard.secrets import webhook_cipher
+from signalyard.secrets import secrets_cipher
 from signalyard.settings import PlatformSettings
 from storage.common.db import Database, check_schema, migrate, sqlite_url
 from topics.common.admin import ensure_topics
@@ -348,7 +348,7 @@ def webhook_engine(p: Platform, profile: WebhookProfile) -> list[Background]:
     deliverer = WebhookDeliverer(
         p.db,
         profile,
-        webhook_cipher(settings),
+        secrets_cipher(settings),
         allow_private_targets=settings.webhook_allow_private_targets,
         ca_bundle=settings.webhook_ca_bundle,
     )

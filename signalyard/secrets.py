@@ -31,10 +31,10 @@ def kept(data_dir: Path, name: str, new: str | None = None) -> str:
     return secret
 
 
-def webhook_cipher(settings: PlatformSettings) -> MultiFernet:
-    """Encrypts webhook signing secrets at rest. The first of SIGNALYARD_WEBHOOK_SECRET_KEYS encrypts; all of them
-    decrypt, so a key is rotated by putting the new one first."""
-    keys = settings.webhook_secret_keys or [
-        kept(settings.data_dir, "webhook-secret-key", Fernet.generate_key().decode())
-    ]
+def secrets_cipher(settings: PlatformSettings) -> MultiFernet:
+    """Seals the secrets the services store (webhook signing secrets, inbound channels' provider secrets:
+    storage/common/secrets.py). The first of SIGNALYARD_SECRET_KEYS seals; all of them open, so a key is rotated by
+    putting the new one first. Unset: one random key kept in the data directory (under the name it had when it
+    sealed webhook secrets alone)."""
+    keys = settings.secret_keys or [kept(settings.data_dir, "webhook-secret-key", Fernet.generate_key().decode())]
     return MultiFernet([Fernet(key) for key in keys])

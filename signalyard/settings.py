@@ -163,9 +163,9 @@ class PlatformSettings:
     """How often the sweeper looks."""
     processor_metrics_port: int | None = setting("SIGNALYARD_PROCESSOR_METRICS_PORT", None, port)
     """Port of the /metrics endpoint of a processors-only process (unset: none)."""
-    webhook_secret_keys: list[str] | None = setting("SIGNALYARD_WEBHOOK_SECRET_KEYS", None, fernet_keys)
-    """Fernet keys (comma-separated; the first encrypts, all decrypt) that encrypt webhook signing secrets at rest.
-    Unset: one random key kept in the data directory."""
+    secret_keys: list[str] | None = setting("SIGNALYARD_SECRET_KEYS", None, fernet_keys)
+    """Fernet keys (comma-separated; the first encrypts, all decrypt) that seal the secrets stored at rest: webhook
+    signing secrets and inbound channels' provider secrets. Unset: one random key kept in the data directory."""
     webhook_allow_private_targets: bool = setting("SIGNALYARD_WEBHOOK_ALLOW_PRIVATE_TARGETS", False, boolean)
     """Let webhooks reach private, loopback and link-local addresses (development and tests only)."""
     webhook_ca_bundle: str | None = setting("SIGNALYARD_WEBHOOK_CA_BUNDLE", None, text)

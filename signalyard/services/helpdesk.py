@@ -85,7 +85,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
         db=p.db,
         identity=identity_deps,
         announce=announce,
-        webhooks=WebhookStore(p.db, secrets.webhook_cipher(p.settings), p.settings.webhook_allow_private_targets),
+        webhooks=WebhookStore(p.db, secrets.secrets_cipher(p.settings), p.settings.webhook_allow_private_targets),
         billing=billing,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}

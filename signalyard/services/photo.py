@@ -79,7 +79,7 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
         publish=publish,
         publish_event=_publish_event(p),
         urls=_signer(p, s),
-        webhooks=WebhookStore(p.db, secrets.webhook_cipher(p.settings), p.settings.webhook_allow_private_targets),
+        webhooks=WebhookStore(p.db, secrets.secrets_cipher(p.settings), p.settings.webhook_allow_private_targets),
         wait_s=s.wait_ms / 1000,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}

@@ -9,7 +9,6 @@ their SHA-256, never in plain; an endpoint of a profile whose secret is optional
 
 from __future__ import annotations
 
-import hashlib
 import secrets
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
 import msgspec
-from cryptography.fernet import Fernet, MultiFernet
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -45,6 +43,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base, UtcDateTime, json_list_has
+from storage.common.secrets import Cipher, fingerprint, seal
 from topics.common.asyncapi import Channel
 from wire.ids import is_id, new_id
 from wire.webhooks import Operation, WebhookProfile
@@ -63,7 +62,6 @@ RESPONSE_BODY_LIMIT = 1024
 
 AutoId = BigInteger().with_variant(Integer(), "sqlite")
 """An auto-incrementing key on both backends (SQLite only auto-increments an INTEGER PRIMARY KEY)."""
-Cipher = Fernet | MultiFernet
 
 
 class WebhookEndpoint(Base):
@@ -268,8 +266,8 @@ def create_endpoint(
             url=url,
             events=endpoint.events,
             status=endpoint.status,
-            secret_encrypted=None if secret is None else cipher.encrypt(secret.encode()).decode(),
-            secret_sha256=None if secret is None else hashlib.sha256(secret.encode()).hexdigest(),
+            secret_encrypted=None if secret is None else seal(cipher, secret),
+            secret_sha256=None if secret is None else fingerprint(secret),
             created_at=now,
             disabled_at=None if enabled else now,
         )

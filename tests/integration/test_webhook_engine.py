@@ -723,9 +723,9 @@ async def test_an_operation_the_service_does_not_offer_is_refused(hooks: Hooks, 
 
 
 def cipher_of(data_dir: Path, *keys: str) -> MultiFernet:
-    """The secret-encryption cipher every process builds from SIGNALYARD_WEBHOOK_SECRET_KEYS."""
-    environ = {"SIGNALYARD_DATA_DIR": str(data_dir), "SIGNALYARD_WEBHOOK_SECRET_KEYS": ",".join(keys)}
-    return secrets.webhook_cipher(load(PlatformSettings, environ))
+    """The secret-encryption cipher every process builds from SIGNALYARD_SECRET_KEYS."""
+    environ = {"SIGNALYARD_DATA_DIR": str(data_dir), "SIGNALYARD_SECRET_KEYS": ",".join(keys)}
+    return secrets.secrets_cipher(load(PlatformSettings, environ))
 
 
 async def test_rotated_keys_still_sign_with_secrets_stored_under_the_old_one(hooks: Hooks, tmp_path: Path) -> None:

@@ -21,7 +21,8 @@ from prometheus_client import Counter, Histogram
 from processors.common.webhooks.guard import Resolve, guarded_client, system_resolve, tls_context
 from storage.common import webhooks
 from storage.common.db import Database
-from storage.common.webhooks import RESPONSE_BODY_LIMIT, AttemptResult, Cipher, Claimed
+from storage.common.secrets import Cipher, unseal
+from storage.common.webhooks import RESPONSE_BODY_LIMIT, AttemptResult, Claimed
 from wire.webhooks import WebhookProfile
 
 log = structlog.get_logger("signalyard.processors.webhooks")
@@ -364,7 +365,7 @@ class WebhookDeliverer:
         cached = self._secrets.get(claimed.endpoint_id)
         if cached is not None and cached[0] == claimed.secret_encrypted:
             return cached[1]
-        secret = self.cipher.decrypt(claimed.secret_encrypted.encode()).decode()
+        secret = unseal(self.cipher, claimed.secret_encrypted)
         if len(self._secrets) >= 10_000:
             self._secrets.clear()
         self._secrets[claimed.endpoint_id] = (claimed.secret_encrypted, secret)

@@ -180,7 +180,7 @@ async def test_a_failing_receiver_is_retried_at_1m_5m_30m_2h_24h_then_the_subscr
         pending = set(await gateway.db.read(lambda connection: list(connection.scalars(recorded))))
         assert len(pending) == 2, "ticket.created and customer.created, waiting for the fan-out"
         await gateway.db.write(lambda connection: webhooks.fan_out(connection, pending, now=clock()))
-        cipher: MultiFernet = secrets.webhook_cipher(gateway.settings.platform)
+        cipher: MultiFernet = secrets.secrets_cipher(gateway.settings.platform)
         engine = WebhookDeliverer(gateway.db, WEBHOOKS, cipher, allow_private_targets=True, clock=clock)
         try:
             assert await engine.deliver_due() == 1
