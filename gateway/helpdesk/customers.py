@@ -33,6 +33,7 @@ def customer_object(customer: customers.CustomerRecord) -> Customer:
         email=customer.email,
         name=customer.name,
         phone=customer.phone,
+        bouncing=customer.bouncing,
         created_at=iso(customer.created_at, "milliseconds"),
         updated_at=iso(customer.updated_at, "milliseconds"),
     )

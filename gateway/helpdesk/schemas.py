@@ -21,7 +21,7 @@ Timestamp = Annotated[
 ]
 Status = Literal["open", "pending", "resolved", "closed"]
 Priority = Literal["low", "normal", "high", "urgent"]
-Channel = Literal["api", "email", "sms", "chat", "voice", "web"]
+Channel = Literal["api", "email", "sms", "chat", "voice", "web", "messaging", "social", "commerce", "marketplace"]
 LINE = r"^[^\x00-\x1f\x7f]*$"
 """One line of text: no control characters (PostgreSQL stores no NUL in text, and a name or subject holds no
 line breaks)."""
@@ -43,9 +43,12 @@ Body = Annotated[str, msgspec.Meta(min_length=1, max_length=65536, pattern=TEXT,
 
 class Customer(msgspec.Struct, kw_only=True):
     id: Uuid
-    email: str
+    email: str | None
+    """None for a customer known only by a phone number or a messaging app's id."""
     name: str
     phone: str | None
+    bouncing: bool
+    """Mail to the address bounced: nothing automatic is mailed there."""
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -78,7 +81,7 @@ class Ticket(msgspec.Struct, kw_only=True):
     priority: Priority
     channel: Channel
     customer_id: Uuid
-    customer_email: str
+    customer_email: str | None
     assignee_id: Uuid | None
     tags: list[str]
     created_at: Timestamp

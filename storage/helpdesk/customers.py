@@ -16,10 +16,11 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.common import webhooks
 from storage.common.paging import newest_first
-from storage.helpdesk.models import Customer
+from storage.helpdesk.models import Customer, CustomerIdentity
 from topics.helpdesk import WEBHOOKS
 
 CUSTOMERS = cast(Table, Customer.__table__)
+IDENTITIES = cast(Table, CustomerIdentity.__table__)
 
 
 class EmailTaken(Exception):
@@ -30,9 +31,10 @@ class EmailTaken(Exception):
 class CustomerRecord:
     id: str
     organization_id: str
-    email: str
+    email: str | None
     name: str
     phone: str | None
+    bouncing: bool
     created_at: datetime
     updated_at: datetime
 
@@ -58,6 +60,16 @@ _BY_EMAIL = select(CUSTOMERS).where(
     CUSTOMERS.c.organization_id == bindparam("organization_id"), CUSTOMERS.c.email == bindparam("email")
 )
 _INSERT = insert(CUSTOMERS)
+_BY_IDENTITY = (
+    select(CUSTOMERS)
+    .join(IDENTITIES, IDENTITIES.c.customer_id == CUSTOMERS.c.id)
+    .where(
+        IDENTITIES.c.organization_id == bindparam("organization_id"),
+        IDENTITIES.c.kind == bindparam("kind"),
+        IDENTITIES.c.value == bindparam("value"),
+    )
+)
+_INSERT_IDENTITY = insert(IDENTITIES)
 """Statements on a ticket create's path are built once (building them per call cost most of its storage time)."""
 
 
@@ -75,18 +87,19 @@ def create(
     connection: Connection,
     organization_id: str,
     *,
-    email: str,
+    email: str | None,
     name: str,
     phone: str | None,
     now: datetime,
     recorded: list[str],
 ) -> CustomerRecord:
     """A new customer and its `customer.created` event; EmailTaken when the address has one already."""
-    customer = CustomerRecord(str(uuid.uuid4()), organization_id, email.lower(), name, phone, now, now)
+    address = email.lower() if email is not None else None
+    customer = CustomerRecord(str(uuid.uuid4()), organization_id, address, name, phone, False, now, now)
     try:
         connection.execute(_INSERT, {n: getattr(customer, n) for n in CustomerRecord.__slots__})  # type: ignore[attr-defined]
     except IntegrityError:
-        raise EmailTaken(email) from None
+        raise EmailTaken(email or "") from None
     recorded.append(
         webhooks.record_event(
             connection, WEBHOOKS, organization_id, "customer.created", webhook_data(customer), now=now
@@ -147,3 +160,47 @@ def listing(
         scope = scope & (CUSTOMERS.c.email == email.lower())
     rows, more = newest_first(connection, CUSTOMERS, select(CUSTOMERS), scope, limit=limit, cursor=cursor)
     return [_customer(row) for row in rows], more
+
+
+def by_identity(connection: Connection, organization_id: str, kind: str, value: str) -> CustomerRecord | None:
+    """The customer a channel's sender id (`phone`, `whatsapp`, `messenger`, `shop`, ...) names, if known."""
+    row = connection.execute(_BY_IDENTITY, {"organization_id": organization_id, "kind": kind, "value": value}).first()
+    return _customer(row) if row else None
+
+
+def find_or_create_by_identity(
+    connection: Connection,
+    organization_id: str,
+    *,
+    kind: str,
+    value: str,
+    name: str | None,
+    email: str | None = None,
+    phone: str | None = None,
+    now: datetime,
+    recorded: list[str],
+) -> CustomerRecord:
+    """The customer a channel's sender id names; else the one with `email`, now named by the id too; else a new one
+    (named `name`, else the id). A sender's messages are processed one after the other (they share a partition), so
+    two of them do not make two customers."""
+    found = by_identity(connection, organization_id, kind, value)
+    if found is not None:
+        return found
+    customer = by_email(connection, organization_id, email) if email else None
+    if customer is None:
+        customer = create(
+            connection, organization_id, email=email, name=name or value, phone=phone, now=now, recorded=recorded
+        )
+    connection.execute(
+        _INSERT_IDENTITY, {"organization_id": organization_id, "kind": kind, "value": value, "customer_id": customer.id}
+    )
+    return customer
+
+
+def mark_bouncing(connection: Connection, organization_id: str, email: str, now: datetime) -> CustomerRecord | None:
+    """Mail to `email` bounced: its customer (if any) is marked, so nothing automatic is sent there again."""
+    customer = by_email(connection, organization_id, email)
+    if customer is None or customer.bouncing:
+        return customer
+    connection.execute(update(CUSTOMERS).where(CUSTOMERS.c.id == customer.id).values(bouncing=True, updated_at=now))
+    return get(connection, organization_id, customer.id)

@@ -1,12 +1,13 @@
-"""The helpdesk's identity tables. Secrets (refresh tokens, link tokens) are stored only as their SHA-256; single use
-and rotation are conditional updates, so two requests racing on one token cannot both win."""
+"""The helpdesk's tables: identity, the domain, the activity log, inbound channels and their events. Identity's
+secrets (refresh tokens, link tokens) are stored only as their SHA-256; single use and rotation are conditional
+updates, so two requests racing on one token cannot both win."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Index, Integer, LargeBinary, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base
@@ -134,7 +135,8 @@ class Event(Base):
 
 
 class Customer(Base):
-    """A person who writes to an organization (a contact). One per address within an organization."""
+    """A person who writes to an organization (a contact). One per address within an organization; one who wrote by
+    SMS or a messaging app may have no address (their identities say who they are)."""
 
     __tablename__ = "helpdesk_customers"
     __table_args__ = (
@@ -144,12 +146,28 @@ class Customer(Base):
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     organization_id: Mapped[str] = mapped_column(String(36))
-    email: Mapped[str] = mapped_column(String(320))
+    email: Mapped[str | None] = mapped_column(String(320))
     """Lower-cased."""
     name: Mapped[str] = mapped_column(String(255))
     phone: Mapped[str | None] = mapped_column(String(32))
+    bouncing: Mapped[bool] = mapped_column(Boolean, default=False)
+    """Mail to the address bounced: the helpdesk sends it nothing automatic."""
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+class CustomerIdentity(Base):
+    """How a channel names a customer: an address, a phone number, a messaging app's id, a shop's customer id. One
+    customer per identity within an organization, so a sender's messages find their customer again."""
+
+    __tablename__ = "helpdesk_customer_identities"
+    __table_args__ = (Index("ix_helpdesk_customer_identities_customer", "customer_id"),)
+
+    organization_id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
+    """email | phone | whatsapp | messenger | shop | marketplace | chat"""
+    value: Mapped[str] = mapped_column(String(320), primary_key=True)
+    customer_id: Mapped[str] = mapped_column(String(36))
 
 
 class Ticket(Base):
@@ -161,6 +179,7 @@ class Ticket(Base):
         UniqueConstraint("organization_id", "number", name="uq_helpdesk_tickets_number"),
         Index("ix_helpdesk_tickets_listing", "organization_id", "created_at", "id"),
         Index("ix_helpdesk_tickets_customer", "customer_id"),
+        Index("ix_helpdesk_tickets_thread", "organization_id", "thread_key", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
@@ -173,6 +192,9 @@ class Ticket(Base):
     customer_id: Mapped[str] = mapped_column(String(36))
     assignee_id: Mapped[str | None] = mapped_column(String(36))
     tags: Mapped[list[str]] = mapped_column(JSON)
+    thread_key: Mapped[str | None] = mapped_column(String(255))
+    """For channels that thread by sender (SMS, messaging apps, chat): the channel and the sender, so that a sender's
+    next message finds this ticket (`sms:<channel>:<number>`)."""
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 
@@ -181,7 +203,10 @@ class Conversation(Base):
     """One message on a ticket: a reply (from an agent or the customer) or an internal note (agents only)."""
 
     __tablename__ = "helpdesk_conversations"
-    __table_args__ = (Index("ix_helpdesk_conversations_ticket", "ticket_id", "created_at", "id"),)
+    __table_args__ = (
+        Index("ix_helpdesk_conversations_ticket", "ticket_id", "created_at", "id"),
+        Index("ix_helpdesk_conversations_message_id", "organization_id", "message_id"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     organization_id: Mapped[str] = mapped_column(String(36))
@@ -191,4 +216,113 @@ class Conversation(Base):
     author_id: Mapped[str | None] = mapped_column(String(36))
     body: Mapped[str] = mapped_column(Text)
     internal: Mapped[bool] = mapped_column(Boolean)
+    message_id: Mapped[str | None] = mapped_column(String(998))
+    """The mail's Message-ID (an inbound mail's own; an agent's reply's, as it is mailed): how replies thread."""
+    attachments: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    """What came with the message: `{name, content_type, size, blob}` (in the blob store) or `{url, content_type}`."""
     created_at: Mapped[datetime]
+
+
+class Channel(Base):
+    """Where an organization's customers reach it: a mailbox, a phone number, a messaging app's number or page, a
+    shop, a payments account, a notification topic. Its provider secrets are sealed (storage/common/secrets.py);
+    `settings` holds the rest (an SMS auto-reply, allowed topics)."""
+
+    __tablename__ = "helpdesk_channels"
+    __table_args__ = (Index("ix_helpdesk_channels_organization", "organization_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    kind: Mapped[str] = mapped_column(String(32))
+    name: Mapped[str] = mapped_column(String(255))
+    settings: Mapped[dict[str, Any]] = mapped_column(JSON)
+    secrets_sealed: Mapped[str] = mapped_column(Text)
+    """The channel's secrets as one sealed JSON object."""
+    created_at: Mapped[datetime]
+    deleted_at: Mapped[datetime | None]
+
+
+class ChannelAddress(Base):
+    """What routes a provider's call to its channel: an inbound address, a phone number, an id. Each belongs to one
+    channel at a time."""
+
+    __tablename__ = "helpdesk_channel_addresses"
+    __table_args__ = (Index("ix_helpdesk_channel_addresses_channel", "channel_id"),)
+
+    kind: Mapped[str] = mapped_column(String(32), primary_key=True)
+    """email | phone | phone_number_id | page_id | shop | account | topic_arn | team | token"""
+    address: Mapped[str] = mapped_column(String(320), primary_key=True)
+    channel_id: Mapped[str] = mapped_column(String(36))
+
+
+class InboundEvent(Base):
+    """A provider's call as it came, stored (with its de-duplication key) before it is acknowledged; the outbox of
+    `helpdesk.inbound.received`, and then the record of what it became."""
+
+    __tablename__ = "helpdesk_inbound_events"
+    __table_args__ = (
+        UniqueConstraint("channel_id", "dedup_key", name="uq_helpdesk_inbound_events_dedup"),
+        Index("ix_helpdesk_inbound_events_outbox", "state", "published_at"),
+        Index("ix_helpdesk_inbound_events_listing", "organization_id", "created_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    channel_id: Mapped[str] = mapped_column(String(36))
+    provider: Mapped[str] = mapped_column(String(32))
+    """The endpoint and its kind: email_a, email_b, email_c, email_d, sms, business_messaging, ..."""
+    dedup_key: Mapped[str] = mapped_column(String(255))
+    content_type: Mapped[str] = mapped_column(String(255))
+    body: Mapped[bytes] = mapped_column(LargeBinary)
+    partition_key: Mapped[str] = mapped_column(String(255))
+    """What orders its processing: one sender's events are processed one after the other."""
+    created_at: Mapped[datetime]
+    state: Mapped[str] = mapped_column(String(16))
+    """pending | processed"""
+    published_at: Mapped[datetime]
+    classification: Mapped[str | None] = mapped_column(String(32))
+    ticket_id: Mapped[str | None] = mapped_column(String(36))
+    conversation_id: Mapped[str | None] = mapped_column(String(36))
+    outcome: Mapped[str | None] = mapped_column(Text)
+    """What processing did with it, for people: `new ticket`, `threaded by In-Reply-To`, `delivery state`, ..."""
+    processed_at: Mapped[datetime | None]
+
+
+class Call(Base):
+    """A voice provider's call, its state as its events tell it, and its voicemail: the audio and the transcription,
+    which make one ticket once both are there, in whatever order the events came."""
+
+    __tablename__ = "helpdesk_calls"
+    __table_args__ = (UniqueConstraint("channel_id", "call_id", name="uq_helpdesk_calls_call"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    channel_id: Mapped[str] = mapped_column(String(36))
+    call_id: Mapped[str] = mapped_column(String(128))
+    state: Mapped[str] = mapped_column(String(32))
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    voicemail: Mapped[bool] = mapped_column(Boolean, default=False)
+    recording_url: Mapped[str | None] = mapped_column(Text)
+    transcription: Mapped[str | None] = mapped_column(Text)
+    ticket_id: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
+
+
+class Order(Base):
+    """A shop's or marketplace's order (or return) as its events tell it, attached to its customer."""
+
+    __tablename__ = "helpdesk_orders"
+    __table_args__ = (
+        UniqueConstraint("channel_id", "order_id", name="uq_helpdesk_orders_order"),
+        Index("ix_helpdesk_orders_customer", "customer_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    channel_id: Mapped[str] = mapped_column(String(36))
+    customer_id: Mapped[str | None] = mapped_column(String(36))
+    order_id: Mapped[str] = mapped_column(String(128))
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]

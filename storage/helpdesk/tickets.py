@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, cast
 
@@ -39,7 +39,7 @@ TICKETS = cast(Table, Ticket.__table__)
 CONVERSATIONS = cast(Table, Conversation.__table__)
 STATUSES = ("open", "pending", "resolved", "closed")
 PRIORITIES = ("low", "normal", "high", "urgent")
-CHANNELS = ("api", "email", "sms", "chat", "voice", "web")
+CHANNELS = ("api", "email", "sms", "chat", "voice", "web", "messaging", "social", "commerce", "marketplace")
 PREVIEW_CHARACTERS = 140
 """Of a conversation's body, in its `created` event's `content_preview`."""
 AuthorType = Literal["agent", "customer"]
@@ -63,11 +63,13 @@ class TicketRecord:
     priority: str
     channel: str
     customer_id: str
-    customer_email: str
+    customer_email: str | None
     assignee_id: str | None
     tags: list[str]
     created_at: datetime
     updated_at: datetime
+    thread_key: str | None = None
+    """For a channel that threads by sender: the ticket that sender's next message goes to (models.Ticket)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,8 @@ class ConversationRecord:
     body: str
     internal: bool
     created_at: datetime
+    message_id: str | None = None
+    attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +130,7 @@ def _ticket(row: Any) -> TicketRecord:
         list(row.tags),
         row.created_at,
         row.updated_at,
+        row.thread_key,
     )
 
 
@@ -215,12 +220,15 @@ def create(
     assignee_id: str | None = None,
     tags: Sequence[str] = (),
     message: str | None = None,
+    message_id: str | None = None,
+    attachments: Sequence[dict[str, Any]] = (),
+    thread_key: str | None = None,
     actor_id: str | None,
     now: datetime,
     recorded: list[str],
 ) -> TicketRecord:
     """A ticket for a customer given by id or by address (made when new), numbered next in its organization, with its
-    first message as a customer reply when `message` is given."""
+    first message as a customer reply when `message` is given (with its mail's Message-ID and its attachments)."""
     if customer_id is not None:
         customer = customers.get(connection, organization_id, customer_id)
         if customer is None:
@@ -246,6 +254,7 @@ def create(
         unique_tags,
         now,
         now,
+        thread_key,
     )
     values = {name: getattr(ticket, name) for name in TicketRecord.__slots__ if name != "customer_email"}  # type: ignore[attr-defined]
     connection.execute(_INSERT, values)
@@ -266,6 +275,8 @@ def create(
             author_id=customer.id,
             body=message,
             internal=False,
+            message_id=message_id,
+            attachments=attachments,
             now=now,
             recorded=recorded,
         )
@@ -363,9 +374,14 @@ def add_conversation(
     now: datetime,
     recorded: list[str],
     actor_id: str | None = None,
+    message_id: str | None = None,
+    attachments: Sequence[dict[str, Any]] = (),
 ) -> ConversationRecord:
-    """A reply or an internal note on `ticket`, with its conversation `created` event and `conversation.created`."""
-    conversation = ConversationRecord(str(uuid.uuid4()), ticket.id, author_type, author_id, body, internal, now)
+    """A reply or an internal note on `ticket`, with its conversation `created` event and `conversation.created`.
+    `message_id`: the mail's Message-ID, by which replies to it thread."""
+    conversation = ConversationRecord(
+        str(uuid.uuid4()), ticket.id, author_type, author_id, body, internal, now, message_id, list(attachments)
+    )
     fields = {name: getattr(conversation, name) for name in ConversationRecord.__slots__}  # type: ignore[attr-defined]
     connection.execute(_INSERT_CONVERSATION, {"organization_id": ticket.organization_id, **fields})
     connection.execute(_TOUCH, {"ticket_id": ticket.id, "now": now})
@@ -387,6 +403,7 @@ def add_conversation(
         "authorId": author_id,
         "internal": internal,
         "body": body,
+        "attachments": len(conversation.attachments),
         "createdAt": now.isoformat().replace("+00:00", "Z"),
     }
     recorded.append(

@@ -59,6 +59,12 @@ TABLES = {
     "helpdesk_customers",
     "helpdesk_tickets",
     "helpdesk_conversations",
+    "helpdesk_customer_identities",
+    "helpdesk_channels",
+    "helpdesk_channel_addresses",
+    "helpdesk_inbound_events",
+    "helpdesk_calls",
+    "helpdesk_orders",
 }
 FUTURE = timedelta(days=1)
 """Pending rows are published this far ahead of the clock: no sweeper of a stack on this database takes them."""
@@ -189,7 +195,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"}
-    assert versions == ["0008"]
+    assert versions == ["0009"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"

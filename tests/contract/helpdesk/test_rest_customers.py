@@ -24,7 +24,7 @@ from storage.helpdesk import customers
 from tests.helpdesk_stack import Browser, HelpdeskStack, new_email
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-CUSTOMER_FIELDS = {"id", "email", "name", "phone", "created_at", "updated_at"}
+CUSTOMER_FIELDS = {"id", "email", "name", "phone", "bouncing", "created_at", "updated_at"}
 
 
 @dataclass
