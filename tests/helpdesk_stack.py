@@ -25,6 +25,7 @@ from gateway.helpdesk.app import create_helpdesk_app
 from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.billing import Billing
 from gateway.helpdesk.deps import HelpdeskGateway
+from gateway.helpdesk.inbound.common import Inbound
 from gateway.helpdesk.signin import Identity
 from signalyard.registry import helpdesk
 from signalyard.service import Service
@@ -45,12 +46,17 @@ def helpdesk_app(identity_deps: Identity, *, billing: Billing | None = None) -> 
     async def announce(_organization_id: str, _event_id: str) -> None:
         return None
 
+    async def publish(_message: Any, _key: bytes) -> None:
+        return None
+
     db = identity_deps.db
+    cipher = MultiFernet([Fernet(Fernet.generate_key())])
     gateway = HelpdeskGateway(
         db=db,
         identity=identity_deps,
         announce=announce,
-        webhooks=WebhookStore(db, MultiFernet([Fernet(Fernet.generate_key())]), allow_private_targets=True),
+        webhooks=WebhookStore(db, cipher, allow_private_targets=True),
+        inbound=Inbound(db, cipher, publish),
         billing=billing,
     )
     return create_helpdesk_app(gateway, HelpdeskAuthenticator(db, None), {})

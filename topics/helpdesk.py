@@ -11,6 +11,11 @@ from wire.webhooks import FIVE_RETRIES_OVER_A_DAY, WebhookProfile, event_timesta
 
 ACTIVITY_RECORDED = "helpdesk.activity.recorded"
 """An activity-log event (section 2.3) was committed; stream consumers may subscribe."""
+INBOUND_RECEIVED = "helpdesk.inbound.received"
+"""A provider's call (a mail, an SMS, a message, a call event, ...) was stored; the inbound processors make it a ticket,
+a reply, a call record or a billing change."""
+INBOUND_GROUP = "signalyard-helpdesk-inbound"
+"""The consumer group of the inbound processors (under the topic prefix): add members to scale out."""
 
 EventType = Literal[
     "ticket.created",
@@ -72,6 +77,18 @@ class ActivityRecorded(msgspec.Struct, frozen=True, kw_only=True):
     created_at: Timestamp
 
 
+class InboundReceived(msgspec.Struct, frozen=True, kw_only=True):
+    """A stored inbound event to process (its raw call is in storage: `helpdesk_inbound_events`). Delivered at least
+    once: processing is conditional on the event still being pending."""
+
+    event_id: Uuid
+    organization_id: str
+    channel_id: str
+    provider: str
+    """email_a | email_b | email_c | email_d | sms | business_messaging | page_messaging | voice | commerce |
+    commerce_privacy | payments | payments_connect | chat | email_provider | marketplace"""
+
+
 class HelpdeskTopics(msgspec.Struct, frozen=True):
     """The helpdesk topics' names under an optional prefix (one deployment, or one test, per prefix)."""
 
@@ -80,6 +97,10 @@ class HelpdeskTopics(msgspec.Struct, frozen=True):
     @property
     def activity(self) -> str:
         return self.prefix + ACTIVITY_RECORDED
+
+    @property
+    def inbound(self) -> str:
+        return self.prefix + INBOUND_RECEIVED
 
 
 def partition_key(organization_id: str) -> bytes:
@@ -94,5 +115,10 @@ def channels(prefix: str = "") -> dict[str, Channel]:
             ActivityRecorded,
             "The activity log: each event once its change has committed; stream consumers may subscribe.",
             "the organization id, so one organization's events stay in order",
-        )
+        ),
+        prefix + INBOUND_RECEIVED: Channel(
+            InboundReceived,
+            "Inbound provider calls, stored; the inbound processors (a consumer group) process them.",
+            "the sender (channel and address or number), so one sender's messages are processed in order",
+        ),
     }

@@ -13,11 +13,15 @@ from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.customers import CustomersController
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.errors import EXCEPTION_HANDLERS
+from gateway.helpdesk.inbound import email as inbound_email
 from gateway.helpdesk.members import Members
 from gateway.helpdesk.tickets import TicketsController
 from gateway.helpdesk.trpc import Procedure, trpc_route
 
 MAX_BODY_BYTES = 1024 * 1024
+INBOUND_ROUTES: list[ControllerRouterHandler] = [*inbound_email.ROUTES]
+"""The inbound provider webhooks (section 4.6): signed by their providers, not by keys; described in docs/helpdesk.md,
+not in the OpenAPI document (they speak each provider's format)."""
 REST_ROUTES: list[ControllerRouterHandler] = [
     TicketsController,
     CustomersController,
@@ -44,13 +48,13 @@ def create_helpdesk_app(
 ) -> ASGIApp:
     app = GatewayApp(
         "helpdesk",
-        [*REST_ROUTES, trpc_route(procedures(helpdesk)), *signin.link_routes(helpdesk.identity)],
+        [*REST_ROUTES, *INBOUND_ROUTES, trpc_route(procedures(helpdesk)), *signin.link_routes(helpdesk.identity)],
         docs.DOCUMENT,
         EXCEPTION_HANDLERS,
         MAX_BODY_BYTES,
     )
     return app.build(
-        given={"helpdesk": helpdesk, "webhook_store": helpdesk.webhooks},
+        given={"helpdesk": helpdesk, "webhook_store": helpdesk.webhooks, "inbound": helpdesk.inbound},
         authenticator=authenticator,
         readiness=readiness,
         on_shutdown=[authenticator.last_used.flush, *([helpdesk.billing.aclose] if helpdesk.billing else [])],

@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 
 from gateway.common.webhooks import WebhookStore
 from gateway.helpdesk.billing import Billing
+from gateway.helpdesk.inbound.common import Inbound
 from gateway.helpdesk.signin import Identity
 from storage.common.batching import BatchedWrites
 from storage.common.db import Database
@@ -32,6 +33,8 @@ class HelpdeskGateway:
     identity: Identity
     announce: Announce
     webhooks: WebhookStore
+    inbound: Inbound
+    """The inbound webhook endpoints' shared steps (gateway/helpdesk/inbound)."""
     billing: Billing | None = None
     """The payment provider of paid plans; None: they are PRECONDITION_FAILED."""
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)

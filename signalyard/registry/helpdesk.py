@@ -35,6 +35,9 @@ class HelpdeskSettings:
         "SIGNALYARD_HELPDESK_STRIPE_API_BASE", "https://api.stripe.com", url("http", "https")
     )
     """Base URL of the Stripe API."""
+    blob_url: str = setting("SIGNALYARD_HELPDESK_BLOB_URL", "", text)
+    """Where inbound attachments are stored: empty for DATA_DIR/blobs, file:///path, or s3://bucket/prefix?... (as
+    SIGNALYARD_PHOTO_BLOB_URL)."""
     oidc_issuer: str | None = setting("SIGNALYARD_HELPDESK_OIDC_ISSUER", None, url("http", "https"))
     """Issuer of the OpenID Connect provider for social sign-in (its discovery document is at
     ISSUER/.well-known/openid-configuration); unset: social sign-in answers PRECONDITION_FAILED."""

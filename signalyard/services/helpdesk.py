@@ -4,7 +4,7 @@ tasks; `signalyard/registry/helpdesk.py` describes it to the CLI."""
 from __future__ import annotations
 
 import argparse
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_urlsafe
 
@@ -18,23 +18,30 @@ from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.billing import Billing
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
+from gateway.helpdesk.inbound.common import Inbound
 from gateway.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from gateway.helpdesk.sessions import Sessions
 from gateway.helpdesk.signin import Identity, limits_unavailable, sign_in_limited
 from gateway.helpdesk.social import SocialProvider
-from processors.common.outbox import relay_forever
+from processors.common.outbox import Sweeper, relay_forever
 from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
+from processors.helpdesk.inbound import email as inbound_email
+from processors.helpdesk.inbound.router import inbound_router
+from processors.helpdesk.inbound.service import Context, Handler, InboundProcessor, inbound_outbox
 from signalyard import secrets
-from signalyard.bootstrap import Background, Platform, webhook_engine
+from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
 from signalyard.service import Wiring
 from storage.common import keys as key_store
 from storage.common import webhooks
+from storage.common.blobs import open_blobs
 from storage.common.db import Database
 from storage.helpdesk import identity, keys, workspaces
 from topics import helpdesk as helpdesk_topics
-from topics.helpdesk import WEBHOOKS, HelpdeskTopics
+from topics.helpdesk import WEBHOOKS, HelpdeskTopics, InboundReceived
 
+INBOUND_HANDLERS: dict[str, Handler] = {"email_d": inbound_email.handle}
+"""The inbound processors' handler of each provider kind."""
 DEMO_EMAIL = "admin@helpdesk.example"
 DEMO_ORGANIZATION = "Demo"
 
@@ -80,24 +87,51 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
     async def announce(organization_id: str, event_id: str) -> None:
         await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
 
+    topics = HelpdeskTopics(p.settings.topic_prefix)
+
+    async def publish_inbound(message: InboundReceived, key: bytes) -> None:
+        await p.publish(message, topics.inbound, key)
+
     authenticator = HelpdeskAuthenticator(p.db, p.settings.redis_url)
+    cipher = secrets.secrets_cipher(p.settings)
     helpdesk = HelpdeskGateway(
         db=p.db,
         identity=identity_deps,
         announce=announce,
-        webhooks=WebhookStore(p.db, secrets.secrets_cipher(p.settings), p.settings.webhook_allow_private_targets),
+        webhooks=WebhookStore(p.db, cipher, p.settings.webhook_allow_private_targets),
+        inbound=Inbound(p.db, cipher, publish_inbound),
         billing=billing,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
     return create_helpdesk_app(helpdesk, authenticator, readiness)
 
 
-def processors(p: Platform, _s: HelpdeskSettings) -> list[Background]:
-    """The outgoing webhooks (fan-out, deliverer, sweeper) and the activity log's relay to its topic."""
-    relay = activity_relay(
-        p.db, HelpdeskTopics(p.settings.topic_prefix), p.publish, timeout_s=p.settings.publish_timeout_s
+def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
+    """The inbound processors (a consumer group) and their sweeper, the outgoing webhooks (fan-out, deliverer,
+    sweeper) and the activity log's relay to its topic."""
+    topics = HelpdeskTopics(p.settings.topic_prefix)
+    relay = activity_relay(p.db, topics, p.publish, timeout_s=p.settings.publish_timeout_s)
+    blobs = open_blobs(s.blob_url, p.settings.data_dir)
+    p.closers.append(blobs.close)
+
+    async def announce(organization_id: str, event_id: str) -> None:
+        await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
+
+    processor = InboundProcessor(Context(p.db, blobs), INBOUND_HANDLERS, announce)
+    p.broker.include_router(inbound_router(processor, topics))
+    sweeper = Sweeper(
+        p.db,
+        inbound_outbox(topics),
+        p.publish,
+        after=timedelta(seconds=p.settings.sweep_after_s),
+        ensure_topics=p.ensure_topics,
+        timeout_s=p.settings.publish_timeout_s,
     )
-    return [*webhook_engine(p, WEBHOOKS), lambda: relay_forever(relay, RELAY_EVERY_S)]
+    return [
+        sweeping(sweeper, p.settings.sweep_every_s),
+        *webhook_engine(p, WEBHOOKS),
+        lambda: relay_forever(relay, RELAY_EVERY_S),
+    ]
 
 
 async def demo(db: Database, data_dir: Path, s: HelpdeskSettings) -> list[tuple[str, str]]:

@@ -274,6 +274,9 @@ class InboundEvent(Base):
     dedup_key: Mapped[str] = mapped_column(String(255))
     content_type: Mapped[str] = mapped_column(String(255))
     body: Mapped[bytes] = mapped_column(LargeBinary)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """What the call said outside its body that processing needs: its headers (a forwarder's envelope, a shop's
+    topic), the routing address it came to."""
     partition_key: Mapped[str] = mapped_column(String(255))
     """What orders its processing: one sender's events are processed one after the other."""
     created_at: Mapped[datetime]

@@ -94,6 +94,8 @@ class Changes:
     priority: str | None = None
     assignee_id: str | None = None
     tags: Sequence[str] | None = None
+    reason: str | None = None
+    """Why, where it is not a person's change (REOPENED_BY_INBOUND): in the `status_changed` event's data."""
 
 
 def webhook_data(ticket: TicketRecord) -> dict[str, Any]:
@@ -304,7 +306,8 @@ def change(
         log.activity("updated", {"subject": changes.subject})
     if changes.status is not None and changes.status != current.status:
         values["status"] = changes.status
-        log.activity("status_changed", {"old_status": current.status, "new_status": changes.status})
+        reason = {"reason": changes.reason} if changes.reason else {}
+        log.activity("status_changed", {"old_status": current.status, "new_status": changes.status} | reason)
         log.hook("ticket.status_changed")
     if changes.priority is not None and changes.priority != current.priority:
         values["priority"] = changes.priority
@@ -426,3 +429,65 @@ def conversations(
     )
     fields = ConversationRecord.__slots__  # type: ignore[attr-defined]
     return [ConversationRecord(**{name: getattr(row, name) for name in fields}) for row in rows], more
+
+
+# Threading inbound messages (processors/helpdesk/inbound) -----------------------------------------------------------
+
+_BY_MESSAGE_IDS = (
+    select(CONVERSATIONS.c.ticket_id, CONVERSATIONS.c.message_id)
+    .where(
+        CONVERSATIONS.c.organization_id == bindparam("organization_id"),
+        CONVERSATIONS.c.message_id.in_(bindparam("message_ids", expanding=True)),
+    )
+    .order_by(CONVERSATIONS.c.created_at)
+)
+_BY_NUMBER = _selected().where(
+    TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.number == bindparam("number")
+)
+_BY_THREAD = (
+    _selected()
+    .where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.thread_key == bindparam("thread_key"))
+    .order_by(TICKETS.c.created_at.desc())
+    .limit(1)
+)
+
+
+def tickets_of_message_ids(connection: Connection, organization_id: str, message_ids: Sequence[str]) -> dict[str, str]:
+    """message id -> the ticket of the conversation stored with that Message-ID (the first, where several are)."""
+    if not message_ids:
+        return {}
+    found: dict[str, str] = {}
+    rows = connection.execute(
+        _BY_MESSAGE_IDS, {"organization_id": organization_id, "message_ids": list(dict.fromkeys(message_ids))}
+    )
+    for row in rows:
+        found.setdefault(row.message_id, row.ticket_id)
+    return found
+
+
+def by_number(connection: Connection, organization_id: str, number: int) -> TicketRecord | None:
+    row = connection.execute(_BY_NUMBER, {"organization_id": organization_id, "number": number}).first()
+    return _ticket(row) if row else None
+
+
+def latest_of_thread(connection: Connection, organization_id: str, thread_key: str) -> TicketRecord | None:
+    """The newest ticket of a sender's thread (SMS, messaging apps, chat)."""
+    row = connection.execute(_BY_THREAD, {"organization_id": organization_id, "thread_key": thread_key}).first()
+    return _ticket(row) if row else None
+
+
+def reopenings_since(connection: Connection, ticket_id: str, since: datetime) -> int:
+    """How many times the ticket was reopened by an inbound message since `since` (its activity log says)."""
+    rows = connection.execute(
+        select(events.EVENTS.c.event_data).where(
+            events.EVENTS.c.ticket_id == ticket_id,
+            events.EVENTS.c.aggregate_type == "ticket",
+            events.EVENTS.c.event_type == "status_changed",
+            events.EVENTS.c.created_at >= since,
+        )
+    )
+    return sum(1 for row in rows if (row.event_data or {}).get("reason") == REOPENED_BY_INBOUND)
+
+
+REOPENED_BY_INBOUND = "inbound_message"
+"""The `reason` in a `status_changed` event's data when a customer's message reopened the ticket."""

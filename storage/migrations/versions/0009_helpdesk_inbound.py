@@ -69,6 +69,7 @@ def upgrade() -> None:
         sa.Column("dedup_key", sa.String(length=255), nullable=False),
         sa.Column("content_type", sa.String(length=255), nullable=False),
         sa.Column("body", sa.LargeBinary(), nullable=False),
+        sa.Column("details", sa.JSON(), nullable=False),
         sa.Column("partition_key", sa.String(length=255), nullable=False),
         sa.Column("created_at", UtcDateTime(), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),

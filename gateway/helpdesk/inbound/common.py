@@ -1,0 +1,144 @@
+"""What every inbound endpoint does, in this order: read the raw body (within its limit); route the call to a live
+channel by what the provider put in it (an address, a number, an id), 404 when none; check the provider's signature
+over the raw bytes with that channel's secret (constant-time comparisons, timestamps within a replay window), 401
+when it fails; take the provider's de-duplication key; store the event (the outbox; a retry of a stored event is
+acknowledged and stores nothing); publish it to `helpdesk.inbound.received`; and only then answer 2xx, in the
+provider's own form. Refusals store nothing and answer the REST envelope `{"error": {"code", "message"}}`."""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import structlog
+
+from gateway.helpdesk.errors import HelpdeskError
+from storage.common.batching import GroupCommit
+from storage.common.db import Database
+from storage.common.secrets import Cipher
+from storage.helpdesk import channels, inbound
+from storage.helpdesk.channels import Routed
+from topics.helpdesk import InboundReceived
+
+log = structlog.get_logger("signalyard.gateway.helpdesk.inbound")
+
+REPLAY_WINDOW_S = 300
+"""A signed timestamp older (or further ahead) than this is a replay, or a clock far off: refused."""
+MAX_BODY_BYTES = 30 * 1024 * 1024
+"""A call's body, at most (a mail with its attachments)."""
+
+T = TypeVar("T")
+Publish = Callable[[InboundReceived, bytes], Awaitable[None]]
+"""publish(message, partition key): after the event is stored (a lost publish is repeated by the sweeper)."""
+
+
+def refused(status: int, message: str) -> HelpdeskError:
+    """A call refused: 400 (malformed), 401 (signature), 404 (no channel), 413 (too large). Nothing is stored."""
+    return HelpdeskError(status, message)
+
+
+def equal(given: str | bytes, expected: str | bytes) -> bool:
+    """Constant-time comparison of a presented signature or token with the expected one."""
+    left = given.encode() if isinstance(given, str) else given
+    right = expected.encode() if isinstance(expected, str) else expected
+    return hmac.compare_digest(left, right)
+
+
+def fresh(timestamp: str | int | float, now: float | None = None, window_s: float = REPLAY_WINDOW_S) -> bool:
+    """A signed timestamp (UNIX seconds) within the replay window of now, on either side."""
+    try:
+        at = float(timestamp)
+    except (TypeError, ValueError):
+        return False
+    return abs((time.time() if now is None else now) - at) <= window_s
+
+
+class Inbound:
+    """What every inbound endpoint is given (the app's `inbound` dependency)."""
+
+    def __init__(
+        self,
+        db: Database,
+        cipher: Cipher,
+        publish: Publish,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.db = db
+        self.cipher = cipher
+        self.publish = publish
+        self.clock = clock
+        self._stores: GroupCommit[inbound.Received, bool] = GroupCommit(self._store)
+
+    async def route(self, kind: str, address: str) -> Routed:
+        """The live channel `address` routes to; 404 when it routes nowhere."""
+        routed = await self.db.read(channels.route, self.cipher, kind, address) if address else None
+        if routed is None:
+            raise refused(404, f"No channel receives for {kind} {address!r}")
+        return routed
+
+    async def accept(
+        self,
+        channel: Routed,
+        provider: str,
+        *,
+        dedup_key: str,
+        body: bytes,
+        content_type: str,
+        partition_key: str,
+        details: dict[str, Any] | None = None,
+    ) -> bool:
+        """Store the event and publish it; False when it was stored already (a provider's retry: acknowledged, and
+        nothing new). Concurrent calls are stored together, one statement per round."""
+        if not dedup_key:
+            raise refused(400, "The call carries no id to tell it apart from a retry")
+        received = inbound.Received(
+            id=str(uuid.uuid4()),
+            organization_id=channel.organization_id,
+            channel_id=channel.channel_id,
+            provider=provider,
+            dedup_key=dedup_key,
+            content_type=content_type,
+            body=body,
+            partition_key=partition_key,
+            created_at=self.clock(),
+            details=details or {},
+        )
+        stored = await self._stores.submit(received)
+        if stored:
+            message = InboundReceived(
+                event_id=received.id,
+                organization_id=received.organization_id,
+                channel_id=received.channel_id,
+                provider=provider,
+            )
+            try:
+                await self.publish(message, partition_key.encode())
+            except Exception:  # stored: the sweeper publishes it again
+                log.warning("inbound_publish_failed", event_id=received.id, exc_info=True)
+        return stored
+
+    async def _store(self, batch: list[inbound.Received]) -> list[bool]:
+        # Two calls of one round with the same (channel, key): the first is stored, the second is its retry.
+        stored = await self.db.write(inbound.store, _first_of_each(batch))
+        return [event.id in stored for event in batch]
+
+
+def _first_of_each(batch: list[inbound.Received]) -> list[inbound.Received]:
+    seen: set[tuple[str, str]] = set()
+    first = []
+    for event in batch:
+        key = (event.channel_id, event.dedup_key[:255])
+        if key not in seen:
+            seen.add(key)
+            first.append(event)
+    return first
+
+
+async def run_blocking(function: Callable[[], T]) -> T:
+    """A CPU-heavy check (an ECDSA or RSA verification of a large body) off the event loop."""
+    return await asyncio.to_thread(function)

@@ -1,0 +1,128 @@
+"""What the inbound processors do with a batch of stored events: load them, hand each to its provider kind's
+handler (which parses it, out of any transaction, and answers the unit of work that applies it), then apply the
+batch's units together, each conditional on its event still being pending, so that a redelivered message changes
+nothing. The changes write their activity and webhook events in the same transaction, as every change does; the
+webhook events are announced once it has committed.
+
+A handler is `async handle(context, event) -> Apply`, where `event` is the stored row (`provider`, `body`,
+`content_type`, `organization_id`, `channel_id`, ...) and `Apply(connection, now, recorded) -> Outcome` writes the
+change (adding the ids of the webhook events it records to `recorded`) and says what it was. Parsing that fails
+is an outcome too (`failed: ...`): a call the provider signed but that cannot be read is recorded, never retried."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+import structlog
+from sqlalchemy.engine import Connection
+
+from processors.common.outbox import Outbox
+from storage.common.batching import BatchedWrites
+from storage.common.blobs import BlobStore
+from storage.common.db import Database
+from storage.helpdesk import inbound
+from storage.helpdesk.inbound import Outcome
+from topics.helpdesk import HelpdeskTopics, InboundReceived
+
+log = structlog.get_logger("signalyard.processors.helpdesk")
+
+Apply = Callable[[Connection, datetime, list[str]], Outcome]
+"""apply(connection, now, recorded) -> what the event became; it adds the webhook events it records to `recorded`."""
+Announce = Callable[[str, str], Awaitable[None]]
+"""announce(organization id, webhook event id), once the change has committed."""
+
+
+@dataclass
+class Context:
+    """What handlers are given."""
+
+    db: Database
+    blobs: BlobStore
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    options: dict[str, Any] = field(default_factory=dict)
+    """Per-deployment settings handlers read (the mail domain of our own Message-IDs, reopen limits...)."""
+
+
+Handler = Callable[[Context, Any], Awaitable[Apply]]
+
+
+def failed(reason: str) -> Apply:
+    """The unit of an event that cannot be made into anything: recorded as such, nothing else written."""
+
+    def apply(_connection: Connection, _now: datetime, _recorded: list[str]) -> Outcome:
+        return Outcome(f"failed: {reason}", classification="invalid")
+
+    return apply
+
+
+class InboundProcessor:
+    def __init__(self, context: Context, handlers: Mapping[str, Handler], announce: Announce) -> None:
+        self.context = context
+        self.handlers = handlers
+        self.announce = announce
+        self.writes = BatchedWrites(context.db)
+
+    async def handle_batch(self, batch: Sequence[InboundReceived]) -> None:
+        ids = list(dict.fromkeys(message.event_id for message in batch))
+        rows = await self.context.db.read(inbound.load, ids)
+        pending = [rows[event_id] for event_id in ids if event_id in rows and rows[event_id].state == inbound.PENDING]
+        # One sender's events share a partition and come in order: handled one after the other, they thread onto
+        # what the earlier ones made. Different senders' events of a batch are handled side by side.
+        by_sender: dict[str, list[Any]] = {}
+        for row in pending:
+            by_sender.setdefault(row.partition_key, []).append(row)
+        await asyncio.gather(*(self._in_order(rows_of_sender) for rows_of_sender in by_sender.values()))
+
+    async def _in_order(self, rows: list[Any]) -> None:
+        for row in rows:
+            await self._one(row)
+
+    async def _one(self, row: Any) -> None:
+        handler = self.handlers.get(row.provider)
+        try:
+            apply = await handler(self.context, row) if handler else failed(f"no handler for {row.provider}")
+        except Exception as error:  # a bug of ours, or a call we cannot read: recorded, not retried forever
+            log.exception("inbound_parse_failed", event_id=row.id, provider=row.provider)
+            apply = failed(type(error).__name__)
+        now = self.context.clock()
+        result = await self.writes.write(_conditionally, row.id, apply, now)
+        if result is None:
+            return  # processed already (a redelivered message, or another member)
+        outcome, recorded = result
+        for event_id in recorded:
+            try:
+                await self.announce(row.organization_id, event_id)
+            except Exception:  # committed: the events sweeper announces it later
+                log.warning("webhook_announce_failed", event_id=event_id, exc_info=True)
+        log.info("inbound_processed", event_id=row.id, provider=row.provider, outcome=outcome.outcome)
+
+
+def _conditionally(
+    connection: Connection, event_id: str, apply: Apply, now: datetime
+) -> tuple[Outcome, list[str]] | None:
+    """The event's change, if the event is still pending: it is claimed first (the conditional update), then
+    applied, then its outcome recorded, all in one transaction."""
+    if not inbound.claim(connection, event_id, now):
+        return None
+    recorded: list[str] = []
+    outcome = apply(connection, now, recorded)
+    inbound.record_outcome(connection, event_id, outcome)
+    return outcome, recorded
+
+
+def inbound_outbox(topics: HelpdeskTopics) -> Outbox:
+    """helpdesk_inbound_events as an outbox for the shared Sweeper: an event still pending past the deadline (its
+    publish was lost, or its processor died) is published again."""
+
+    def message(row: Any) -> tuple[msgspec.Struct, str, bytes]:
+        received = InboundReceived(
+            event_id=row.id, organization_id=row.organization_id, channel_id=row.channel_id, provider=row.provider
+        )
+        return received, topics.inbound, row.partition_key.encode()
+
+    return Outbox("helpdesk-inbound", inbound.EVENTS, inbound.OUTBOX_COLUMNS, message)

@@ -1,0 +1,193 @@
+"""Inbound channels (docs/helpdesk.md, "Inbound channels"): where an organization's customers reach it. A channel
+has a kind, the addresses that route a provider's call to it (an inbound address, a phone number, a messaging app's
+id, a shop), settings, and secrets sealed with the platform's stored-secrets cipher. An address routes to one live
+channel at a time; a deleted channel routes nothing, and its addresses are free again."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, bindparam, delete, insert, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from storage.common.secrets import Cipher, seal, unseal
+from storage.helpdesk.models import Channel, ChannelAddress
+
+CHANNELS = cast(Table, Channel.__table__)
+ADDRESSES = cast(Table, ChannelAddress.__table__)
+
+
+class AddressTaken(Exception):
+    """An address of the new channel routes to another live channel already (409)."""
+
+    def __init__(self, kind: str, address: str) -> None:
+        super().__init__(f"{kind} {address} already routes to another channel")
+        self.kind = kind
+        self.address = address
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelRecord:
+    """A channel as its organization sees it: never its secrets, only their names."""
+
+    id: str
+    organization_id: str
+    kind: str
+    name: str
+    settings: dict[str, Any]
+    addresses: list[tuple[str, str]]
+    """(kind, address) pairs that route to it."""
+    secret_names: list[str]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """What a provider's call reached: the channel, and its secrets opened for the check of the call's signature."""
+
+    channel_id: str
+    organization_id: str
+    kind: str
+    settings: dict[str, Any]
+    secrets: dict[str, str] = field(repr=False)
+
+
+def normalized(kind: str, address: str) -> str:
+    """Addresses compare without regard to case (an email address's domain, a shop's host); ids stay as they are."""
+    return address.strip().lower() if kind in ("email", "shop") else address.strip()
+
+
+def create(
+    connection: Connection,
+    cipher: Cipher,
+    organization_id: str,
+    *,
+    kind: str,
+    name: str,
+    addresses: Sequence[tuple[str, str]],
+    secrets: Mapping[str, str],
+    settings: Mapping[str, Any] | None = None,
+    now: datetime,
+) -> ChannelRecord:
+    """A new channel of the organization; AddressTaken when one of its addresses routes to a live channel."""
+    channel_id = str(uuid.uuid4())
+    connection.execute(
+        insert(CHANNELS).values(
+            id=channel_id,
+            organization_id=organization_id,
+            kind=kind,
+            name=name,
+            settings=dict(settings or {}),
+            secrets_sealed=seal(cipher, json.dumps(dict(secrets))),
+            created_at=now,
+        )
+    )
+    routes = [(address_kind, normalized(address_kind, address)) for address_kind, address in addresses]
+    for address_kind, address in routes:
+        try:
+            connection.execute(insert(ADDRESSES).values(kind=address_kind, address=address, channel_id=channel_id))
+        except IntegrityError:
+            raise AddressTaken(address_kind, address) from None
+    return ChannelRecord(channel_id, organization_id, kind, name, dict(settings or {}), routes, sorted(secrets), now)
+
+
+_ROUTE = (
+    select(CHANNELS)
+    .join(ADDRESSES, ADDRESSES.c.channel_id == CHANNELS.c.id)
+    .where(
+        ADDRESSES.c.kind == bindparam("kind"),
+        ADDRESSES.c.address == bindparam("address"),
+        CHANNELS.c.deleted_at.is_(None),
+    )
+)
+
+
+def route(connection: Connection, cipher: Cipher, kind: str, address: str) -> Routed | None:
+    """The live channel an address routes to, with its secrets opened; None when it routes nowhere."""
+    row = connection.execute(_ROUTE, {"kind": kind, "address": normalized(kind, address)}).first()
+    if row is None:
+        return None
+    return Routed(
+        row.id, row.organization_id, row.kind, dict(row.settings), json.loads(unseal(cipher, row.secrets_sealed))
+    )
+
+
+def _records(connection: Connection, rows: Sequence[Any], cipher: Cipher) -> list[ChannelRecord]:
+    ids = [row.id for row in rows]
+    addresses: dict[str, list[tuple[str, str]]] = {channel_id: [] for channel_id in ids}
+    for address in connection.execute(
+        select(ADDRESSES).where(ADDRESSES.c.channel_id.in_(ids)).order_by(ADDRESSES.c.kind, ADDRESSES.c.address)
+    ):
+        addresses[address.channel_id].append((address.kind, address.address))
+    return [
+        ChannelRecord(
+            row.id,
+            row.organization_id,
+            row.kind,
+            row.name,
+            dict(row.settings),
+            addresses[row.id],
+            sorted(json.loads(unseal(cipher, row.secrets_sealed))),
+            row.created_at,
+        )
+        for row in rows
+    ]
+
+
+def listing(connection: Connection, cipher: Cipher, organization_id: str) -> list[ChannelRecord]:
+    """The organization's live channels, oldest first."""
+    rows = list(
+        connection.execute(
+            select(CHANNELS)
+            .where(CHANNELS.c.organization_id == organization_id, CHANNELS.c.deleted_at.is_(None))
+            .order_by(CHANNELS.c.created_at, CHANNELS.c.id)
+        )
+    )
+    return _records(connection, rows, cipher)
+
+
+def get(connection: Connection, cipher: Cipher, organization_id: str, channel_id: str) -> ChannelRecord | None:
+    rows = list(
+        connection.execute(
+            select(CHANNELS).where(
+                CHANNELS.c.organization_id == organization_id,
+                CHANNELS.c.id == channel_id,
+                CHANNELS.c.deleted_at.is_(None),
+            )
+        )
+    )
+    return _records(connection, rows, cipher)[0] if rows else None
+
+
+def remove(connection: Connection, organization_id: str, channel_id: str, now: datetime) -> bool:
+    """Delete the organization's channel: it routes nothing from now on, and its addresses are free again (its past
+    events and tickets stay). False when there is no such live channel."""
+    deleted = connection.execute(
+        update(CHANNELS)
+        .where(
+            CHANNELS.c.organization_id == organization_id,
+            CHANNELS.c.id == channel_id,
+            CHANNELS.c.deleted_at.is_(None),
+        )
+        .values(deleted_at=now)
+    )
+    if not deleted.rowcount:
+        return False
+    connection.execute(delete(ADDRESSES).where(ADDRESSES.c.channel_id == channel_id))
+    return True
+
+
+_ADDRESSES_OF = select(ADDRESSES.c.address).where(
+    ADDRESSES.c.channel_id == bindparam("channel_id"), ADDRESSES.c.kind == bindparam("kind")
+)
+
+
+def addresses_of(connection: Connection, channel_id: str, kind: str) -> list[str]:
+    """The channel's addresses of one kind (its own inbound mail addresses, say)."""
+    return list(connection.scalars(_ADDRESSES_OF, {"channel_id": channel_id, "kind": kind}))

@@ -1,0 +1,150 @@
+"""Inbound events (docs/helpdesk.md, "Inbound channels"): a provider's call as it came, stored with its
+de-duplication key before the gateway acknowledges it, then published to `helpdesk.inbound.received` (the rows are
+the outbox: `state` pending until processed), and once processed the record of what it became (its classification,
+its ticket or conversation, an outcome for people). A provider's retry of an event is the same (channel, key): it is
+acknowledged, and stores nothing new."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from sqlalchemy import Table, and_, bindparam, select, update
+from sqlalchemy.engine import Connection
+
+from storage.common.db import per_dialect
+from storage.common.paging import newest_first
+from storage.helpdesk.models import InboundEvent
+
+EVENTS = cast(Table, InboundEvent.__table__)
+PENDING, PROCESSED = "pending", "processed"
+OUTBOX_COLUMNS = (EVENTS.c.id, EVENTS.c.organization_id, EVENTS.c.channel_id, EVENTS.c.provider, EVENTS.c.partition_key)
+"""What an event's message (topics.helpdesk.InboundReceived) is made of."""
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """An event to store: the gateway made it of a provider's call, after checking its signature."""
+
+    id: str
+    organization_id: str
+    channel_id: str
+    provider: str
+    dedup_key: str
+    content_type: str
+    body: bytes
+    partition_key: str
+    created_at: datetime
+    details: dict[str, Any]
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "organization_id": self.organization_id,
+            "channel_id": self.channel_id,
+            "provider": self.provider,
+            "dedup_key": self.dedup_key[:255],
+            "content_type": self.content_type[:255],
+            "body": self.body,
+            "details": self.details,
+            "partition_key": self.partition_key[:255],
+            "created_at": self.created_at,
+            "state": PENDING,
+            "published_at": self.created_at,
+        }
+
+
+_INSERT = per_dialect(lambda insert_: insert_(EVENTS).on_conflict_do_nothing().returning(EVENTS.c.id))
+
+
+def store(connection: Connection, received: Sequence[Received]) -> set[str]:
+    """Insert the events (one statement for a batch); returns the ids that went in. An event whose (channel, key) is
+    stored already is skipped: a provider's retry."""
+    if not received:
+        return set()
+    return set(connection.execute(_INSERT[connection.dialect.name], [event.row() for event in received]).scalars())
+
+
+_LOAD = select(EVENTS).where(EVENTS.c.id.in_(bindparam("ids", expanding=True)))
+
+
+def load(connection: Connection, ids: Sequence[str]) -> dict[str, Any]:
+    """The stored events by id (rows with every column, the raw body included)."""
+    return {row.id: row for row in connection.execute(_LOAD, {"ids": list(ids)})}
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What processing made of an event."""
+
+    outcome: str
+    classification: str | None = None
+    ticket_id: str | None = None
+    conversation_id: str | None = None
+
+
+def claim(connection: Connection, event_id: str, now: datetime) -> bool:
+    """Mark the event processed if it is still pending: False when another member (or an earlier delivery of its
+    message) processed it already, and the caller's transaction must then write nothing."""
+    done = connection.execute(
+        update(EVENTS)
+        .where(EVENTS.c.id == event_id, EVENTS.c.state == PENDING)
+        .values(state=PROCESSED, processed_at=now)
+    )
+    return bool(done.rowcount)
+
+
+def record_outcome(connection: Connection, event_id: str, outcome: Outcome) -> None:
+    """What the event became (in the transaction that claimed and applied it)."""
+    connection.execute(
+        update(EVENTS)
+        .where(EVENTS.c.id == event_id)
+        .values(
+            outcome=outcome.outcome,
+            classification=outcome.classification,
+            ticket_id=outcome.ticket_id,
+            conversation_id=outcome.conversation_id,
+        )
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EventRecord:
+    """An inbound event as `GET /api/v1/inbound-messages` lists it (without its raw body)."""
+
+    id: str
+    channel_id: str
+    provider: str
+    dedup_key: str
+    state: str
+    classification: str | None
+    ticket_id: str | None
+    conversation_id: str | None
+    outcome: str | None
+    created_at: datetime
+    processed_at: datetime | None
+
+
+_LISTED = select(*(EVENTS.c[name] for name in EventRecord.__slots__))  # type: ignore[attr-defined]
+
+
+def listing(
+    connection: Connection,
+    organization_id: str,
+    *,
+    channel_id: str | None,
+    classification: str | None,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[EventRecord], bool]:
+    """The organization's inbound events, newest first; `cursor` is the last id of the previous page."""
+    scope = EVENTS.c.organization_id == organization_id
+    if channel_id is not None:
+        scope = and_(scope, EVENTS.c.channel_id == channel_id)
+    if classification is not None:
+        scope = and_(scope, EVENTS.c.classification == classification)
+    rows, more = newest_first(connection, EVENTS, _LISTED, scope, limit=limit, cursor=cursor)
+    fields = EventRecord.__slots__  # type: ignore[attr-defined]
+    return [EventRecord(**{name: getattr(row, name) for name in fields}) for row in rows], more
