@@ -91,15 +91,9 @@ async def test_a_forwarded_mail_becomes_a_ticket_and_its_reply_threads_by_in_rep
     answer = await box.forward(first.as_bytes())
     assert (answer.status_code, answer.json()) == (200, {"status": "accepted"})
 
-    async def one_ticket() -> list[dict[str, Any]]:
-        return [t for t in await box.tickets()]
-
-    [ticket] = await until(one_ticket)
-    assert (ticket["subject"], ticket["channel"], ticket["customer_email"]) == (
-        "Printer on fire",
-        "email",
-        "grace@example.com",
-    )
+    [ticket] = await until(box.tickets)
+    seen = (ticket["subject"], ticket["channel"], ticket["customer_email"])
+    assert seen == ("Printer on fire", "email", "grace@example.com")
 
     reply = message(box.address, "Re: Printer on fire", "Still burning.", In_Reply_To=str(first["Message-ID"]))
     assert (await box.forward(reply.as_bytes())).json() == {"status": "accepted"}
