@@ -13,13 +13,13 @@ from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.customers import CustomersController
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.errors import EXCEPTION_HANDLERS
-from gateway.helpdesk.inbound import email as inbound_email
+from gateway.helpdesk.inbound import routes as inbound_routes
 from gateway.helpdesk.members import Members
 from gateway.helpdesk.tickets import TicketsController
 from gateway.helpdesk.trpc import Procedure, trpc_route
 
 MAX_BODY_BYTES = 1024 * 1024
-INBOUND_ROUTES: list[ControllerRouterHandler] = [*inbound_email.ROUTES]
+INBOUND_ROUTES: list[ControllerRouterHandler] = inbound_routes.ROUTES
 """The inbound provider webhooks (section 4.6): signed by their providers, not by keys; described in docs/helpdesk.md,
 not in the OpenAPI document (they speak each provider's format)."""
 REST_ROUTES: list[ControllerRouterHandler] = [

@@ -25,9 +25,9 @@ from gateway.helpdesk.signin import Identity, limits_unavailable, sign_in_limite
 from gateway.helpdesk.social import SocialProvider
 from processors.common.outbox import Sweeper, relay_forever
 from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
-from processors.helpdesk.inbound import email as inbound_email
+from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.router import inbound_router
-from processors.helpdesk.inbound.service import Context, Handler, InboundProcessor, inbound_outbox
+from processors.helpdesk.inbound.service import Context, InboundProcessor, inbound_outbox
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
@@ -40,8 +40,6 @@ from storage.helpdesk import identity, keys, workspaces
 from topics import helpdesk as helpdesk_topics
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics, InboundReceived
 
-INBOUND_HANDLERS: dict[str, Handler] = {"email_d": inbound_email.handle}
-"""The inbound processors' handler of each provider kind."""
 DEMO_EMAIL = "admin@helpdesk.example"
 DEMO_ORGANIZATION = "Demo"
 
@@ -117,7 +115,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     async def announce(organization_id: str, event_id: str) -> None:
         await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
 
-    processor = InboundProcessor(Context(p.db, blobs), INBOUND_HANDLERS, announce)
+    processor = InboundProcessor(Context(p.db, blobs), HANDLERS, announce)
     p.broker.include_router(inbound_router(processor, topics))
     sweeper = Sweeper(
         p.db,

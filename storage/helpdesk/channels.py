@@ -23,6 +23,35 @@ CHANNELS = cast(Table, Channel.__table__)
 ADDRESSES = cast(Table, ChannelAddress.__table__)
 
 
+@dataclass(frozen=True, slots=True)
+class ChannelKind:
+    """What a kind of channel is made of: the kind of address that routes a call to it, the secrets the helpdesk
+    generates for it (shown once, at creation), the secrets its provider issues (given at creation), and its
+    settings."""
+
+    address_kind: str
+    generated: tuple[str, ...] = ()
+    given: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+
+
+KINDS: dict[str, ChannelKind] = {
+    # inbound mail of the four provider kinds: D's forwarder secret and C's token are made here; A's signing key and
+    # B's public key come from the provider
+    "email": ChannelKind("email", generated=("forwarder_secret", "inbound_token"), given=("signing_key", "public_key")),
+    "sms": ChannelKind("sms_number", given=("auth_token",), settings=("auto_reply",)),
+    "business_messaging": ChannelKind("phone_number_id", generated=("verify_token",), given=("app_secret",)),
+    "page_messaging": ChannelKind("page_id", generated=("verify_token",), given=("app_secret",)),
+    "voice": ChannelKind("voice_number", generated=("webhook_secret",)),
+    "commerce": ChannelKind("shop", given=("webhook_secret", "api_secret")),
+    "payments": ChannelKind("account"),
+    "chat": ChannelKind("team", given=("signing_secret",)),
+    "email_provider": ChannelKind("token", generated=("token",), given=("public_key",)),
+    "marketplace": ChannelKind("topic_arn"),
+}
+"""Every kind of channel (docs/helpdesk.md, "Inbound channels")."""
+
+
 class AddressTaken(Exception):
     """An address of the new channel routes to another live channel already (409)."""
 
