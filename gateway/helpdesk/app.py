@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from litestar.types import ASGIApp, ControllerRouterHandler
 
 from gateway.common.app import GatewayApp, Readiness
-from gateway.helpdesk import docs, events, keys, signin, signup, webhooks
+from gateway.helpdesk import channels, docs, events, keys, signin, signup, webhooks
 from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.customers import CustomersController
 from gateway.helpdesk.deps import HelpdeskGateway
@@ -27,6 +27,8 @@ REST_ROUTES: list[ControllerRouterHandler] = [
     CustomersController,
     events.EventsController,
     webhooks.WEBHOOK_ROUTES,
+    channels.ChannelsController,
+    channels.InboundMessagesController,
 ]
 
 
@@ -40,6 +42,7 @@ def procedures(helpdesk: HelpdeskGateway) -> Mapping[str, Procedure]:
         **events.procedures(identity),
         **webhooks.procedures(members, helpdesk.webhooks),
         **keys.procedures(members, helpdesk.db),
+        **channels.procedures(members, helpdesk),
     }
 
 

@@ -13,14 +13,20 @@ from gateway.helpdesk.auth import KEY_HEADER
 from gateway.helpdesk.errors import CODES, ErrorBody, Problem
 from gateway.helpdesk.schemas import (
     AddConversation,
+    ChannelCreated,
+    ChannelDeleted,
+    ChannelList,
+    ChannelObject,
     Conversation,
     ConversationList,
+    CreateChannel,
     CreateCustomer,
     CreateTicket,
     Customer,
     CustomerList,
     Event,
     EventList,
+    InboundMessageList,
     Ticket,
     TicketList,
     UpdateCustomer,
@@ -61,7 +67,8 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
         ],
     ),
     409: (
-        "The object conflicts with another: a customer's address taken; webhooks at their limit or disabled",
+        "The object conflicts with another: a customer's address taken; webhooks at their limit or disabled; a "
+        "channel's address routing to another channel already",
         [
             ("email_taken", "Another customer of this organization has the address ada@example.com"),
             ("too_many", "An organization can have at most 16 webhook subscriptions; delete one first"),
@@ -212,3 +219,35 @@ LIST_EVENTS = _route(
     404,
 )
 GET_EVENT = _route("getEvent", "One activity event", 200, openapi.response(Event, "The event"), 400, 404)
+LIST_CHANNELS = _route(
+    "listChannels",
+    "The organization's inbound channels (never their secrets)",
+    200,
+    openapi.response(ChannelList, "The channels"),
+)
+CREATE_CHANNEL = _route(
+    "createChannel",
+    "Add an inbound channel: a mailbox, a phone number, a messaging app's number or page, a shop, ...",
+    201,
+    openapi.response(ChannelCreated, "The channel, with the secrets the helpdesk made for it, shown this once"),
+    400,
+    409,
+    body=CreateChannel,
+)
+GET_CHANNEL = _route("getChannel", "One channel", 200, openapi.response(ChannelObject, "The channel"), 400, 404)
+DELETE_CHANNEL = _route(
+    "deleteChannel",
+    "Delete a channel: it receives nothing from now on (its past messages and tickets stay)",
+    200,
+    openapi.response(ChannelDeleted, "Deleted"),
+    400,
+    404,
+)
+LIST_INBOUND = _route(
+    "listInboundMessages",
+    "The stored provider calls (mails, SMS, messages, call events, ...), newest first, and what each became",
+    200,
+    openapi.response(InboundMessageList, "A page of inbound messages"),
+    400,
+    404,
+)

@@ -228,3 +228,83 @@ class WebhookTested(msgspec.Struct, kw_only=True):
     success: bool
     status: int | None
     error: str | None
+
+
+ChannelKindName = Literal[
+    "email",
+    "sms",
+    "business_messaging",
+    "page_messaging",
+    "voice",
+    "commerce",
+    "payments",
+    "chat",
+    "email_provider",
+    "marketplace",
+]
+Address = Annotated[str, msgspec.Meta(min_length=1, max_length=320, pattern=LINE, examples=["support@acme.example"])]
+
+
+class CreateChannel(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A channel of one kind: the addresses that route to it (an inbound address, a phone number, an id), the secrets
+    its provider issued, and its settings. The secrets the helpdesk makes for it are in the answer, once."""
+
+    kind: ChannelKindName
+    name: PersonName
+    addresses: Annotated[list[Address], msgspec.Meta(max_length=20)] = msgspec.field(default_factory=list)
+    secrets: dict[
+        Annotated[str, msgspec.Meta(max_length=64, pattern=LINE)],
+        Annotated[str, msgspec.Meta(min_length=1, max_length=4096, pattern=LINE)],
+    ] = msgspec.field(default_factory=dict)
+    settings: dict[
+        Annotated[str, msgspec.Meta(max_length=64, pattern=LINE)],
+        Annotated[str, msgspec.Meta(max_length=1600, pattern=TEXT)],
+    ] = msgspec.field(default_factory=dict)
+
+
+class ChannelObject(msgspec.Struct, kw_only=True):
+    """A channel, never its secrets: only their names."""
+
+    id: Uuid
+    kind: ChannelKindName
+    name: str
+    addresses: list[str]
+    settings: dict[str, Any]
+    secret_names: list[str]
+    created_at: Timestamp
+
+
+class ChannelCreated(ChannelObject, kw_only=True):
+    secrets: dict[str, str]
+    """The secrets the helpdesk made for the channel (a forwarder secret, a verify token, a URL token): shown once."""
+
+
+class ChannelList(msgspec.Struct, kw_only=True):
+    data: list[ChannelObject]
+
+
+class ChannelDeleted(msgspec.Struct, kw_only=True):
+    id: Uuid
+    deleted: bool
+
+
+class InboundMessage(msgspec.Struct, kw_only=True):
+    """A provider's call as it was stored, and what it became."""
+
+    id: Uuid
+    channel_id: str
+    provider: str
+    dedup_key: str
+    state: Literal["pending", "processed"]
+    classification: str | None
+    ticket_id: Uuid | None
+    conversation_id: Uuid | None
+    outcome: str | None
+    created_at: Timestamp
+    processed_at: Timestamp | None
+
+
+class InboundMessageList(msgspec.Struct, kw_only=True):
+    data: list[InboundMessage]
+    has_more: bool
+    next_cursor: str | None

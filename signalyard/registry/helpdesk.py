@@ -48,10 +48,23 @@ class HelpdeskSettings:
 
 
 ORGANIZATION_ID = "an organization's id, as `helpdesk organizations` lists it"
+CHANNEL_KINDS = (
+    "email",
+    "sms",
+    "business_messaging",
+    "page_messaging",
+    "voice",
+    "commerce",
+    "payments",
+    "chat",
+    "email_provider",
+    "marketplace",
+)
+"""storage/helpdesk/channels.py KINDS, named here without importing storage (the CLI's help imports no driver)."""
 
 
 def commands(parent: Any, command: Command) -> None:
-    group = parent.add_parser("helpdesk", help="helpdesk: kept mail, organizations and REST API keys")
+    group = parent.add_parser("helpdesk", help="helpdesk: kept mail, organizations, REST API keys, inbound channels")
     actions = group.add_subparsers(required=True, metavar="ACTION")
     mails = command("mails", "mails", "print the mail kept while no SMTP server is configured, newest first", actions)
     mails.add_argument("--to", metavar="EMAIL", help="only the mail sent to this address")
@@ -78,6 +91,32 @@ def commands(parent: Any, command: Command) -> None:
     command("revoke", "keys_revoke", "revoke a key at once, by its id", keys).add_argument(
         "key_id", help="the key's id, as `helpdesk keys list` lists it"
     )
+    channels = actions.add_parser("channels", help="inbound channels of an organization")
+    channels = channels.add_subparsers(required=True, metavar="ACTION")
+    create = command(
+        "create", "channels_create", "create a channel; print its id and the secrets made for it", channels
+    )
+    create.add_argument("organization_id", help=ORGANIZATION_ID)
+    create.add_argument("--kind", required=True, choices=CHANNEL_KINDS, help="what the channel receives")
+    create.add_argument("--name", required=True, help="a name to tell it apart")
+    create.add_argument(
+        "--address",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="what routes to it (repeatable): an inbound address, a phone number, a messaging number's or page's id, "
+        "a shop's domain, a payments account, a chat team, an SNS topic ARN",
+    )
+    create.add_argument(
+        "--secret", action="append", default=[], metavar="NAME=VALUE", help="a secret its provider issued (repeatable)"
+    )
+    create.add_argument("--setting", action="append", default=[], metavar="NAME=VALUE", help="a setting (repeatable)")
+    command(
+        "list", "channels_list", "list an organization's channels (id, kind, addresses, name)", channels
+    ).add_argument("organization_id", help=ORGANIZATION_ID)
+    delete = command("delete", "channels_delete", "delete a channel: it receives nothing from now on", channels)
+    delete.add_argument("organization_id", help=ORGANIZATION_ID)
+    delete.add_argument("channel_id", help="the channel's id, as `helpdesk channels list` lists it")
 
 
 SERVICE = Service(

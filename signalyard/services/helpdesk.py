@@ -4,9 +4,11 @@ tasks; `signalyard/registry/helpdesk.py` describes it to the CLI."""
 from __future__ import annotations
 
 import argparse
+import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_urlsafe
+from typing import Any
 
 from litestar.types import ASGIApp
 from sqlalchemy.engine import Connection
@@ -32,11 +34,12 @@ from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
 from signalyard.service import Wiring
+from signalyard.settings import PlatformSettings, load
 from storage.common import keys as key_store
 from storage.common import webhooks
 from storage.common.blobs import open_blobs
 from storage.common.db import Database
-from storage.helpdesk import identity, keys, workspaces
+from storage.helpdesk import channels, identity, keys, workspaces
 from topics import helpdesk as helpdesk_topics
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics, InboundReceived
 
@@ -97,7 +100,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
         identity=identity_deps,
         announce=announce,
         webhooks=WebhookStore(p.db, cipher, p.settings.webhook_allow_private_targets),
-        inbound=Inbound(p.db, cipher, publish_inbound),
+        inbound=Inbound(p.db, cipher, publish_inbound, public_url=public_url),
         billing=billing,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
@@ -214,6 +217,49 @@ async def keys_revoke(db: Database, args: argparse.Namespace) -> None:
     print(f"key {args.key_id}: revoked")
 
 
+def _pairs(given: list[str], what: str) -> dict[str, str]:
+    pairs = {}
+    for item in given:
+        name, equals, value = item.partition("=")
+        if not equals or not name:
+            raise ValueError(f"--{what} takes NAME=VALUE, not {item!r}")
+        pairs[name] = value
+    return pairs
+
+
+def _cipher() -> Any:
+    return secrets.secrets_cipher(load(PlatformSettings, os.environ))
+
+
+async def channels_create(db: Database, args: argparse.Namespace) -> None:
+    channel, generated = await db.write(
+        channels.open_channel,
+        _cipher(),
+        args.organization_id,
+        kind=args.kind,
+        name=args.name,
+        addresses=args.address,
+        given=_pairs(args.secret, "secret"),
+        settings=_pairs(args.setting, "setting"),
+        now=datetime.now(UTC),
+    )
+    print(f"channel {channel.id}")
+    for name, value in generated.items():
+        print(f"{name} {value}")
+
+
+async def channels_list(db: Database, args: argparse.Namespace) -> None:
+    print("id\tkind\taddresses\tname")
+    for channel in await db.read(channels.listing, _cipher(), args.organization_id):
+        print(f"{channel.id}\t{channel.kind}\t{','.join(a for _, a in channel.addresses)}\t{channel.name}")
+
+
+async def channels_delete(db: Database, args: argparse.Namespace) -> None:
+    if not await db.write(channels.remove, args.organization_id, args.channel_id, datetime.now(UTC)):
+        raise LookupError(f"no channel {args.channel_id} in organization {args.organization_id}")
+    print(f"channel {args.channel_id}: deleted")
+
+
 WIRING = Wiring(
     channels=lambda prefix: {**helpdesk_topics.channels(prefix), **webhooks.events_channel("helpdesk", prefix)},
     gateway=gateway,
@@ -226,5 +272,8 @@ WIRING = Wiring(
         "keys_create": keys_create,
         "keys_list": keys_list,
         "keys_revoke": keys_revoke,
+        "channels_create": channels_create,
+        "channels_list": channels_list,
+        "channels_delete": channels_delete,
     },
 )

@@ -5,7 +5,9 @@ channel at a time; a deleted channel routes nothing, and its addresses are free 
 
 from __future__ import annotations
 
+import hashlib
 import json
+import secrets
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +35,10 @@ class ChannelKind:
     generated: tuple[str, ...] = ()
     given: tuple[str, ...] = ()
     settings: tuple[str, ...] = ()
+    routed_by_secret: tuple[str, ...] = ()
+    """Secrets that also route a call to the channel, for a provider call that carries nothing else (a messaging
+    app's subscription check carries only its verify token): each by its SHA-256 (`secret_route`), so that the
+    secret is kept nowhere in the clear; such routes are not listed among the channel's addresses."""
 
 
 KINDS: dict[str, ChannelKind] = {
@@ -40,8 +46,12 @@ KINDS: dict[str, ChannelKind] = {
     # B's public key come from the provider
     "email": ChannelKind("email", generated=("forwarder_secret", "inbound_token"), given=("signing_key", "public_key")),
     "sms": ChannelKind("sms_number", given=("auth_token",), settings=("auto_reply",)),
-    "business_messaging": ChannelKind("phone_number_id", generated=("verify_token",), given=("app_secret",)),
-    "page_messaging": ChannelKind("page_id", generated=("verify_token",), given=("app_secret",)),
+    "business_messaging": ChannelKind(
+        "phone_number_id", generated=("verify_token",), given=("app_secret",), routed_by_secret=("verify_token",)
+    ),
+    "page_messaging": ChannelKind(
+        "page_id", generated=("verify_token",), given=("app_secret",), routed_by_secret=("verify_token",)
+    ),
     "voice": ChannelKind("voice_number", generated=("webhook_secret",)),
     "commerce": ChannelKind("shop", given=("webhook_secret", "api_secret")),
     "payments": ChannelKind("account"),
@@ -87,6 +97,15 @@ class Routed:
     secrets: dict[str, str] = field(repr=False)
 
 
+SECRET_ROUTE = "_sha256"
+"""The suffix of the address kind of a route by a secret (`verify_token_sha256`)."""
+
+
+def secret_route(secret_name: str, secret: str) -> tuple[str, str]:
+    """The (address kind, address) by which a channel's secret routes to it: the secret's SHA-256, in hex."""
+    return f"{secret_name}{SECRET_ROUTE}", hashlib.sha256(secret.encode()).hexdigest()
+
+
 def normalized(kind: str, address: str) -> str:
     """Addresses compare without regard to case (an email address's domain, a shop's host); ids stay as they are."""
     return address.strip().lower() if kind in ("email", "shop") else address.strip()
@@ -118,7 +137,10 @@ def create(
         )
     )
     routes = [(address_kind, normalized(address_kind, address)) for address_kind, address in addresses]
-    for address_kind, address in routes:
+    spec = KINDS.get(kind)
+    by_secret = spec.routed_by_secret if spec else ()
+    hidden = [secret_route(name, secrets[name]) for name in by_secret if secrets.get(name)]
+    for address_kind, address in routes + hidden:
         try:
             connection.execute(insert(ADDRESSES).values(kind=address_kind, address=address, channel_id=channel_id))
         except IntegrityError:
@@ -153,7 +175,8 @@ def _records(connection: Connection, rows: Sequence[Any], cipher: Cipher) -> lis
     for address in connection.execute(
         select(ADDRESSES).where(ADDRESSES.c.channel_id.in_(ids)).order_by(ADDRESSES.c.kind, ADDRESSES.c.address)
     ):
-        addresses[address.channel_id].append((address.kind, address.address))
+        if not address.kind.endswith(SECRET_ROUTE):
+            addresses[address.channel_id].append((address.kind, address.address))
     return [
         ChannelRecord(
             row.id,
@@ -220,3 +243,55 @@ _ADDRESSES_OF = select(ADDRESSES.c.address).where(
 def addresses_of(connection: Connection, channel_id: str, kind: str) -> list[str]:
     """The channel's addresses of one kind (its own inbound mail addresses, say)."""
     return list(connection.scalars(_ADDRESSES_OF, {"channel_id": channel_id, "kind": kind}))
+
+
+class InvalidChannel(ValueError):
+    """What a new channel's request got wrong, in words for its maker (400)."""
+
+
+def open_channel(
+    connection: Connection,
+    cipher: Cipher,
+    organization_id: str,
+    *,
+    kind: str,
+    name: str,
+    addresses: Sequence[str],
+    given: Mapping[str, str],
+    settings: Mapping[str, Any],
+    now: datetime,
+) -> tuple[ChannelRecord, dict[str, str]]:
+    """A new channel of a kind of KINDS, with the secrets it generates (returned: shown once) beside the ones its
+    provider issued (`given`). A kind routed by a generated secret (a URL token) routes by that secret. Raises
+    InvalidChannel for an unknown kind, secret or setting, or a channel with no way to route to it, and
+    AddressTaken."""
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise InvalidChannel(f"kind must be one of {', '.join(KINDS)}")
+    unknown = sorted(set(given) - set(spec.given))
+    if unknown:
+        allowed = ", ".join(spec.given) or "none"
+        raise InvalidChannel(f"a {kind} channel takes no secret {unknown[0]!r} (its provider's secrets: {allowed})")
+    strange = sorted(set(settings) - set(spec.settings))
+    if strange:
+        raise InvalidChannel(
+            f"a {kind} channel has no setting {strange[0]!r} (its settings: {', '.join(spec.settings) or 'none'})"
+        )
+    generated = {secret_name: secrets.token_urlsafe(32) for secret_name in spec.generated}
+    routes = [(spec.address_kind, address) for address in addresses if address.strip()]
+    if spec.address_kind in generated:
+        routes.append((spec.address_kind, generated[spec.address_kind]))
+    if not routes:
+        raise InvalidChannel(f"a {kind} channel needs at least one {spec.address_kind.replace('_', ' ')}")
+    record = create(
+        connection,
+        cipher,
+        organization_id,
+        kind=kind,
+        name=name,
+        addresses=routes,
+        secrets={**given, **generated},
+        settings=settings,
+        now=now,
+    )
+    return record, generated

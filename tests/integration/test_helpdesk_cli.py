@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
+import uuid
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -17,8 +18,11 @@ from tests.integration.faults import run_cli
 KEY = re.compile(r"^hd_live_[0-9a-f]{40}$")
 
 
-async def cli(stack: HelpdeskStack, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return await asyncio.to_thread(run_cli, stack.settings.platform.database_url or "", tmp_path, *args)
+async def cli(stack: HelpdeskStack, _tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as the stack's operator runs it: on its database, with its data directory (and so its kept key for
+    stored secrets, as SIGNALYARD_SECRET_KEYS would give it)."""
+    platform = stack.settings.platform
+    return await asyncio.to_thread(run_cli, platform.database_url or "", platform.data_dir, *args)
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -91,3 +95,34 @@ async def test_keys_create_refuses_an_unknown_scope_or_organization(
     nobody = "3f1c9a0b-7d2e-4e8a-9c3b-5d6f7a8e9b0c"
     unknown_org = await cli(helpdesk_stack, tmp_path, "helpdesk", "keys", "create", nobody, "--scope", "*")
     assert (unknown_org.returncode, unknown_org.stderr) == (2, f"signalyard: no organization {nobody}\n")
+
+
+async def test_channels_create_prints_the_secrets_once_and_the_channel_receives_at_once(
+    helpdesk_stack: HelpdeskStack, tmp_path: Path
+) -> None:
+    async with helpdesk_stack.browser() as browser:
+        organization = (await browser.sign_up())["organization"]["id"]
+    mailbox = f"cli-{uuid.uuid4().hex[:8]}@acme.example"
+    made = ok(
+        await cli(
+            helpdesk_stack, tmp_path, "helpdesk", "channels", "create", organization, "--kind", "email",
+            "--name", "Support", "--address", mailbox,
+        )
+    )  # fmt: skip
+    lines = dict(line.split(" ", 1) for line in made.splitlines())
+    assert set(lines) == {"channel", "forwarder_secret", "inbound_token"}
+    listed = ok(await cli(helpdesk_stack, tmp_path, "helpdesk", "channels", "list", organization)).splitlines()
+    assert listed == ["id\tkind\taddresses\tname", f"{lines['channel']}\temail\t{mailbox}\tSupport"]
+
+    raw = f"From: ada@example.com\r\nTo: {mailbox}\r\nSubject: Hi\r\nMessage-ID: <{uuid.uuid4()}@x>\r\n\r\nHello\r\n"
+    headers = {"Content-Type": "message/rfc822", "x-forwarder-secret": lines["forwarder_secret"]}
+    sent = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=raw.encode(), headers=headers)
+    assert sent.status_code == 200, "the secret the CLI printed is the channel's"
+
+    deleted = ok(await cli(helpdesk_stack, tmp_path, "helpdesk", "channels", "delete", organization, lines["channel"]))
+    assert deleted == f"channel {lines['channel']}: deleted\n"
+    again = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=raw.encode(), headers=headers)
+    assert again.status_code == 404, "a deleted channel receives nothing"
+    bad = await cli(helpdesk_stack, tmp_path, "helpdesk", "channels", "create", organization, "--kind", "email",
+                    "--name", "X", "--secret", "nonsense")  # fmt: skip
+    assert (bad.returncode, bad.stderr) == (2, "signalyard: --secret takes NAME=VALUE, not 'nonsense'\n")

@@ -116,3 +116,11 @@ def test_up_refuses_an_unknown_service_naming_the_choices() -> None:
     assert done.stderr.endswith(
         "signalyard up: error: argument --services: unknown service 'inbox' (choose from phone, photo, helpdesk)\n"
     )
+
+
+def test_the_cli_names_every_kind_of_helpdesk_channel() -> None:
+    """The registry names the kinds without importing storage (the help imports no database driver): the same ones."""
+    from signalyard.registry.helpdesk import CHANNEL_KINDS
+    from storage.helpdesk.channels import KINDS
+
+    assert set(CHANNEL_KINDS) == set(KINDS)

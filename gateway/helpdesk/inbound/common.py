@@ -67,11 +67,16 @@ class Inbound:
         cipher: Cipher,
         publish: Publish,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        *,
+        public_url: str = "",
     ) -> None:
         self.db = db
         self.cipher = cipher
         self.publish = publish
         self.clock = clock
+        self.public_url = public_url.rstrip("/")
+        """The helpdesk's public URL (SIGNALYARD_HELPDESK_PUBLIC_URL): a provider that signs the URL it called (the SMS
+        provider) signed this base and the endpoint's path."""
         self._stores: GroupCommit[inbound.Received, bool] = GroupCommit(self._store)
 
     async def route(self, kind: str, address: str) -> Routed:
