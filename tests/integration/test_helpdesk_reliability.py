@@ -16,11 +16,12 @@ from typing import Any
 
 import msgspec
 from aiokafka import AIOKafkaConsumer
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from processors.helpdesk.activity import activity_relay
+from signalyard import secrets
 from storage.common.db import Database, migrate
-from storage.helpdesk import events
+from storage.helpdesk import channels, events, inbound
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
@@ -203,3 +204,113 @@ async def relay_after_a_death(db: Database) -> None:
     assert await db.read(lambda connection: connection.scalar(state)) == "published"
     clock[0] += timedelta(minutes=5)
     assert await living.relay() == 0, "a published event is not published again"
+
+
+async def test_inbound_processors_killed_mid_stream_every_stored_mail_becomes_exactly_one_ticket_or_reply(
+    broker_bootstrap: str, database_url: str, tmp_path: Path
+) -> None:
+    """Mails forwarded while the inbound processors are killed with SIGKILL and started again: every stored event is
+    processed once; each first mail is one ticket, each reply one conversation on its ticket, none twice."""
+    settings = helpdesk_settings(tmp_path, database_url, None, sweep_after_s=3, sweep_every_s=1)
+    env = {
+        "SIGNALYARD_KAFKA_BOOTSTRAP": broker_bootstrap,
+        "SIGNALYARD_DATABASE_URL": database_url,
+        "SIGNALYARD_TOPIC_PREFIX": settings.platform.topic_prefix,
+        "SIGNALYARD_SWEEP_AFTER_S": "3",
+        "SIGNALYARD_SWEEP_EVERY_S": "1",
+        "SIGNALYARD_DATA_DIR": str(tmp_path),
+    }
+    log = tmp_path / "processors.log"
+    async with (
+        running_stack(settings, broker_bootstrap, HelpdeskStack, with_processor=False) as gateway,
+        gateway.browser() as browser,
+    ):
+        organization = (await browser.sign_up())["organization"]["id"]
+        mailbox = f"kill-{uuid.uuid4().hex[:8]}@acme.example"
+        channel, generated = await gateway.db.write(
+            channels.open_channel,
+            secrets.secrets_cipher(settings.platform),
+            organization,
+            kind="email",
+            name="Kill test",
+            addresses=[mailbox],
+            given={},
+            settings={},
+            now=datetime.now(UTC),
+        )
+        headers = {"Content-Type": "message/rfc822", "x-forwarder-secret": generated["forwarder_secret"]}
+        senders = 40
+
+        def mail(sender: int, reply: bool) -> bytes:
+            first_id = f"first-{sender}@customers.example"
+            lines = [
+                f"From: customer{sender}@customers.example",
+                f"To: {mailbox}",
+                f"Subject: {'Re: ' if reply else ''}Order {sender}",
+                f"Message-ID: <{'reply' if reply else 'first'}-{sender}@customers.example>",
+                *([f"In-Reply-To: <{first_id}>"] if reply else []),
+                "",
+                f"{'More' if reply else 'Help'} about order {sender}",
+            ]
+            return "\r\n".join(lines).encode()
+
+        async def forward(sender: int, reply: bool) -> None:
+            answer = await gateway.client.post(
+                "/api/webhooks/inbound-email", content=mail(sender, reply), headers=headers
+            )
+            assert answer.status_code == 200, answer.text
+
+        async def states() -> dict[str, int]:
+            statement = (
+                select(inbound.EVENTS.c.state, func.count())
+                .where(inbound.EVENTS.c.channel_id == channel.id)
+                .group_by(inbound.EVENTS.c.state)
+            )
+            return await gateway.db.read(lambda connection: dict(connection.execute(statement).all()))
+
+        first = start_processors(env, log)
+        await forward(0, reply=False)
+
+        async def joined() -> bool:
+            return (await states()).get("processed", 0) >= 1
+
+        await until(joined, 60)
+
+        async def send_all() -> None:
+            for sender in range(1, senders):
+                await forward(sender, reply=False)
+            for sender in range(senders):
+                await forward(sender, reply=True)
+
+        sending = asyncio.create_task(send_all())
+        try:
+
+            async def some_processed() -> bool:
+                return (await states()).get("processed", 0) >= 10
+
+            await until(some_processed, 60, every_s=0.02)
+            first.send_signal(signal.SIGKILL)
+            first.wait()
+            assert not sending.done(), "the kill came too late to interrupt anything"
+            await sending
+            second = start_processors(env, log)
+            try:
+
+                async def all_processed() -> bool:
+                    return await states() == {"processed": 2 * senders}
+
+                await until(all_processed, 120)
+            finally:
+                second.terminate()
+                second.wait(15)
+        finally:
+            if first.poll() is None:
+                first.kill()
+            sending.cancel()
+        key = await browser.api_key("*")
+        listed = await gateway.rest(key, "GET", "/tickets", params={"limit": 100})
+        tickets = listed.json()["data"]
+        assert len(tickets) == senders, "each first mail is one ticket, none twice"
+        for ticket in tickets:
+            replies = await gateway.rest(key, "GET", f"/tickets/{ticket['id']}/conversations")
+            assert len(replies.json()["data"]) == 2, ticket["subject"]
