@@ -6,12 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from litestar.openapi import ResponseSpec
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Reference, RequestBody, Schema
 
 from gateway.common import openapi
 from gateway.common.app import ApiDocument
 from gateway.helpdesk.auth import KEY_HEADER
 from gateway.helpdesk.errors import CODES, ErrorBody, Problem
 from gateway.helpdesk.schemas import (
+    LINE,
+    TEXT,
     AddConversation,
     ChannelCreated,
     ChannelDeleted,
@@ -32,6 +35,7 @@ from gateway.helpdesk.schemas import (
     UpdateCustomer,
     UpdateTicket,
 )
+from storage.helpdesk import channels
 
 DOCUMENT = ApiDocument(
     "signalyard helpdesk",
@@ -225,6 +229,51 @@ LIST_CHANNELS = _route(
     200,
     openapi.response(ChannelList, "The channels"),
 )
+
+
+def _channel_body() -> RequestBody:
+    """`CreateChannel`, as each kind of channel takes it: its kind, the addresses that route to it (none for a kind
+    routed by a token the helpdesk makes), the secrets its provider issued and its settings, by name."""
+
+    def text(low: int, high: int) -> Schema:
+        return Schema(type=OpenAPIType.STRING, min_length=low, max_length=high, pattern=LINE)
+
+    kinds = []
+    for kind, spec in channels.KINDS.items():
+        routed_by_token = spec.address_kind in spec.generated
+        addresses = Schema(
+            type=OpenAPIType.ARRAY,
+            items=text(1, 320),
+            min_items=0 if routed_by_token else 1,
+            max_items=0 if routed_by_token else 20,
+            description=f"each a {spec.address_kind.replace('_', ' ')}",
+        )
+        named: dict[str, Schema | Reference] = {name: text(1, 4096) for name in spec.given}
+        settings: dict[str, Schema | Reference] = {
+            name: Schema(type=OpenAPIType.STRING, max_length=1600, pattern=TEXT) for name in spec.settings
+        }
+        kinds.append(
+            Schema(
+                type=OpenAPIType.OBJECT,
+                title=f"a {kind} channel",
+                required=["kind", "name"] if routed_by_token else ["kind", "name", "addresses"],
+                additional_properties=False,
+                properties={
+                    "kind": Schema(type=OpenAPIType.STRING, const=kind),
+                    "name": text(1, 255),
+                    "addresses": addresses,
+                    "secrets": Schema(type=OpenAPIType.OBJECT, properties=named, additional_properties=False),
+                    "settings": Schema(type=OpenAPIType.OBJECT, properties=settings, additional_properties=False),
+                },
+            )
+        )
+    return RequestBody(
+        required=True,
+        description=CreateChannel.__doc__,
+        content={openapi.JSON: OpenAPIMediaType(schema=Schema(one_of=kinds))},
+    )
+
+
 CREATE_CHANNEL = _route(
     "createChannel",
     "Add an inbound channel: a mailbox, a phone number, a messaging app's number or page, a shop, ...",
@@ -233,6 +282,9 @@ CREATE_CHANNEL = _route(
     400,
     409,
     body=CreateChannel,
+)
+CREATE_CHANNEL["operation_class"] = openapi.documented_operation(
+    response_headers={429: _RETRY}, request_body=_channel_body()
 )
 GET_CHANNEL = _route("getChannel", "One channel", 200, openapi.response(ChannelObject, "The channel"), 400, 404)
 DELETE_CHANNEL = _route(

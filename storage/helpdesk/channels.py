@@ -245,6 +245,22 @@ def addresses_of(connection: Connection, channel_id: str, kind: str) -> list[str
     return list(connection.scalars(_ADDRESSES_OF, {"channel_id": channel_id, "kind": kind}))
 
 
+_ORGANIZATION_ADDRESSES = (
+    select(ADDRESSES.c.address)
+    .join(CHANNELS, CHANNELS.c.id == ADDRESSES.c.channel_id)
+    .where(
+        CHANNELS.c.organization_id == bindparam("organization_id"),
+        CHANNELS.c.deleted_at.is_(None),
+        ADDRESSES.c.kind == bindparam("kind"),
+    )
+)
+
+
+def organization_addresses(connection: Connection, organization_id: str, kind: str) -> list[str]:
+    """The addresses of one kind of every live channel of the organization (all its own inbound mail addresses)."""
+    return list(connection.scalars(_ORGANIZATION_ADDRESSES, {"organization_id": organization_id, "kind": kind}))
+
+
 class InvalidChannel(ValueError):
     """What a new channel's request got wrong, in words for its maker (400)."""
 
@@ -280,6 +296,8 @@ def open_channel(
     generated = {secret_name: secrets.token_urlsafe(32) for secret_name in spec.generated}
     routes = [(spec.address_kind, address) for address in addresses if address.strip()]
     if spec.address_kind in generated:
+        if routes:
+            raise InvalidChannel(f"a {kind} channel is routed by the {spec.address_kind} made for it: give no address")
         routes.append((spec.address_kind, generated[spec.address_kind]))
     if not routes:
         raise InvalidChannel(f"a {kind} channel needs at least one {spec.address_kind.replace('_', ' ')}")
