@@ -36,6 +36,16 @@ async def until(condition: Any, timeout_s: float, every_s: float = 0.2) -> None:
         await asyncio.sleep(every_s)
 
 
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, as an operator stops it (its sends in flight may take their timeout to finish), else SIGKILL."""
+    process.terminate()
+    try:
+        process.wait(45)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def start_processors(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "signalyard.cli", "processors", "helpdesk"],
@@ -112,8 +122,7 @@ async def test_processors_killed_mid_stream_every_ticket_is_still_delivered(
 
                 await until(all_delivered, 150)  # a delivery leased by the killed member waits out its lease
             finally:
-                second.terminate()
-                second.wait(15)
+                stop(second)
         finally:
             if first.poll() is None:
                 first.kill()
@@ -301,8 +310,7 @@ async def test_inbound_processors_killed_mid_stream_every_stored_mail_becomes_ex
 
                 await until(all_processed, 120)
             finally:
-                second.terminate()
-                second.wait(15)
+                stop(second)
         finally:
             if first.poll() is None:
                 first.kill()
