@@ -28,13 +28,14 @@ def block(info: str) -> str:
     return found.group(1)
 
 
-def read_until(fd: int, wanted: str, timeout_s: float) -> str:
-    """What a pipe gives until `wanted` and the end of its line have come, or until `timeout_s` is over."""
+def read_until(fd: int, *wanted: str, timeout_s: float) -> str:
+    """What a pipe gives until every one of `wanted` and the end of its line have come (in any order: two processes
+    may write to the pipe), or until `timeout_s` is over."""
     output = b""
     deadline = time.monotonic() + timeout_s
     while True:
         text = output.decode(errors="replace")
-        if (wanted in text and text.endswith("\n")) or (remaining := deadline - time.monotonic()) <= 0:
+        if (all(w in text for w in wanted) and text.endswith("\n")) or (remaining := deadline - time.monotonic()) <= 0:
             return text
         if not select.select([fd], [], [], remaining)[0]:
             return text
@@ -74,8 +75,11 @@ def test_the_photo_walkthrough_delivers_a_signed_event(tmp_path: Path) -> None:
     )
     try:
         assert walkthrough.stdout is not None
-        # A failed first attempt is retried a minute later: the line must come well before that.
-        output = read_until(walkthrough.stdout.fileno(), "verification.completed ver_", timeout_s=40)
+        # A failed first attempt is retried a minute later: the line must come well before that. The receiver may
+        # print it before curl prints the verify's answer.
+        output = read_until(
+            walkthrough.stdout.fileno(), '"status":"completed"', "verification.completed ver_", timeout_s=40
+        )
         verification = re.search(r'\{"id":"(ver_\w+)","status":"completed"', output)
         assert verification, f"{output}\n--- signalyard up's log:\n{up.log.read_text()[-4000:]}"
         assert f"verification.completed {verification[1]}\n" in output, output

@@ -397,6 +397,7 @@ async def test_asyncapi_prints_the_topics_document(cli: Cli) -> None:
         "photo.webhook.events",
         "helpdesk.activity.recorded",
         "helpdesk.webhook.events",
+        "helpdesk.inbound.received",
     }
     by_address = {channel["address"]: channel for channel in channels.values()}
     requested = [_resolve(document, m["$ref"]) for m in by_address["phone.verification.requested"]["messages"].values()]
@@ -436,4 +437,5 @@ async def test_asyncapi_addresses_carry_the_topic_prefix(cli: Cli) -> None:
         "staging.photo.webhook.events",
         "staging.helpdesk.activity.recorded",
         "staging.helpdesk.webhook.events",
+        "staging.helpdesk.inbound.received",
     }
