@@ -65,9 +65,35 @@ class SmtpServer:
         )
 
 
+OUR_HEADER = "X-Signalyard-Helpdesk"
+"""The header by which the inbound processors know a copy of the helpdesk's own mail (the same name as
+processors/helpdesk/inbound/mail.py OUR_HEADER, which this layer cannot import): the organization's id on an
+organization's mail, ACCOUNT_MAIL on the account mail (sign-in and reset links), which belongs to no organization."""
+ACCOUNT_MAIL = "account"
+
+
+def compose(
+    sender: str, recipient: str, subject: str, body: str, *, organization_id: str | None = None
+) -> EmailMessage:
+    """A mail the helpdesk sends of itself, marked against loops (docs/helpdesk.md, "Inbound email"):
+    `Auto-Submitted: auto-generated` (RFC 3834: no auto-responder answers it), `X-Auto-Response-Suppress: All`
+    (Exchange's: no out-of-office, no read or delivery receipt) and OUR_HEADER (a copy coming back is ours)."""
+    message = EmailMessage()
+    message["From"] = sender
+    message["To"] = recipient
+    message["Subject"] = subject
+    message["Date"] = format_datetime(datetime.now(UTC))
+    message["Message-ID"] = make_msgid(domain=parseaddr(sender)[1].rpartition("@")[2] or None)
+    message["Auto-Submitted"] = "auto-generated"
+    message["X-Auto-Response-Suppress"] = "All"
+    message[OUR_HEADER] = organization_id or ACCOUNT_MAIL
+    message.set_content(body)
+    return message
+
+
 class SmtpMail:
-    """Each mail sent at once, from `sender`, marked `Auto-Submitted: auto-generated` (RFC 3834: no auto-reply should
-    answer it). A failure to send raises: the procedure answers INTERNAL_SERVER_ERROR and the caller may retry."""
+    """Each mail sent at once, from `sender`, as `compose` makes it. A failure to send raises: the procedure answers
+    INTERNAL_SERVER_ERROR and the caller may retry."""
 
     def __init__(
         self, server: SmtpServer, sender: str, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = 30
@@ -79,14 +105,7 @@ class SmtpMail:
         self.timeout_s = timeout_s
 
     async def send(self, recipient: str, subject: str, body: str) -> None:
-        message = EmailMessage()
-        message["From"] = self.sender
-        message["To"] = recipient
-        message["Subject"] = subject
-        message["Date"] = format_datetime(datetime.now(UTC))
-        message["Message-ID"] = make_msgid(domain=parseaddr(self.sender)[1].rpartition("@")[2] or None)
-        message["Auto-Submitted"] = "auto-generated"
-        message.set_content(body)
+        message = compose(self.sender, recipient, subject, body)
         server = self.server
         await aiosmtplib.send(
             message,

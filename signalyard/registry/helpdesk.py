@@ -35,9 +35,16 @@ class HelpdeskSettings:
         "SIGNALYARD_HELPDESK_STRIPE_API_BASE", "https://api.stripe.com", url("http", "https")
     )
     """Base URL of the Stripe API."""
+    stripe_webhook_secret: str | None = setting("SIGNALYARD_HELPDESK_STRIPE_WEBHOOK_SECRET", None, text)
+    """Signing secret (whsec_...) of the Stripe endpoint /api/webhooks/payments (the platform's billing events); unset:
+    that endpoint receives nothing (404)."""
+    stripe_connect_webhook_secret: str | None = setting("SIGNALYARD_HELPDESK_STRIPE_CONNECT_WEBHOOK_SECRET", None, text)
+    """Signing secret of the Stripe Connect endpoint /api/webhooks/payments-connect (connected accounts' events);
+    unset: that endpoint receives nothing (404)."""
     blob_url: str = setting("SIGNALYARD_HELPDESK_BLOB_URL", "", text)
-    """Where inbound attachments are stored: empty for DATA_DIR/blobs, file:///path, or s3://bucket/prefix?... (as
-    SIGNALYARD_PHOTO_BLOB_URL)."""
+    """Where inbound attachments and exports are stored: empty for DATA_DIR/helpdesk-blobs, file:///path, or
+    s3://bucket/prefix?... (as SIGNALYARD_PHOTO_BLOB_URL, and never the same place: photo deletes what is old in its
+    store)."""
     oidc_issuer: str | None = setting("SIGNALYARD_HELPDESK_OIDC_ISSUER", None, url("http", "https"))
     """Issuer of the OpenID Connect provider for social sign-in (its discovery document is at
     ISSUER/.well-known/openid-configuration); unset: social sign-in answers PRECONDITION_FAILED."""

@@ -20,6 +20,7 @@ from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.billing import Billing
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
+from gateway.helpdesk.inbound import marketplace, payments
 from gateway.helpdesk.inbound.common import Inbound
 from gateway.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from gateway.helpdesk.sessions import Sessions
@@ -37,7 +38,7 @@ from signalyard.service import Wiring
 from signalyard.settings import PlatformSettings, load
 from storage.common import keys as key_store
 from storage.common import webhooks
-from storage.common.blobs import open_blobs
+from storage.common.blobs import BlobStore, open_blobs
 from storage.common.db import Database
 from storage.helpdesk import channels, identity, keys, workspaces
 from topics import helpdesk as helpdesk_topics
@@ -61,8 +62,26 @@ def _mailer(p: Platform, s: HelpdeskSettings) -> Mailer:
     return SmtpMail(SmtpServer.parse(s.smtp_url), s.mail_from)
 
 
+BLOB_DIRECTORY = "helpdesk-blobs"
+"""Under the data directory, where inbound attachments and exports are kept unless SIGNALYARD_HELPDESK_BLOB_URL says
+otherwise (photo's images are elsewhere: photo's retention deletes what is old in its store)."""
+
+
+def blob_store(platform: PlatformSettings, s: HelpdeskSettings) -> BlobStore:
+    return open_blobs(s.blob_url, platform.data_dir, directory=BLOB_DIRECTORY)
+
+
 def _passwords(s: HelpdeskSettings) -> Passwords:
     return Passwords(PasswordCost(memory_kib=s.password_memory_kib, passes=s.password_passes))
+
+
+def _inbound_providers(p: Platform, s: HelpdeskSettings) -> dict[str, object]:
+    """What the inbound endpoints need beyond their channels: the platform's Stripe endpoint secrets, and the client
+    that fetches SNS signing certificates (the address policy of webhook deliveries, the system's CAs)."""
+    return {
+        payments.PROVIDER: payments.StripeWebhookSecrets(s.stripe_webhook_secret, s.stripe_connect_webhook_secret),
+        marketplace.PROVIDER: marketplace.SnsClient(allow_private=p.settings.webhook_allow_private_targets),
+    }
 
 
 def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
@@ -100,7 +119,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
         identity=identity_deps,
         announce=announce,
         webhooks=WebhookStore(p.db, cipher, p.settings.webhook_allow_private_targets),
-        inbound=Inbound(p.db, cipher, publish_inbound, public_url=public_url),
+        inbound=Inbound(p.db, cipher, publish_inbound, public_url=public_url, providers=_inbound_providers(p, s)),
         billing=billing,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
@@ -112,7 +131,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     sweeper) and the activity log's relay to its topic."""
     topics = HelpdeskTopics(p.settings.topic_prefix)
     relay = activity_relay(p.db, topics, p.publish, timeout_s=p.settings.publish_timeout_s)
-    blobs = open_blobs(s.blob_url, p.settings.data_dir)
+    blobs = blob_store(p.settings, s)
     p.closers.append(blobs.close)
 
     async def announce(organization_id: str, event_id: str) -> None:

@@ -308,10 +308,13 @@ _S3_PARAMETERS = {"endpoint_url", "region"}
 _S3_FORM = "s3://BUCKET[/PREFIX][?endpoint_url=URL&region=REGION]"
 
 
-def open_blobs(url: str, data_dir: Path, *, environ: Mapping[str, str] | None = None) -> BlobStore:
+def open_blobs(
+    url: str, data_dir: Path, *, directory: str = "blobs", environ: Mapping[str, str] | None = None
+) -> BlobStore:
     """The blob store a settings string names.
 
-    * empty: a directory `blobs` under `data_dir`;
+    * empty: the directory `directory` under `data_dir` (each service its own: photo's retention deletes what is
+      old in its store);
     * ``file:///absolute/path``: that directory;
     * ``s3://bucket[/prefix][?endpoint_url=...&region=...]``: an S3-compatible bucket, with credentials from
       ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` (and ``AWS_SESSION_TOKEN``) in `environ` (default
@@ -322,7 +325,7 @@ def open_blobs(url: str, data_dir: Path, *, environ: Mapping[str, str] | None = 
     environ = os.environ if environ is None else environ
     url = url.strip()
     if not url:
-        return DirectoryBlobs(Path(data_dir) / "blobs")
+        return DirectoryBlobs(Path(data_dir) / directory)
     try:
         parts = urlsplit(url)
     except ValueError as error:

@@ -75,6 +75,32 @@ def load(connection: Connection, ids: Sequence[str]) -> dict[str, Any]:
     return {row.id: row for row in connection.execute(_LOAD, {"ids": list(ids)})}
 
 
+def key_of_detail(
+    connection: Connection,
+    organization_id: str,
+    channel_id: str,
+    provider: str,
+    detail: tuple[str, str],
+    *,
+    since: datetime,
+) -> str | None:
+    """The de-duplication key of the channel's event of `provider`, stored since `since`, whose `details` hold
+    `detail` (name, value): a provider's one-time token seen before. None when no such event is stored."""
+    name, value = detail
+    found = connection.execute(
+        select(EVENTS.c.dedup_key)
+        .where(
+            EVENTS.c.organization_id == organization_id,
+            EVENTS.c.created_at >= since,
+            EVENTS.c.channel_id == channel_id,
+            EVENTS.c.provider == provider,
+            EVENTS.c.details[name].as_string() == value,
+        )
+        .limit(1)
+    ).first()
+    return str(found.dedup_key) if found else None
+
+
 @dataclass(frozen=True, slots=True)
 class Outcome:
     """What processing made of an event."""

@@ -27,7 +27,10 @@ class Organization(Base):
     billing_customer_id: Mapped[str | None] = mapped_column(String(255))
     """The payment provider's customer of a paid plan, made once and reused by every later checkout."""
     billing_status: Mapped[str] = mapped_column(String(16), default="none")
-    """none (free plan) | incomplete (a paid plan whose checkout has not completed) | active"""
+    """none (free plan) | incomplete (a paid plan whose checkout has not completed) | active | past_due | canceled"""
+    billing_event_at: Mapped[datetime | None]
+    """When the payment provider's event that set `billing_status` happened (its `created`): an older event that
+    arrives later changes nothing."""
     created_at: Mapped[datetime]
 
 

@@ -465,6 +465,28 @@ def tickets_of_message_ids(connection: Connection, organization_id: str, message
     return found
 
 
+_CONVERSATION_OF_MESSAGE_ID = (
+    select(CONVERSATIONS)
+    .where(
+        CONVERSATIONS.c.organization_id == bindparam("organization_id"),
+        CONVERSATIONS.c.message_id == bindparam("message_id"),
+    )
+    .order_by(CONVERSATIONS.c.created_at)
+    .limit(1)
+)
+
+
+def conversation_of_message_id(
+    connection: Connection, organization_id: str, message_id: str
+) -> ConversationRecord | None:
+    """The (first) conversation stored with this Message-ID: a customer's mail, or one of our own sent replies."""
+    row = connection.execute(
+        _CONVERSATION_OF_MESSAGE_ID, {"organization_id": organization_id, "message_id": message_id}
+    ).first()
+    fields = ConversationRecord.__slots__  # type: ignore[attr-defined]
+    return ConversationRecord(**{name: getattr(row, name) for name in fields}) if row else None
+
+
 def by_number(connection: Connection, organization_id: str, number: int) -> TicketRecord | None:
     row = connection.execute(_BY_NUMBER, {"organization_id": organization_id, "number": number}).first()
     return _ticket(row) if row else None

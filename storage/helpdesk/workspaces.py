@@ -8,7 +8,8 @@ release of the outermost one.
 
 A paid plan's workspace is made `incomplete` (`billing_status`); its payment provider's customer is recorded once
 (`record_billing_customer`, a conditional update: of two racing calls, the first's stays) and reused by every later
-checkout."""
+checkout. The payment provider's events then move the billing state (`change_billing`: active, past_due, canceled),
+each event only if it is newer than the one that set the state."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from datetime import datetime
 from typing import cast
 
 from slugify import slugify
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -41,6 +42,10 @@ BILLING_NONE = "none"
 BILLING_INCOMPLETE = "incomplete"
 """A paid plan whose checkout has not completed: `auth.completeSignup` resumes it."""
 BILLING_ACTIVE = "active"
+BILLING_PAST_DUE = "past_due"
+"""A renewal's payment failed: the provider retries it."""
+BILLING_CANCELED = "canceled"
+BILLING_STATUSES = (BILLING_NONE, BILLING_INCOMPLETE, BILLING_ACTIVE, BILLING_PAST_DUE, BILLING_CANCELED)
 
 
 class NotVerified(Exception):
@@ -61,7 +66,7 @@ class Workspace:
     created: bool
     """False when the user's workspace existed already (a repeated or racing call)."""
     billing_status: str = BILLING_NONE
-    """none (free plan) | incomplete (a paid plan whose checkout has not completed) | active"""
+    """none (free plan) | incomplete (a paid plan whose checkout has not completed) | active | past_due | canceled"""
     billing_customer_id: str | None = None
     """The payment provider's customer, once made."""
 
@@ -214,3 +219,82 @@ def organizations(connection: Connection) -> list[OrganizationRecord]:
     """Every organization, oldest first (for operators)."""
     rows = connection.execute(select(ORGANIZATIONS).order_by(ORGANIZATIONS.c.created_at, ORGANIZATIONS.c.id))
     return [OrganizationRecord(r.id, r.name, r.slug, r.plan, r.billing_status, r.created_at) for r in rows]
+
+
+# The payment provider's events (processors/helpdesk/inbound/payments.py) --------------------------------------------
+
+PLATFORM_PAYMENTS_CHANNEL = "platform-payments"
+"""The channel id the platform's own billing events are stored under (`/api/webhooks/payments`): they come through no
+organization's channel, but through the platform's Stripe account."""
+NO_ORGANIZATION = "platform"
+"""The organization id of a billing event that names no organization the helpdesk knows."""
+
+_BY_ID = select(ORGANIZATIONS.c.id).where(ORGANIZATIONS.c.id == bindparam("organization_id"))
+_BY_BILLING_CUSTOMER = select(ORGANIZATIONS.c.id).where(ORGANIZATIONS.c.billing_customer_id == bindparam("customer"))
+
+
+def billing_organization(connection: Connection, organization_id: str | None, customer_id: str | None) -> str | None:
+    """The organization a payment event concerns: the one it names (a checkout's `client_reference_id`, metadata
+    `organization_id`) if it exists, else the one whose provider customer it is; None when neither is known."""
+    if organization_id:
+        found = connection.execute(_BY_ID, {"organization_id": organization_id}).scalar_one_or_none()
+        if found is not None:
+            return str(found)
+    if customer_id:
+        found = connection.execute(_BY_BILLING_CUSTOMER, {"customer": customer_id}).scalars().first()
+        if found is not None:
+            return str(found)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class BillingChange:
+    """What a payment event did to its organization's billing state."""
+
+    old_status: str
+    new_status: str
+    applied: bool
+    """False: the event was older than the one that set the state (or would move it back to incomplete)."""
+
+
+def change_billing(
+    connection: Connection,
+    organization_id: str,
+    status: str,
+    *,
+    event_at: datetime,
+    customer_id: str | None,
+    reason: str,
+    now: datetime,
+) -> BillingChange | None:
+    """Set the organization's billing state from a payment event that happened at `event_at`, unless a later event
+    set it already, or it would go back to `incomplete` from a state past it; record the provider customer if none is
+    stored; and write the organization `billing_changed` activity event (`{old_status, new_status, reason}`) when the
+    state changes. None when there is no such organization."""
+    if status not in BILLING_STATUSES:
+        raise ValueError(f"{status!r} is not a billing status")
+    row = connection.execute(select(ORGANIZATIONS).where(ORGANIZATIONS.c.id == organization_id)).one_or_none()
+    if row is None:
+        return None
+    if customer_id and row.billing_customer_id is None:
+        record_billing_customer(connection, organization_id, customer_id)
+    older = row.billing_event_at is not None and event_at < row.billing_event_at
+    backwards = status == BILLING_INCOMPLETE and row.billing_status not in (BILLING_NONE, BILLING_INCOMPLETE)
+    if older or backwards:
+        return BillingChange(row.billing_status, row.billing_status, applied=False)
+    connection.execute(
+        update(ORGANIZATIONS)
+        .where(ORGANIZATIONS.c.id == organization_id)
+        .values(billing_status=status, billing_event_at=event_at)
+    )
+    if status != row.billing_status:
+        events.record(
+            connection,
+            organization_id,
+            ("organization", organization_id),
+            "billing_changed",
+            {"old_status": row.billing_status, "new_status": status, "reason": reason},
+            actor_id=None,
+            now=now,
+        )
+    return BillingChange(row.billing_status, status, applied=True)

@@ -11,7 +11,7 @@ import asyncio
 import hmac
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -69,6 +69,7 @@ class Inbound:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         *,
         public_url: str = "",
+        providers: Mapping[str, object] | None = None,
     ) -> None:
         self.db = db
         self.cipher = cipher
@@ -77,6 +78,9 @@ class Inbound:
         self.public_url = public_url.rstrip("/")
         """The helpdesk's public URL (SIGNALYARD_HELPDESK_PUBLIC_URL): a provider that signs the URL it called (the SMS
         provider) signed this base and the endpoint's path."""
+        self.providers = dict(providers or {})
+        """What an endpoint needs beyond its channels, by provider kind: the platform's own secrets (payments), a
+        certificate fetcher (marketplace). Each provider's module says what it puts here and reads it back typed."""
         self._stores: GroupCommit[inbound.Received, bool] = GroupCommit(self._store)
 
     async def route(self, kind: str, address: str) -> Routed:

@@ -1,12 +1,17 @@
-"""Inbound mail, of every provider kind: parsed into one `Mail` (mail.py), its attachments put in the blob store, then
-classified and threaded in the order of section 4.6 (In-Reply-To, every References id, a `[Ticket #<number>]`
-subject, a stored Message-ID) onto its ticket, or made a new ticket. A bounce becomes an internal note on the ticket
-of the mail it returns and marks the address bouncing; auto-replies, our own mail coming back, delayed-delivery
-notices and feedback reports make no ticket. A customer's reply reopens a resolved or closed ticket, at most
-REOPENS_PER_HOUR times an hour per ticket (the backstop against a loop with another machine)."""
+"""Inbound mail, of every provider kind: parsed into one `Mail` (mail.py), classified, its attachments put in the blob
+store (only for mail that becomes a message on a ticket), then threaded in the order of section 4.6 (In-Reply-To,
+every References id, a `[Ticket #<number>]` subject, a stored Message-ID) onto its ticket, or made a new ticket.
+
+A bounce becomes an internal note on the ticket of the mail it returns and marks the failed addresses bouncing;
+auto-replies, our own mail coming back (our header, one of the organization's own addresses as the sender, or the
+Message-ID of one of our own sent replies), delayed-delivery notices, delivery reports and feedback reports make no
+ticket. A mail already on its ticket (the same Message-ID, come again through another address or channel) adds
+nothing. A customer's reply reopens a resolved or closed ticket, at most REOPENS_PER_HOUR times an hour per ticket (the
+backstop against a loop with another machine)."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,65 +26,82 @@ from storage.helpdesk.inbound import Outcome
 
 REOPENS_PER_HOUR = 3
 CLOSED = ("resolved", "closed")
+BLOB_ATTEMPTS = 3
+OFF_THE_LOOP_BYTES = 256 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
 
 def parse(event: Any) -> Mail:
-    """The event's mail, by its provider kind (kinds A, B and C give fields; D the raw message)."""
+    """The event's mail, by its provider kind."""
     details = event.details or {}
+    if event.provider == "email_a":
+        return mails.from_mailgun(event.body, event.content_type, recipient=details.get("recipient"))
+    if event.provider == "email_b":
+        return mails.from_sendgrid(event.body, event.content_type)
+    if event.provider == "email_c":
+        return mails.from_postmark(event.body, recipient=details.get("recipient"))
     if event.provider == "email_d":
         return mails.from_rfc822(event.body, envelope_to=details.get("envelope_to"))
     raise ValueError(f"no mail parser for {event.provider}")
 
 
+async def _put(context: Context, key: str, data: bytes, content_type: str) -> None:
+    for attempt in range(BLOB_ATTEMPTS):
+        try:
+            await context.blobs.put(key, data, content_type)
+            return
+        except Exception:
+            if attempt == BLOB_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(0.2 * (attempt + 1))
+
+
 async def handle(context: Context, event: Any) -> Apply:
-    mail = parse(event)
+    # a large mail (attachments) is parsed on a thread: the other senders' events go on meanwhile
+    mail = await asyncio.to_thread(parse, event) if len(event.body) > OFF_THE_LOOP_BYTES else parse(event)
+    own = await context.db.read(channels.organization_addresses, event.organization_id, "email")
+    kind = mails.classify(mail, own, event.organization_id)
     attachments = []
-    for index, attachment in enumerate(mail.attachments):
-        name = _UNSAFE.sub("_", attachment.name)[:100] or "attachment"
-        key = f"helpdesk/{event.organization_id}/inbound/{event.id}/{index}-{name}"
-        await context.blobs.put(key, attachment.data, attachment.content_type)
-        attachments.append(
-            {
-                "name": attachment.name,
-                "content_type": attachment.content_type,
-                "size": len(attachment.data),
-                "blob": key,
-            }
-        )
+    if kind in mails.MAKES_CONVERSATION:
+        for index, attachment in enumerate(mail.attachments):
+            name = _UNSAFE.sub("_", attachment.name)[:100] or "attachment"
+            key = f"helpdesk/{event.organization_id}/inbound/{event.id}/{index}-{name}"
+            content_type = attachment.content_type or "application/octet-stream"
+            await _put(context, key, attachment.data, content_type)
+            attachments.append(
+                {"name": attachment.name, "content_type": content_type, "size": len(attachment.data), "blob": key}
+            )
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
-        own = channels.addresses_of(connection, event.channel_id, "email")
-        kind = mails.classify(mail, own)
-        if kind in mails.NO_TICKET:
-            return Outcome(f"no ticket: {kind.replace('_', ' ')}", classification=kind)
         if kind == mails.BOUNCE:
             return _bounce(connection, event, mail, now, recorded)
-        return _message(connection, event, mail, kind=kind, attachments=attachments, now=now, recorded=recorded)
+        if kind in mails.NO_TICKET:
+            return Outcome(f"no ticket: {kind.replace('_', ' ')}", classification=kind)
+        return _message(connection, event, mail, own, kind=kind, attachments=attachments, now=now, recorded=recorded)
 
     return apply
 
 
-def _thread(connection: Connection, organization_id: str, mail: Mail) -> tuple[tickets.TicketRecord, str] | None:
+def _thread(
+    connection: Connection, organization_id: str, mail: Mail, stored: tickets.ConversationRecord | None
+) -> tuple[tickets.TicketRecord, str] | None:
     """The ticket the mail belongs to, and the rule that found it."""
-    for rule, ids in (("In-Reply-To", mail.in_reply_to), ("References", mail.references)):
+    keys = mails.thread_keys(mail)
+    for rule, ids in (("In-Reply-To", keys.in_reply_to), ("References", keys.references)):
         found = tickets.tickets_of_message_ids(connection, organization_id, ids)
         for message_id in ids:
             if message_id in found:
                 ticket = tickets.get(connection, organization_id, found[message_id])
                 if ticket is not None:
                     return ticket, rule
-    number = mails.ticket_number(mail.subject)
-    if number is not None:
-        ticket = tickets.by_number(connection, organization_id, number)
+    if keys.ticket_number is not None:
+        ticket = tickets.by_number(connection, organization_id, keys.ticket_number)
         if ticket is not None:
             return ticket, "subject"
-    if mail.message_id:
-        found = tickets.tickets_of_message_ids(connection, organization_id, [mail.message_id])
-        if mail.message_id in found:
-            ticket = tickets.get(connection, organization_id, found[mail.message_id])
-            if ticket is not None:
-                return ticket, "Message-ID"
+    if stored is not None:
+        ticket = tickets.get(connection, organization_id, stored.ticket_id)
+        if ticket is not None:
+            return ticket, "Message-ID"
     return None
 
 
@@ -87,6 +109,7 @@ def _message(
     connection: Connection,
     event: Any,
     mail: Mail,
+    own: list[str],
     *,
     kind: str,
     attachments: list[dict[str, Any]],
@@ -94,13 +117,20 @@ def _message(
     recorded: list[str],
 ) -> Outcome:
     organization_id = event.organization_id
-    if not mail.sender:
+    stored = (
+        tickets.conversation_of_message_id(connection, organization_id, mail.message_id) if mail.message_id else None
+    )
+    if stored is not None and stored.author_type == "agent":
+        return Outcome("no ticket: a copy of our own sent reply", classification=mails.OUTBOUND_COPY)
+    who = mails.requester(mail, own)
+    if who is None:
         return Outcome("no ticket: the mail has no sender", classification="invalid")
+    name, address = who
     customer = customers.find_or_create(
-        connection, organization_id, email=mail.sender, name=mail.sender_name or None, now=now, recorded=recorded
+        connection, organization_id, email=address, name=name or None, now=now, recorded=recorded
     )
     body = mail.text or "(no text)"
-    threaded = _thread(connection, organization_id, mail)
+    threaded = _thread(connection, organization_id, mail, stored)
     if threaded is None:
         subject = mails.strip_reply_prefixes(mail.subject)[:255] or "(no subject)"
         ticket = tickets.create(
@@ -119,6 +149,9 @@ def _message(
         )
         return Outcome("new ticket", classification=kind, ticket_id=ticket.id)
     ticket, rule = threaded
+    if stored is not None and stored.ticket_id == ticket.id:
+        outcome = f"threaded by {rule}: the same mail is on the ticket already"
+        return Outcome(outcome, classification=kind, ticket_id=ticket.id, conversation_id=stored.id)
     conversation = tickets.add_conversation(
         connection,
         ticket,
@@ -150,12 +183,9 @@ def _message(
 
 
 def _bounce(connection: Connection, event: Any, mail: Mail, now: datetime, recorded: list[str]) -> Outcome:
+    """An internal note on the ticket of the mail the bounce returns; the addresses it says failed (else that
+    ticket's customer's) marked bouncing. A bounce of no mail we know marks nothing: anyone can send a bounce."""
     organization_id = event.organization_id
-    marked = []
-    for recipient in mails.bounced_recipients(mail):
-        customer = customers.mark_bouncing(connection, organization_id, recipient, now)
-        if customer is not None and customer.email:
-            marked.append(customer.email)
     ids = mails.bounced_message_ids(mail)
     found = tickets.tickets_of_message_ids(connection, organization_id, ids)
     ticket = None
@@ -163,8 +193,14 @@ def _bounce(connection: Connection, event: Any, mail: Mail, now: datetime, recor
         if message_id in found and (ticket := tickets.get(connection, organization_id, found[message_id])):
             break
     if ticket is None:
-        return Outcome(f"bounce of no known mail; bouncing: {', '.join(marked) or 'none'}", "bounce")
-    failed_to = f" to {', '.join(marked)}" if marked else ""
+        return Outcome("no ticket: a bounce of no mail of ours", classification=mails.BOUNCE)
+    failed = mails.bounced_recipients(mail) or ([ticket.customer_email] if ticket.customer_email else [])
+    marked = []
+    for recipient in failed:
+        customer = customers.mark_bouncing(connection, organization_id, recipient, now)
+        if customer is not None and customer.email:
+            marked.append(customer.email)
+    failed_to = f" to {', '.join(failed)}" if failed else ""
     note = tickets.add_conversation(
         connection,
         ticket,
@@ -175,4 +211,5 @@ def _bounce(connection: Connection, event: Any, mail: Mail, now: datetime, recor
         now=now,
         recorded=recorded,
     )
-    return Outcome("bounce noted on its ticket", classification="bounce", ticket_id=ticket.id, conversation_id=note.id)
+    outcome = f"bounce noted on its ticket; bouncing: {', '.join(marked) or 'none'}"
+    return Outcome(outcome, classification=mails.BOUNCE, ticket_id=ticket.id, conversation_id=note.id)

@@ -1,19 +1,25 @@
 """Mail as the inbound processors read it: one `Mail` whatever the provider kind delivered (a raw RFC 5322 message, or
-a provider's fields), parsed with the standard library (`email`, policy `default`: every charset Python knows,
-encoded words decoded); its classification (section 4.6: inbound, bounce, auto_reply, outbound_copy,
-dialpad_voicemail, and the mail that makes no ticket); and what threads it. Pure: no storage, no I/O."""
+a provider's fields: kind A's form, kind B's form, kind C's JSON), parsed with the standard library (`email`, policy
+`default`); every charset decoded, with the supersets real mailers mean (Shift_JIS as CP932, GB2312 as GB18030,
+ISO-2022-JP with its NEC and IBM extensions...), encoded words joined and decoded; its classification (section 4.6:
+inbound, bounce, auto_reply, outbound_copy, dialpad_voicemail, and the mail that makes no ticket); and what threads
+it. Pure: no storage, no I/O."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import codecs
+import json
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from email import policy
-from email.headerregistry import Address
-from email.message import EmailMessage, Message
+from email.message import Message
 from email.parser import BytesParser
-from email.utils import getaddresses, parseaddr
+from email.utils import formataddr, getaddresses
 from html.parser import HTMLParser
+from typing import Any
 
 INBOUND, BOUNCE, AUTO_REPLY, OUTBOUND_COPY, VOICEMAIL = (
     "inbound",
@@ -22,13 +28,18 @@ INBOUND, BOUNCE, AUTO_REPLY, OUTBOUND_COPY, VOICEMAIL = (
     "outbound_copy",
     "dialpad_voicemail",
 )
-DELAYED, FEEDBACK_REPORT = "delayed_delivery", "feedback_report"
-"""Mail that is neither a message nor a bounce: a DSN saying delivery is only delayed, an abuse feedback report
-(ARF). Recorded, and no ticket."""
-NO_TICKET = frozenset({AUTO_REPLY, OUTBOUND_COPY, DELAYED, FEEDBACK_REPORT})
+DELAYED, DELIVERED, FEEDBACK_REPORT = "delayed_delivery", "delivery_report", "feedback_report"
+"""Mail that is neither a message nor a bounce: a DSN saying delivery is only delayed, or that it succeeded, and an
+abuse feedback report (ARF). Recorded, and no ticket."""
+NO_TICKET = frozenset({AUTO_REPLY, OUTBOUND_COPY, DELAYED, DELIVERED, FEEDBACK_REPORT})
+MAKES_CONVERSATION = frozenset({INBOUND, VOICEMAIL})
 
 OUR_HEADER = "X-Signalyard-Helpdesk"
-"""Set on every mail the helpdesk sends (with its organization): a copy of it coming back is ours."""
+"""Set on every mail the helpdesk sends: the organization's id on an organization's mail, ACCOUNT_MAIL on the
+account mail (sign-in and reset links). A copy of it coming back to that organization is its own mail."""
+ACCOUNT_MAIL = "account"
+
+_BLOCK_PARSER = BytesParser(policy=policy.default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,19 +57,23 @@ class Mail:
     recipients: list[str]
     """To, Cc and Delivered-To addresses, lower-cased, and the envelope recipient first when known."""
     subject: str
+    """Encoded words decoded."""
     text: str
     message_id: str | None
     """Without its angle brackets."""
     in_reply_to: list[str]
     references: list[str]
     headers: list[tuple[str, str]] = field(repr=False)
-    """Every header, names lower-cased, values decoded."""
+    """Every header, names lower-cased, values unfolded and decoded."""
     attachments: list[Attachment] = field(default_factory=list, repr=False)
     html: str | None = field(default=None, repr=False)
-    report: Message | None = field(default=None, repr=False)
-    """A delivery status notification's `message/delivery-status` part, or an ARF report's."""
+    report: list[dict[str, str]] = field(default_factory=list, repr=False)
+    """A report's machine-readable part, as its field blocks (names lower-cased): a delivery status notification's
+    per-message block then one per recipient, or an ARF report's one block."""
     report_type: str | None = None
-    """`delivery-status` or `feedback-report` for a multipart/report."""
+    """`delivery-status` or `feedback-report` for a multipart/report (or a report part found among attachments)."""
+    reply_to: list[tuple[str, str]] = field(default_factory=list, repr=False)
+    """(name, address) pairs of Reply-To, addresses lower-cased."""
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()
@@ -69,6 +84,182 @@ class Mail:
         return [value for key, value in self.headers if key == lowered]
 
 
+# ---------------------------------------------------------------------------------------------------- charsets
+
+_SUPERSETS = {
+    # what real mailers mean by the charset they name (the WHATWG encoding standard's choices, where it has one)
+    "shift_jis": "cp932",
+    "shift-jis": "cp932",
+    "sjis": "cp932",
+    "x-sjis": "cp932",
+    "ms_kanji": "cp932",
+    "windows-31j": "cp932",
+    "csshiftjis": "cp932",
+    "euc-jp": "euc_jis_2004",
+    "x-euc-jp": "euc_jis_2004",
+    "gb2312": "gb18030",
+    "gbk": "gb18030",
+    "x-gbk": "gb18030",
+    "euc-cn": "gb18030",
+    "cp936": "gb18030",
+    "ks_c_5601-1987": "cp949",
+    "ks_c_5601": "cp949",
+    "euc-kr": "cp949",
+    "big5": "big5hkscs",
+    "x-big5": "big5hkscs",
+    "tis-620": "cp874",
+    "iso-8859-11": "cp874",
+    "iso-8859-9": "cp1254",
+    "iso-8859-8-i": "iso-8859-8",
+    "iso-8859-6-i": "iso-8859-6",
+    "unicode-1-1-utf-8": "utf-8",
+    "utf8": "utf-8",
+}
+_LATIN = frozenset({"us-ascii", "ascii", "ansi_x3.4-1968", "iso-8859-1", "latin1", "latin-1", "iso_8859-1", "l1"})
+"""Labels whose 8-bit bytes are, in practice, UTF-8 (a mislabelled message) or windows-1252."""
+_JIS = frozenset({"iso-2022-jp", "csiso2022jp", "iso-2022-jp-ms", "cp50220", "cp50221", "cp50222"})
+
+
+def _codec(name: str) -> str | None:
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        return None
+
+
+def decode_text(data: bytes, charset: str | None) -> str:
+    """Bytes in a declared charset, as people would read them: the charset's common superset; for a US-ASCII or
+    Latin-1 label, UTF-8 when the bytes are UTF-8 (mislabelled mail), else windows-1252; an unknown charset as UTF-8;
+    what still cannot be decoded is replaced, never an error."""
+    label = (charset or "us-ascii").strip().strip('"').lower()
+    if label in _JIS:
+        try:
+            return data.decode("iso2022_jp")
+        except UnicodeDecodeError:
+            converted = _jis_to_cp932(data)
+            return converted.decode("cp932", "replace") if converted is not None else data.decode("utf-8", "replace")
+    if label in _LATIN:
+        if data.isascii():
+            return data.decode("ascii")
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data.decode("cp1252", "replace")
+    codec = _codec(_SUPERSETS.get(label, label))
+    if codec is not None:
+        try:
+            return data.decode(codec)
+        except UnicodeDecodeError:
+            pass
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode(codec or "utf-8", "replace")
+
+
+def _jis_to_cp932(data: bytes) -> bytes | None:
+    """ISO-2022-JP as Outlook and Japanese phones send it (CP50220/50221: NEC row 13, IBM extensions, half-width
+    katakana), turned into CP932 bytes, which hold the same characters at the same JIS positions; None when it is not
+    ISO-2022-JP at all."""
+    if not data.isascii():
+        return None
+    out = bytearray()
+    mode = "ascii"
+    i = 0
+    while i < len(data):
+        byte = data[i]
+        if byte == 0x1B:
+            escape = data[i + 1 : i + 3]
+            if escape in (b"(B", b"(J"):
+                mode = "ascii"
+            elif escape in (b"$@", b"$B"):
+                mode = "jis"
+            elif escape == b"(I":
+                mode = "kana"
+            else:
+                return None
+            i += 3
+        elif byte in (0x0E, 0x0F):  # shift out / in: half-width katakana
+            mode = "kana" if byte == 0x0E else "ascii"
+            i += 1
+        elif byte in (0x0A, 0x0D) or mode == "ascii":
+            out.append(byte)
+            i += 1
+        elif mode == "kana":
+            out.append(byte + 0x80 if 0x21 <= byte <= 0x5F else byte)
+            i += 1
+        else:
+            if i + 1 >= len(data):
+                return None
+            first, second = byte, data[i + 1]
+            lead = ((first - 0x21) >> 1) + 0x81
+            lead += 0x40 if lead > 0x9F else 0
+            trail = second + (0x1F + (second >= 0x60) if first & 1 else 0x7E)
+            out += bytes((lead & 0xFF, trail & 0xFF))
+            i += 2
+    return bytes(out)
+
+
+# ------------------------------------------------------------------------------------------------------ headers
+
+_WORD = re.compile(r"=\?([^?\s]+)\?([bBqQ])\?([^?\s]*)\?=")
+_FOLD = re.compile(r"\r?\n(?=[ \t])")
+_HEADER_NAME = re.compile(r"^[!-9;-~]+$")
+
+
+def _word_bytes(encoding: str, text: str) -> bytes:
+    if encoding in "bB":
+        try:
+            return base64.b64decode(text + "=" * (-len(text) % 4))
+        except (binascii.Error, ValueError):
+            return text.encode("ascii", "replace")
+    decoded = re.sub(
+        rb"=([0-9A-Fa-f]{2})", lambda found: bytes([int(found.group(1), 16)]), text.encode("ascii", "replace")
+    )
+    return decoded.replace(b"_", b" ")
+
+
+def header_text(raw: str, fallback_charset: str | None = None) -> str:
+    """A header's value as people read it: unfolded; raw 8-bit bytes decoded (UTF-8, else `fallback_charset`);
+    encoded words decoded, adjacent ones joined (and one charset's bytes split across words put back together
+    before decoding, as Japanese mailers split them)."""
+    value = _FOLD.sub("", raw).replace("\r", "").replace("\n", " ")
+    if any("\udc80" <= character <= "\udcff" for character in value):
+        raw_bytes = value.encode("utf-8", "surrogateescape")
+        try:
+            value = raw_bytes.decode("utf-8")
+        except UnicodeDecodeError:
+            value = decode_text(raw_bytes, fallback_charset)
+    if "=?" not in value:
+        return value.strip()
+    pieces: list[str] = []
+    pending: tuple[str, bytearray] | None = None
+    position = 0
+
+    def flush() -> None:
+        nonlocal pending
+        if pending is not None:
+            pieces.append(decode_text(bytes(pending[1]), pending[0]))
+            pending = None
+
+    for word in _WORD.finditer(value):
+        between = value[position : word.start()]
+        if between and not (pending is not None and between.isspace()):
+            flush()
+            pieces.append(between)
+        charset = word.group(1).split("*", 1)[0].lower()
+        data = _word_bytes(word.group(2), word.group(3))
+        if pending is not None and pending[0] == charset:
+            pending[1].extend(data)
+        else:
+            flush()
+            pending = (charset, bytearray(data))
+        position = word.end()
+    flush()
+    pieces.append(value[position:])
+    return "".join(pieces).strip()
+
+
 def message_ids(value: str | None) -> list[str]:
     """The Message-IDs in an In-Reply-To or References header, without their angle brackets, in order."""
     if not value:
@@ -77,45 +268,127 @@ def message_ids(value: str | None) -> list[str]:
     return found or [part for part in value.split() if "@" in part]
 
 
+def _addresses(message: Message, name: str, fallback_charset: str | None) -> list[tuple[str, str]]:
+    """(display name, lower-cased address) of every address in the headers named `name`: split while still encoded
+    (an encoded word never holds a bare comma), then each name decoded, whatever its charset."""
+    found: list[tuple[str, str]] = []
+    for key, raw in message.raw_items():
+        if key.lower() == name.lower():
+            unfolded = _FOLD.sub("", str(raw)).replace("\r", "").replace("\n", " ")
+            found += [
+                (header_text(display, fallback_charset), address.strip().lower())
+                for display, address in getaddresses([unfolded])
+                if "@" in address
+            ]
+    return found
+
+
+def _charset_of(message: Message) -> str | None:
+    for part in message.walk():
+        if part.get_content_maintype() == "text":
+            charset = part.get_content_charset()
+            if charset:
+                return charset
+    return None
+
+
+# ------------------------------------------------------------------------------------------------------ parsing
+
+
 def from_rfc822(raw: bytes, *, envelope_to: str | None = None) -> Mail:
-    """A raw RFC 5322 message (email kind D, or the raw copy kind A sends)."""
-    message = BytesParser(policy=policy.default).parsebytes(raw)
-    return from_message(message, envelope_to=envelope_to)
-
-
-def from_message(message: Message, *, envelope_to: str | None = None) -> Mail:
-    headers = [(name.lower(), str(value)) for name, value in message.items()]
-    sender_name, sender = parseaddr(str(message.get("From", "")))
-    recipients = [envelope_to.lower()] if envelope_to else []
-    for name in ("Delivered-To", "To", "Cc"):
-        for _, address in getaddresses([str(value) for value in message.get_all(name, [])]):
-            if address and address.lower() not in recipients:
-                recipients.append(address.lower())
-    text, html, attachments, report, report_type = _content(message)
-    own_ids = message_ids(str(message.get("Message-ID", "")))
-    return Mail(
-        sender=sender.lower(),
-        sender_name=sender_name,
-        recipients=recipients,
-        subject=str(message.get("Subject", "")).strip(),
-        text=text if text else html_to_text(html or ""),
-        message_id=own_ids[0] if own_ids else None,
-        in_reply_to=message_ids(str(message.get("In-Reply-To", ""))),
-        references=message_ids(str(message.get("References", ""))),
-        headers=headers,
-        attachments=attachments,
-        html=html,
-        report=report,
-        report_type=report_type,
+    """A raw RFC 5322 message (email kind D, kind A's `body-mime`, kind B's `email`)."""
+    message = _BLOCK_PARSER.parsebytes(raw)
+    found = _Found()
+    found.walk(message)
+    return _assemble(
+        message,
+        envelope_to=envelope_to,
+        text=found.text,
+        html=found.html,
+        attachments=found.attachments,
+        report=found.report,
     )
 
 
-def _content(message: Message) -> tuple[str, str | None, list[Attachment], Message | None, str | None]:
-    found = _Found()
-    found.walk(message)
-    report_type = message.get_param("report-type") if message.get_content_type() == "multipart/report" else None
-    text = (found.text or "").strip()
-    return text, found.html, found.attachments, found.report, str(report_type) if report_type else None
+def _assemble(
+    message: Message,
+    *,
+    envelope_to: str | None,
+    text: str | None,
+    html: str | None,
+    attachments: list[Attachment],
+    report: Message | None,
+    subject: str | None = None,
+    sender: tuple[str, str] | None = None,
+) -> Mail:
+    """A Mail of a message's headers and the body its provider kind gave."""
+    fallback = _charset_of(message)
+    headers = [(name.lower(), header_text(str(value), fallback)) for name, value in message.raw_items()]
+    senders = _addresses(message, "From", fallback)
+    sender_name, sender_address = sender or (senders[0] if senders else ("", ""))
+    recipients = [envelope_to.lower()] if envelope_to else []
+    for name in ("Delivered-To", "To", "Cc"):
+        recipients += [address for _, address in _addresses(message, name, fallback) if address not in recipients]
+    raw_subject = next((value for name, value in message.raw_items() if name.lower() == "subject"), None)
+    report_part = report
+    kept = []
+    for attachment in attachments:
+        if report_part is None and attachment.content_type in ("message/delivery-status", "message/feedback-report"):
+            report_part = _BLOCK_PARSER.parsebytes(
+                f"Content-Type: {attachment.content_type}\r\n\r\n".encode() + attachment.data
+            )
+        else:
+            kept.append(attachment)
+    report_type = None
+    if message.get_content_type() == "multipart/report":
+        report_type = str(message.get_param("report-type") or "").lower() or None
+    if report_type is None and report_part is not None:
+        report_type = report_part.get_content_type().removeprefix("message/")
+    text = (text or "").strip()
+    own_ids = message_ids(_raw(message, "Message-ID"))
+    return Mail(
+        sender=sender_address.lower(),
+        sender_name=sender_name,
+        recipients=recipients,
+        subject=subject if subject is not None else header_text(raw_subject or "", fallback),
+        text=text if text else html_to_text(html or ""),
+        message_id=own_ids[0] if own_ids else None,
+        in_reply_to=message_ids(_raw(message, "In-Reply-To")),
+        references=message_ids(_raw(message, "References")),
+        headers=headers,
+        attachments=kept,
+        html=html,
+        report=_blocks(report_part),
+        report_type=report_type,
+        reply_to=_addresses(message, "Reply-To", fallback),
+    )
+
+
+def _raw(message: Message, name: str) -> str:
+    return " ".join(value for key, value in message.raw_items() if key.lower() == name.lower())
+
+
+def _blocks(report: Message | None) -> list[dict[str, str]]:
+    if report is None:
+        return []
+    payload = report.get_payload()
+    if isinstance(payload, list):
+        return [
+            {name.lower(): str(value) for name, value in block.items()}
+            for block in payload
+            if isinstance(block, Message)
+        ]
+    text = payload if isinstance(payload, str) else ""
+    blocks = []
+    for chunk in re.split(r"\r?\n\s*\r?\n", _FOLD.sub("", text)):
+        fields = {
+            name.strip().lower(): value.strip()
+            for name, _, value in (line.partition(":") for line in chunk.splitlines())
+            if value
+        }
+        if fields:
+            blocks.append(fields)
+    return blocks
 
 
 class _Found:
@@ -132,19 +405,20 @@ class _Found:
         content_type = part.get_content_type()
         if content_type in ("message/rfc822", "message/global"):
             inner = part.get_payload(0) if part.is_multipart() else None
-            data = inner.as_bytes() if isinstance(inner, Message) else _bytes(part)
-            self.attachments.append(Attachment(part.get_filename() or "message.eml", "message/rfc822", data))
+            data = _message_bytes(inner) if isinstance(inner, Message) else _bytes(part)
+            self.attachments.append(Attachment(_filename(part) or "message.eml", "message/rfc822", data))
+            return
+        if content_type in ("message/delivery-status", "message/feedback-report"):
+            if self.report is None:
+                self.report = part
             return
         if part.is_multipart():
             for child in part.get_payload():
                 if isinstance(child, Message):
                     self.walk(child)
             return
-        if content_type in ("message/delivery-status", "message/feedback-report"):
-            self.report = part
-            return
         disposition = part.get_content_disposition()
-        filename = part.get_filename()
+        filename = _filename(part)
         if (
             disposition == "attachment"
             or (filename and disposition != "inline")
@@ -157,6 +431,23 @@ class _Found:
             self.html = _text(part)
         elif content_type == "text/rfc822-headers":
             self.attachments.append(Attachment("headers.txt", content_type, _bytes(part)))
+        elif part.get_content_maintype() != "text" and _bytes(part):
+            self.attachments.append(Attachment(filename or "attachment", content_type, _bytes(part)))
+
+
+def _message_bytes(message: Message) -> bytes:
+    try:
+        return message.as_bytes(policy=policy.SMTP)
+    except (ValueError, LookupError, TypeError):  # a header the generator cannot write again
+        return message.as_string(policy=policy.compat32).encode("utf-8", "surrogateescape")
+
+
+def _filename(part: Message) -> str | None:
+    try:
+        name = part.get_filename()
+    except (ValueError, LookupError):  # a malformed RFC 2231 parameter
+        return None
+    return header_text(name) if name else None
 
 
 def _bytes(part: Message) -> bytes:
@@ -165,12 +456,213 @@ def _bytes(part: Message) -> bytes:
 
 
 def _text(part: Message) -> str:
-    if isinstance(part, EmailMessage):
-        try:
-            return str(part.get_content())
-        except (LookupError, ValueError):  # an unknown charset: decode what we can
-            pass
-    return _bytes(part).decode("utf-8", "replace")
+    return decode_text(_bytes(part), part.get_content_charset())
+
+
+# --------------------------------------------------------------------------------------- the providers' fields
+
+
+@dataclass(frozen=True, slots=True)
+class FormPart:
+    """One part of a multipart/form-data body."""
+
+    name: str
+    filename: str | None
+    content_type: str
+    data: bytes = field(repr=False)
+
+
+def form_parts(body: bytes, content_type: str) -> list[FormPart]:
+    """A multipart/form-data body's parts, read by the standard library's parser (given the body's Content-Type);
+    ValueError when it is not a whole multipart body."""
+    if "\r" in content_type or "\n" in content_type:
+        raise ValueError("the Content-Type holds a line break")
+    message = _BLOCK_PARSER.parsebytes(f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode() + body)
+    if not message.is_multipart() or message.defects:
+        raise ValueError("the body is not a whole multipart/form-data body")
+    parts = []
+    for part in message.get_payload():
+        name = part.get_param("name", header="content-disposition") if isinstance(part, Message) else None
+        if not isinstance(part, Message) or not name:
+            continue
+        parts.append(FormPart(str(name), _filename(part), part.get_content_type(), _form_bytes(part)))
+    return parts
+
+
+def _form_bytes(part: Message) -> bytes:
+    """A form part's content; a part the parser read as a message of its own (a `message/rfc822` file, a DSN's
+    `message/delivery-status`) written back as it was read."""
+    if not part.is_multipart():
+        return _bytes(part)
+    written = _message_bytes(part).replace(b"\r\n", b"\n")
+    return written.split(b"\n\n", 1)[1] if b"\n\n" in written else b""
+
+
+def _fields(parts: list[FormPart]) -> dict[str, bytes]:
+    fields: dict[str, bytes] = {}
+    for part in parts:
+        if part.filename is None:
+            fields.setdefault(part.name, part.data)
+    return fields
+
+
+def _header_block(pairs: Iterable[tuple[str, str]]) -> Message:
+    """Headers a provider gave as (name, value) pairs, as a message of those headers alone."""
+    lines = []
+    for given_name, given_value in pairs:
+        name = str(given_name).strip()
+        if not _HEADER_NAME.match(name):
+            continue
+        value = re.sub(r"\r?\n(?![ \t])", " ", str(given_value)).replace("\r", "")
+        lines.append(f"{name}: {value}\r\n")
+    return _BLOCK_PARSER.parsebytes(("".join(lines) + "\r\n").encode("utf-8", "surrogateescape"), headersonly=True)
+
+
+def _with(pairs: list[tuple[str, str]], **given: str | None) -> list[tuple[str, str]]:
+    """The pairs, and each given header the pairs lack."""
+    present = {name.lower() for name, _ in pairs}
+    added = [
+        (name.replace("_", "-"), value)
+        for name, value in given.items()
+        if value and name.replace("_", "-").lower() not in present
+    ]
+    return [*pairs, *added]
+
+
+def _numbered(parts: list[FormPart], pattern: str) -> list[FormPart]:
+    numbered = []
+    for part in parts:
+        found = re.fullmatch(pattern, part.name)
+        if found and part.filename is not None:
+            numbered.append((int(found.group(1)), part))
+    return [part for _, part in sorted(numbered, key=lambda item: item[0])]
+
+
+def _mailgun_value(value: Any) -> str:
+    """A `message-headers` value: a string, or (Content-Type, Content-Disposition) `[value, {parameter: value}]`."""
+    if isinstance(value, list) and len(value) == 2 and isinstance(value[1], dict):
+        parameters = "".join(f'; {name}="{parameter}"' for name, parameter in value[1].items())
+        return f"{value[0]}{parameters}"
+    return str(value)
+
+
+def from_mailgun(body: bytes, content_type: str, *, recipient: str | None = None) -> Mail:
+    """Kind A (Mailgun-shaped): a multipart/form-data of the parsed mail (`from`, `subject`, `body-plain`,
+    `body-html`, `message-headers` as a JSON list of [name, value], `attachment-1`...), or of the raw mail in
+    `body-mime` (a route forwarding to a URL that ends in `mime`). Its text fields are UTF-8."""
+    parts = form_parts(body, content_type)
+    fields = _fields(parts)
+    if fields.get("body-mime"):
+        return from_rfc822(fields["body-mime"], envelope_to=recipient)
+    pairs = [(str(name), _mailgun_value(value)) for name, value in json.loads(fields.get("message-headers") or b"[]")]
+
+    def text(name: str) -> str | None:
+        return fields[name].decode("utf-8", "replace") if name in fields else None
+
+    headers = _header_block(
+        _with(
+            pairs,
+            From=text("from"),
+            Subject=text("subject"),
+            In_Reply_To=text("In-Reply-To"),
+            References=text("References"),
+            Message_Id=text("Message-Id"),
+        )
+    )
+    attachments = [
+        Attachment(part.filename or "attachment", part.content_type, part.data)
+        for part in _numbered(parts, r"attachment-(\d+)")
+    ]
+    return _assemble(
+        headers,
+        envelope_to=recipient,
+        text=text("body-plain"),
+        html=text("body-html"),
+        attachments=attachments,
+        report=None,
+    )
+
+
+def from_sendgrid(body: bytes, content_type: str) -> Mail:
+    """Kind B (SendGrid Inbound Parse-shaped): a multipart/form-data of `headers` (the raw header block), `from`,
+    `to`, `subject`, `text`, `html` (each in the charset the `charsets` JSON names for it), `envelope` (JSON, `to` and
+    `from`), `attachments` (a count), `attachment-info` (JSON) and `attachment1`...; or the raw mail in `email` (the
+    "send raw" setting)."""
+    parts = form_parts(body, content_type)
+    fields = _fields(parts)
+    envelope = json.loads(fields.get("envelope") or b"{}")
+    envelope_to = next(iter(envelope.get("to") or []), None) if isinstance(envelope, dict) else None
+    if fields.get("email"):
+        return from_rfc822(fields["email"], envelope_to=envelope_to)
+    charsets = json.loads(fields.get("charsets") or b"{}")
+    charsets = charsets if isinstance(charsets, dict) else {}
+
+    def text(name: str) -> str | None:
+        return decode_text(fields[name], charsets.get(name, "utf-8")) if name in fields else None
+
+    headers: Message = _BLOCK_PARSER.parsebytes((fields.get("headers") or b"").strip() + b"\r\n\r\n", headersonly=True)
+    if not headers.keys():
+        headers = _header_block(_with([], From=text("from"), To=text("to"), Subject=text("subject")))
+    info = json.loads(fields.get("attachment-info") or b"{}")
+    info = info if isinstance(info, dict) else {}
+    attachments = []
+    for part in _numbered(parts, r"attachment(\d+)"):
+        found = info.get(part.name)
+        described: dict[str, Any] = found if isinstance(found, dict) else {}
+        name = str(described.get("filename") or described.get("name") or part.filename or "attachment")
+        attachments.append(Attachment(name, str(described.get("type") or part.content_type), part.data))
+    subject = text("subject") if "subject" not in {key.lower() for key in headers} else None
+    return _assemble(
+        headers,
+        envelope_to=envelope_to,
+        text=text("text"),
+        html=text("html"),
+        attachments=attachments,
+        report=None,
+        subject=subject,
+    )
+
+
+def from_postmark(body: bytes, *, recipient: str | None = None) -> Mail:
+    """Kind C (Postmark inbound-shaped): JSON with `From`, `FromName`, `To`, `Cc`, `Subject`, `TextBody`,
+    `HtmlBody`, `ReplyTo`, `MessageID` (the provider's own id), `Headers` ([{Name, Value}], the mail's Message-ID
+    among them) and `Attachments` ([{Name, ContentType, Content}], content base64)."""
+    payload: Mapping[str, Any] = json.loads(body)
+    if not isinstance(payload, Mapping):
+        raise ValueError("the JSON body is not an object")  # noqa: TRY004 (a body that cannot be read, as json's)
+    pairs = [
+        (str(item.get("Name", "")), str(item.get("Value", "")))
+        for item in payload.get("Headers") or []
+        if isinstance(item, Mapping)
+    ]
+    sender = str(payload.get("From") or "")
+    sender_name = str(payload.get("FromName") or "")
+    headers = _header_block(
+        _with(
+            pairs,
+            From=formataddr((sender_name, sender), charset="utf-8") if sender else None,
+            To=str(payload.get("To") or "") or None,
+            Cc=str(payload.get("Cc") or "") or None,
+            Reply_To=str(payload.get("ReplyTo") or "") or None,
+        )
+    )
+    attachments = []
+    for item in payload.get("Attachments") or []:
+        if isinstance(item, Mapping):
+            data = base64.b64decode(str(item.get("Content") or ""), validate=False)
+            attachments.append(
+                Attachment(str(item.get("Name") or "attachment"), str(item.get("ContentType") or ""), data)
+            )
+    return _assemble(
+        headers,
+        envelope_to=recipient,
+        text=str(payload.get("TextBody") or ""),
+        html=str(payload.get("HtmlBody") or "") or None,
+        attachments=attachments,
+        report=None,
+        subject=str(payload.get("Subject") or ""),
+        sender=(sender_name, sender.lower()) if sender else None,
+    )
 
 
 class _Text(HTMLParser):
@@ -209,64 +701,97 @@ def html_to_text(html: str) -> str:
 # ----------------------------------------------------------------------------------------------- classification
 
 _AUTO_SUBJECT = re.compile(
-    r"^\s*(auto(matic)?\s*(reply|response|antwort)|out\s+of\s+(the\s+)?office|abwesenheitsnotiz|"
-    r"r[ée]ponse\s+automatique|absence|respuesta\s+autom[áa]tica|fuori\s+ufficio|automatisch\s+antwoord|"
-    r"afwezig|自動返信|自动回复|不在)",
+    r"^\s*("
+    r"auto(matic)?[\s-]*(reply|response|answer)|out\s+of\s+(the\s+)?office(\s+auto\s*reply)?|"
+    r"automatische\s+antwort|abwesenheitsnotiz|automatisch\s+antwoord|afwezigheidsbericht|"
+    r"r[ée]ponse\s+automatique|absent(e)?\s+du\s+bureau|respuesta\s+autom[áa]tica|fuera\s+de\s+la\s+oficina|"
+    r"risposta\s+automatica|fuori\s+sede|resposta\s+autom[áa]tica|fora\s+do\s+escrit[óo]rio|"
+    r"automatisk\s+(svar|besked)|autosvar|automaattinen\s+vastaus|automatikus\s+v[áa]lasz|"
+    r"automatyczna\s+odpowied[źz]|automatick[áa]\s+odpov[ěe]ď|otomatik\s+(yan[\u0131i]t|cevap)|"
+    r"автоматический\s+ответ|автоответ|αυτόματη\s+απάντηση|"
+    r"自動応答|自動返信|不在通知|自动回复|自動回覆|자동\s*회신|자동\s*응답"
+    r")\s*([:\uff1a]|$)",
     re.IGNORECASE,
 )
-_MAILER_DAEMON = re.compile(r"^(mailer-daemon|postmaster)@", re.IGNORECASE)
+"""The subjects auto-responders give in many languages: the words, then a colon (or nothing after them)."""
+_MAILER_DAEMON = re.compile(r"^(mailer-daemon|mailer_daemon|postmaster)@", re.IGNORECASE)
+_DELAY_SUBJECT = re.compile(r"\b(delayed|delay|warning: message .* delayed|still being retried)\b", re.IGNORECASE)
+_PRECEDENCE = frozenset({"bulk", "junk", "list", "auto_reply"})
 
 
-def _report_actions(mail: Mail) -> list[str]:
-    if mail.report is None:
-        return []
-    payload = mail.report.get_payload()
-    text = payload if isinstance(payload, str) else "\n".join(str(part) for part in payload or [])
-    return [action.lower() for action in re.findall(r"^Action:\s*(\S+)", text, re.MULTILINE | re.IGNORECASE)]
+def _actions(mail: Mail) -> list[str]:
+    return [block["action"].strip().lower() for block in mail.report if block.get("action")]
 
 
-def classify(mail: Mail, own_addresses: Collection[str]) -> str:
-    """The mail's class (docs/helpdesk.md, "Email classification"), in this order: our own mail coming back, a
-    feedback report, a delivery status notification (failed: bounce; only delayed: no ticket), a mailer daemon's
-    bounce, an auto-reply, the voice provider's voicemail notification; else a customer's message."""
+def is_our_own(mail: Mail, organization_id: str) -> bool:
+    """A copy of mail the helpdesk sent for this organization (or its account mail): it carries OUR_HEADER."""
+    value = mail.header(OUR_HEADER)
+    return value is not None and value.strip() in (organization_id, ACCOUNT_MAIL)
+
+
+def requester(mail: Mail, own_addresses: Collection[str]) -> tuple[str, str] | None:
+    """(name, address) of whom a ticket of this mail is for: its sender; for a mail from one of the organization's own
+    addresses (a web form that sends as the helpdesk), the first Reply-To address that is not its own; never one of
+    its own addresses (None then)."""
     own = {address.lower() for address in own_addresses}
-    if mail.header(OUR_HEADER) is not None or (mail.sender and mail.sender in own):
+    if mail.sender and mail.sender not in own:
+        return mail.sender_name, mail.sender
+    return next(((name, address) for name, address in mail.reply_to if address not in own), None)
+
+
+def classify(mail: Mail, own_addresses: Collection[str], organization_id: str) -> str:
+    """The mail's class (docs/helpdesk.md, "Inbound email"), in this order: our own mail coming back (our header, or
+    sent from one of our own addresses with no one else to answer); a feedback report; a delivery status notification
+    (a failed action: bounce; only delayed: delayed; only delivered: a delivery report); a mailer daemon's or
+    X-Failed-Recipients bounce; the voice provider's voicemail notification; an auto-reply; else a customer's
+    message."""
+    if is_our_own(mail, organization_id):
+        return OUTBOUND_COPY
+    if mail.sender and requester(mail, own_addresses) is None:
         return OUTBOUND_COPY
     if mail.report_type == "feedback-report":
         return FEEDBACK_REPORT
-    actions = _report_actions(mail)
+    actions = _actions(mail)
     if mail.report_type == "delivery-status" or actions:
-        if any(action == "failed" for action in actions):
+        if "failed" in actions or not actions:
             return BOUNCE
-        if actions and all(action in ("delayed", "relayed", "expanded", "delivered") for action in actions):
+        if "delayed" in actions:
             return DELAYED
+        return DELIVERED
+    if mail.header("X-Failed-Recipients"):
         return BOUNCE
-    if mail.header("X-Failed-Recipients") or _MAILER_DAEMON.match(mail.sender):
-        return BOUNCE
-    if is_auto_reply(mail):
-        return AUTO_REPLY
+    if _MAILER_DAEMON.match(mail.sender) or (not mail.sender and mail.header("Return-Path") in ("<>", "")):
+        return DELAYED if _DELAY_SUBJECT.search(mail.subject) else BOUNCE
     if is_voicemail_notification(mail):
         return VOICEMAIL
+    if is_auto_reply(mail):
+        return AUTO_REPLY
     return INBOUND
 
 
+def _yes(value: str | None) -> bool:
+    return value is not None and value.strip().lower() not in ("no", "false", "0", "off")
+
+
 def is_auto_reply(mail: Mail) -> bool:
-    """RFC 3834 `Auto-Submitted` other than `no`; X-Autoreply, X-Autorespond; Precedence bulk, junk, list or
-    auto_reply; Exchange's out-of-office (`X-MS-Exchange-Inbox-Rules-Loop`, an `X-Auto-Response-Suppress` only with
-    one of these); Apple's vacation (`X-Apple-Vacation`... any X-Apple-Action: vacation); a subject that says so, in
-    several languages. `X-Auto-Response-Suppress` alone is not an auto-reply (a mail asking others not to answer)."""
-    submitted = (mail.header("Auto-Submitted") or "").strip().lower()
+    """RFC 3834 `Auto-Submitted` other than `no` (`auto-replied`, `auto-generated`, `auto-notified`, Zimbra's
+    `vacation`...); `X-Autoreply`, `X-Autorespond`; `Precedence` bulk, junk, list or auto_reply; Exchange's
+    out-of-office (`X-Auto-Response-Suppress` together with `X-MS-Exchange-Inbox-Rules-Loop`: either alone is not
+    one, the first is what careful senders (this helpdesk too) put on their own mail, the second what an Outlook rule
+    that forwards mail adds); Apple iCloud's vacation (`X-Apple-Action: VACATION`, without Auto-Submitted); a subject
+    that says so, in many languages."""
+    submitted = (mail.header("Auto-Submitted") or "").split(";", 1)[0].strip().lower()
     if submitted and submitted != "no":
         return True
-    if mail.header("X-Autoreply") or mail.header("X-Autorespond") or mail.header("X-Autogenerated"):
+    if _yes(mail.header("X-Autoreply")) or _yes(mail.header("X-Autorespond")):
         return True
-    if (mail.header("Precedence") or "").strip().lower() in ("bulk", "junk", "list", "auto_reply"):
+    if (mail.header("Precedence") or "").strip().lower() in _PRECEDENCE:
         return True
-    if mail.header("X-MS-Exchange-Inbox-Rules-Loop") or mail.header("X-MS-Exchange-Generated-Message-Source"):
+    if mail.header("X-Auto-Response-Suppress") is not None and mail.header("X-MS-Exchange-Inbox-Rules-Loop"):
         return True
-    if "vacation" in (mail.header("X-Apple-Action") or "").lower() or mail.header("X-Apple-Vacation"):
+    if "vacation" in (mail.header("X-Apple-Action") or "").lower():
         return True
-    return bool(_AUTO_SUBJECT.match(strip_reply_prefixes(mail.subject)) or _AUTO_SUBJECT.match(mail.subject))
+    return bool(_AUTO_SUBJECT.match(mail.subject) or _AUTO_SUBJECT.match(strip_reply_prefixes(mail.subject)))
 
 
 VOICE_SENDERS = ("dialpad.com", "dialpadmail.com")
@@ -282,8 +807,12 @@ def is_voicemail_notification(mail: Mail) -> bool:
 
 # ---------------------------------------------------------------------------------------------------- threading
 
-_PREFIX = re.compile(r"^\s*((re|fwd?|aw|wg|sv|vs|tr|rv|antw|odp|r)\s*(\[\d+\])?\s*:\s*)+", re.IGNORECASE)
-_TICKET = re.compile(r"\[Ticket #(\d{1,12})\]", re.IGNORECASE)
+_PREFIX = re.compile(
+    r"^\s*((re|fwd?|aw|wg|sv|vs|tr|rv|res|enc|antw|odp|pd|ynt|ilt|r|回复|回覆|答复|转发|轉寄|転送|返信|Отв|Ответ|"
+    r"Пересл|회신|전달)\s*(\[\d+\]|\(\d+\))?\s*[:\uff1a]\s*)+",
+    re.IGNORECASE,
+)
+_TICKET = re.compile(r"\[Ticket\s*#\s*(\d{1,12})\]", re.IGNORECASE)
 
 
 def strip_reply_prefixes(subject: str) -> str:
@@ -292,41 +821,63 @@ def strip_reply_prefixes(subject: str) -> str:
 
 
 def ticket_number(subject: str) -> int | None:
-    """The number in a `[Ticket #<number>]` subject (encoded words are decoded by the parser; prefixes stripped)."""
+    """The number in a `[Ticket #<number>]` subject (encoded words decoded by the parser; prefixes stripped)."""
     found = _TICKET.search(strip_reply_prefixes(subject))
     return int(found.group(1)) if found else None
 
 
+@dataclass(frozen=True, slots=True)
+class ThreadKeys:
+    """What may thread a mail onto a ticket, in the order of section 4.6."""
+
+    in_reply_to: list[str]
+    references: list[str]
+    """Every References id, the nearest (the last) first."""
+    ticket_number: int | None
+    message_id: str | None
+
+
+def thread_keys(mail: Mail) -> ThreadKeys:
+    return ThreadKeys(
+        in_reply_to=mail.in_reply_to,
+        references=list(reversed(mail.references)),
+        ticket_number=ticket_number(mail.subject),
+        message_id=mail.message_id,
+    )
+
+
+_QUOTED_MESSAGE_ID = re.compile(r"^message-id:\s*<([^<>\s]+)>", re.IGNORECASE | re.MULTILINE)
+"""The Message-ID line of an original a bounce quotes in its text (Exim's and qmail's plain-text bounces)."""
+_QUOTED_RECIPIENT = re.compile(r"^<([^<>\s@]+@[^<>\s]+)>:", re.MULTILINE)
+"""A failed recipient as qmail's (and Postfix's) text names it: `<address>:` at the start of a line."""
+
+
 def bounced_message_ids(mail: Mail) -> list[str]:
     """The Message-IDs of the mail a bounce returns: from its attached original (`message/rfc822` or
-    `text/rfc822-headers`), then its own In-Reply-To and References."""
+    `text/rfc822-headers`), or the original it quotes in its text, then its own In-Reply-To and References."""
     found: list[str] = []
     for name, value in _returned_headers(mail):
-        if name in ("message-id",):
+        if name == "message-id":
             found += message_ids(value)
-    return list(dict.fromkeys([*found, *mail.in_reply_to, *mail.references]))
+    quoted = [found for found in _QUOTED_MESSAGE_ID.findall(mail.text) if found != mail.message_id]
+    return list(dict.fromkeys([*found, *quoted, *mail.in_reply_to, *reversed(mail.references)]))
 
 
 def bounced_recipients(mail: Mail) -> list[str]:
-    """The addresses a bounce says failed: X-Failed-Recipients, and the DSN's Final-Recipient lines."""
+    """The addresses a bounce says failed: X-Failed-Recipients, and the Final-Recipient (else Original-Recipient) of
+    each DSN recipient block whose action is failed; without either, the `<address>:` lines of a plain-text bounce."""
     addresses = [value.strip().lower() for value in ", ".join(mail.headers_named("X-Failed-Recipients")).split(",")]
-    if mail.report is not None:
-        payload = mail.report.get_payload()
-        text = payload if isinstance(payload, str) else "\n".join(str(part) for part in payload or [])
-        addresses += [value.lower() for value in re.findall(r"Final-Recipient:\s*rfc822;\s*(\S+)", text, re.I)]
+    for block in mail.report:
+        if block.get("action", "").strip().lower() == "failed":
+            recipient = block.get("final-recipient") or block.get("original-recipient") or ""
+            addresses.append(recipient.partition(";")[2].strip().strip("<>").lower())
+    if not any("@" in address for address in addresses) and not mail.report:
+        addresses += [address.lower() for address in _QUOTED_RECIPIENT.findall(mail.text)]
     return list(dict.fromkeys(address for address in addresses if "@" in address))
 
 
 def _returned_headers(mail: Mail) -> Iterable[tuple[str, str]]:
     for attachment in mail.attachments:
         if attachment.content_type in ("message/rfc822", "text/rfc822-headers"):
-            returned = BytesParser(policy=policy.default).parsebytes(attachment.data, headersonly=True)
-            yield from ((name.lower(), str(value)) for name, value in returned.items())
-
-
-def address(display: str) -> str:
-    """The bare, lower-cased address of `Name <address>`."""
-    try:
-        return str(Address(addr_spec=parseaddr(display)[1]).addr_spec).lower()
-    except (ValueError, IndexError):
-        return parseaddr(display)[1].lower()
+            returned = _BLOCK_PARSER.parsebytes(attachment.data, headersonly=True)
+            yield from ((name.lower(), str(value)) for name, value in returned.raw_items())

@@ -20,6 +20,8 @@ UtcDateTime = storage.common.models.UtcDateTime
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("helpdesk_organizations") as table:
+        table.add_column(sa.Column("billing_event_at", UtcDateTime(), nullable=True))
     with op.batch_alter_table("helpdesk_customers") as table:
         table.alter_column("email", existing_type=sa.String(length=320), nullable=True)
         table.add_column(sa.Column("bouncing", sa.Boolean(), nullable=False, server_default=sa.false()))
@@ -139,3 +141,5 @@ def downgrade() -> None:
     with op.batch_alter_table("helpdesk_customers") as table:
         table.drop_column("bouncing")
         table.alter_column("email", existing_type=sa.String(length=320), nullable=False)
+    with op.batch_alter_table("helpdesk_organizations") as table:
+        table.drop_column("billing_event_at")

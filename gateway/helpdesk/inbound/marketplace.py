@@ -1,0 +1,355 @@
+"""`POST /api/marketplace/webhook`: a marketplace's order and return notifications, delivered through a notification
+topic service in the shape of Amazon SNS's HTTP(S) deliveries (section 4.6, "Marketplace").
+
+- **Routing: the allow-list.** The message's `TopicArn` must be an address (kind `topic_arn`) of a live marketplace
+  channel: the address is both the allow-list entry and the route. Any other topic is 404, before anything is
+  fetched.
+- **Signature.** SNS's: `SignatureVersion` 1 (SHA1withRSA) or 2 (SHA256withRSA) over its canonical string (the
+  fields of the message's type, each as "Name\\nvalue\\n", `Subject` only when present), checked with
+  `cryptography` against the certificate at `SigningCertURL`. That URL must be https on a host of exactly the shape
+  `sns.<region>.amazonaws.com`, on the default port; the certificate is fetched through `SnsClient` (below) and
+  cached. `Timestamp` must be within an hour of now (SNS's retries of a delivery keep its timestamp).
+- **Subscription.** A `SubscriptionConfirmation` is confirmed here, by a GET of its `SubscribeURL` (which must pass
+  the same host check) through the same client, before it is stored; an `UnsubscribeConfirmation` is stored, and
+  the subscription is not renewed.
+- **Notifications.** `Message` is JSON: an order or a return (docs/helpdesk.md, "Marketplace"); anything else is
+  400. Stored under its `MessageId`; one order's notifications share a partition.
+
+`SnsClient` fetches only from SNS's hosts, and dials only addresses the platform's address policy allows
+(wire/addresses.py, as the webhook deliveries' SSRF guard does): the gateway has this fetch of its own, since it may
+not import the processors' guarded client. Its resolver and its TLS trust are parameters, so that tests map
+`sns.us-east-1.amazonaws.com` to a local HTTPS peer; the host check itself is the same in every run."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import ipaddress
+import json
+import re
+import socket
+import ssl
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+import structlog
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from litestar import Request, Response, post
+from litestar.di import NamedDependency
+
+from gateway.common.auth import NO_AUTHENTICATION
+from gateway.helpdesk.inbound.common import Inbound, refused
+from wire.addresses import ALLOW_PRIVATE_SETTING, refusal
+
+log = structlog.get_logger("signalyard.gateway.helpdesk.marketplace")
+
+PATH = "/api/marketplace/webhook"
+PROVIDER = "marketplace"
+MAX_BODY_BYTES = 256 * 1024
+REPLAY_WINDOW_S = 3600
+SNS_HOST = re.compile(r"sns\.[a-z0-9]+(?:-[a-z0-9]+)*\.amazonaws\.com")
+"""`sns.<region>.amazonaws.com`, and nothing else (no other suffix, no deeper subdomain)."""
+SIGNED_FIELDS = {
+    "Notification": ("Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"),
+    "SubscriptionConfirmation": ("Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"),
+    "UnsubscribeConfirmation": ("Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"),
+}
+HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {"1": hashes.SHA1, "2": hashes.SHA256}
+NOTIFICATION_TYPES = ("order", "return")
+MAX_CERTIFICATE_BYTES = 64 * 1024
+
+Resolve = Callable[[str, int], Awaitable[list[tuple[str, int]]]]
+"""(host, port) -> the (address, port) pairs to dial, in order."""
+
+
+class UntrustedUrl(ValueError):
+    """A SigningCertURL or SubscribeURL that is not SNS's: the message is refused (401)."""
+
+
+class FetchFailed(Exception):
+    """SNS's host could not be reached, or answered no certificate (503: SNS retries)."""
+
+
+def sns_url(url: str) -> str:
+    """`url` if it is https on `sns.<region>.amazonaws.com` (default port, no credentials); UntrustedUrl if not."""
+    parts = urlsplit(url)
+    host = parts.netloc.lower()  # the whole authority: no credentials, no port, no trailing dot
+    if parts.scheme != "https" or not SNS_HOST.fullmatch(host):
+        raise UntrustedUrl(f"{url[:200]!r} is not an https URL on sns.<region>.amazonaws.com")
+    return url
+
+
+def canonical(message: dict[str, Any]) -> bytes:
+    """SNS's string to sign for the message's type: each signed field present as "Name\\nvalue\\n", in order."""
+    lines = []
+    for name in SIGNED_FIELDS[message["Type"]]:
+        value = message.get(name)
+        if value is None and name == "Subject":
+            continue
+        lines.append(f"{name}\n{value}\n")
+    return "".join(lines).encode()
+
+
+async def system_resolve(host: str, port: int) -> list[tuple[str, int]]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return list(dict.fromkeys((str(info[4][0]), port) for info in infos))
+
+
+class _PolicyBackend(httpcore.AsyncNetworkBackend):
+    """Dials only the addresses the address policy allows, the ones it checked (the check sits in the connection, so a
+    second DNS answer cannot swap in another). TLS and the Host header keep the URL's host name."""
+
+    def __init__(self, resolve: Resolve, *, allow_private: bool) -> None:
+        self.resolve = resolve
+        self.allow_private = allow_private
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        try:
+            async with asyncio.timeout(timeout):
+                targets = await self.resolve(host, port)
+        except (OSError, TimeoutError) as error:
+            raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from error
+        allowed = [
+            (address, to_port)
+            for address, to_port in targets
+            if self.allow_private or refusal(ipaddress.ip_address(address)) is None
+        ]
+        if not allowed:
+            raise httpcore.ConnectError(
+                f"refused: {host} resolves to no public address (unless {ALLOW_PRIVATE_SETTING} is set)"
+            )
+        last: Exception = httpcore.ConnectError(f"cannot connect to {host}")
+        for address, to_port in allowed:
+            try:
+                return await self._inner.connect_tcp(
+                    address, to_port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
+                last = error
+        raise last
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise httpcore.ConnectError("no unix sockets")
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+
+class _PolicyTransport(httpx.AsyncHTTPTransport):
+    def __init__(self, backend: _PolicyBackend, tls: ssl.SSLContext) -> None:
+        super().__init__(verify=tls, trust_env=False)
+        # httpx takes no network backend: its pool is replaced by the same pool over ours.
+        self._pool = httpcore.AsyncConnectionPool(ssl_context=tls, network_backend=backend)
+
+
+class SnsClient:
+    """Fetches SNS signing certificates (cached by URL, until `cache_ttl_s` or the certificate's expiry) and confirms
+    subscriptions, from SNS's hosts only, through the address policy. Production: the system's resolver and CAs,
+    private addresses refused; `resolve` and `tls` are for tests."""
+
+    def __init__(
+        self,
+        *,
+        allow_private: bool = False,
+        tls: ssl.SSLContext | None = None,
+        resolve: Resolve = system_resolve,
+        timeout_s: float = 10.0,
+        cache_ttl_s: float = 24 * 3600,
+        cache_size: int = 64,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.allow_private = allow_private
+        self.tls = tls or ssl.create_default_context()
+        self.resolve = resolve
+        self.timeout_s = timeout_s
+        self.cache_ttl_s = cache_ttl_s
+        self.cache_size = cache_size
+        self.clock = clock
+        self._cache: OrderedDict[str, tuple[rsa.RSAPublicKey, float]] = OrderedDict()
+        self._fetching: dict[str, asyncio.Future[rsa.RSAPublicKey]] = {}
+
+    async def _get(self, url: str, *, limit: int) -> bytes:
+        transport = _PolicyTransport(_PolicyBackend(self.resolve, allow_private=self.allow_private), self.tls)
+        try:
+            async with (
+                httpx.AsyncClient(
+                    transport=transport, timeout=self.timeout_s, follow_redirects=False, trust_env=False
+                ) as client,
+                client.stream("GET", url) as answer,
+            ):
+                if answer.status_code != 200:
+                    raise FetchFailed(f"{urlsplit(url).hostname} answered {answer.status_code}")
+                content = b""
+                async for chunk in answer.aiter_bytes():
+                    content += chunk
+                    if len(content) > limit:
+                        raise FetchFailed(f"{urlsplit(url).hostname} answered more than {limit} bytes")
+                return content
+        except httpx.HTTPError as error:
+            raise FetchFailed(f"{urlsplit(url).hostname}: {type(error).__name__}: {error}") from None
+
+    async def public_key(self, url: str) -> rsa.RSAPublicKey:
+        """The RSA key of the signing certificate at `url` (cached)."""
+        sns_url(url)
+        now = self.clock()
+        cached = self._cache.get(url)
+        if cached is not None and cached[1] > now:
+            self._cache.move_to_end(url)
+            return cached[0]
+        if url in self._fetching:  # one fetch for concurrent messages signed with a new certificate
+            return await asyncio.shield(self._fetching[url])
+        future: asyncio.Future[rsa.RSAPublicKey] = asyncio.get_running_loop().create_future()
+        self._fetching[url] = future
+        try:
+            key, until = self._certificate(await self._get(url, limit=MAX_CERTIFICATE_BYTES), now)
+            self._cache[url] = (key, until)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+            future.set_result(key)
+            return key
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: no "never retrieved" warning when nobody else waited
+            raise
+        finally:
+            del self._fetching[url]
+
+    def _certificate(self, pem: bytes, now: float) -> tuple[rsa.RSAPublicKey, float]:
+        try:
+            certificate = x509.load_pem_x509_certificate(pem)
+        except ValueError:
+            raise FetchFailed("the SigningCertURL serves no PEM certificate") from None
+        start = certificate.not_valid_before_utc.timestamp()
+        end = certificate.not_valid_after_utc.timestamp()
+        if not start <= now <= end:
+            raise UntrustedUrl("the signing certificate is not valid now")
+        key = certificate.public_key()
+        if not isinstance(key, rsa.RSAPublicKey):
+            raise UntrustedUrl("the signing certificate holds no RSA key")
+        return key, min(now + self.cache_ttl_s, end)
+
+    async def confirm(self, url: str) -> None:
+        """Confirm a subscription: GET its SubscribeURL (SNS answers a ConfirmSubscriptionResponse)."""
+        sns_url(url)
+        await self._get(url, limit=MAX_CERTIFICATE_BYTES)
+
+
+def client_of(inbound: Inbound) -> SnsClient:
+    given = inbound.providers.get(PROVIDER)
+    return given if isinstance(given, SnsClient) else SnsClient()
+
+
+def _message(body: bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(body)
+    except ValueError:
+        raise refused(400, "The body is not JSON") from None
+    if not isinstance(message, dict) or message.get("Type") not in SIGNED_FIELDS:
+        raise refused(400, f"The body is no SNS message: Type must be one of {', '.join(SIGNED_FIELDS)}")
+    wanted = [name for name in SIGNED_FIELDS[message["Type"]] if name != "Subject"]
+    wanted += ["Signature", "SignatureVersion", "SigningCertURL"]
+    missing = [name for name in wanted if not isinstance(message.get(name), str)]
+    if missing:
+        raise refused(400, f"The {message['Type']} lacks {', '.join(missing)}")
+    if message.get("Subject") is not None and not isinstance(message["Subject"], str):
+        raise refused(400, "Subject is not a string")
+    return message
+
+
+def _timestamp(value: str) -> float | None:
+    try:
+        at = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+
+
+def notification(message: dict[str, Any]) -> dict[str, Any]:
+    """The order or return a Notification's `Message` carries; 400 when it is neither."""
+    try:
+        content = json.loads(message["Message"])
+    except ValueError:
+        raise refused(400, "The notification's Message is not JSON") from None
+    if not isinstance(content, dict) or content.get("type") not in NOTIFICATION_TYPES:
+        raise refused(400, "The notification's Message is neither an order nor a return (`type`)")
+    if not isinstance(content.get("order_id"), str) or not content["order_id"]:
+        raise refused(400, "The notification's Message has no `order_id`")
+    if content["type"] == "return" and (not isinstance(content.get("return_id"), str) or not content["return_id"]):
+        raise refused(400, "The return has no `return_id`")
+    return content
+
+
+@post(PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=200)
+async def marketplace_notifications(
+    request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
+) -> Response[dict[str, str]]:
+    body = await request.body()
+    message = _message(body)
+    kind = message["Type"]
+    header = request.headers.get("x-amz-sns-message-type")
+    if header is not None and header != kind:
+        raise refused(400, f"x-amz-sns-message-type {header!r} is not the message's Type {kind!r}")
+    channel = await inbound.route("topic_arn", message["TopicArn"])
+    at = _timestamp(message["Timestamp"])
+    if at is None or abs(time.time() - at) > REPLAY_WINDOW_S:
+        raise refused(401, f"Timestamp is not within {REPLAY_WINDOW_S} seconds of now (a replay?)")
+    algorithm = HASHES.get(message["SignatureVersion"])
+    if algorithm is None:
+        raise refused(401, "SignatureVersion must be 1 or 2")
+    client = client_of(inbound)
+    try:
+        key = await client.public_key(message["SigningCertURL"])
+        signature = base64.b64decode(message["Signature"], validate=True)
+        key.verify(signature, canonical(message), padding.PKCS1v15(), algorithm())
+    except UntrustedUrl as error:
+        raise refused(401, str(error)) from None
+    except (binascii.Error, ValueError, InvalidSignature):
+        raise refused(401, "Signature is not SNS's signature of this message") from None
+    except FetchFailed as error:
+        log.warning("sns_certificate_unavailable", reason=str(error))
+        raise refused(503, "The signing certificate could not be fetched: retry") from None
+    content = notification(message) if kind == "Notification" else None
+    if kind == "SubscriptionConfirmation":
+        try:
+            await client.confirm(message["SubscribeURL"])
+        except UntrustedUrl as error:
+            raise refused(401, str(error)) from None
+        except FetchFailed as error:
+            log.warning("sns_confirmation_failed", reason=str(error))
+            raise refused(503, "The subscription could not be confirmed: retry") from None
+    stored = await inbound.accept(
+        channel,
+        PROVIDER,
+        dedup_key=message["MessageId"],
+        body=body,
+        content_type="application/json",
+        partition_key=f"{channel.channel_id}:{content['order_id'] if content else kind}",
+        details={"type": kind, "topic_arn": message["TopicArn"], "confirmed": kind == "SubscriptionConfirmation"},
+    )
+    return Response({"status": "accepted" if stored else "duplicate"}, status_code=200)
+
+
+ROUTES = [marketplace_notifications]

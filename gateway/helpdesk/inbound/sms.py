@@ -1,0 +1,107 @@
+"""`POST /api/webhooks/sms`: an SMS provider's incoming message (Twilio's shape, section 4.6).
+
+The call is `application/x-www-form-urlencoded` with `From` (E.164), `To`, `Body`, `MessageSid`, `NumMedia`,
+`MediaUrl0`, `MediaContentType0`, ... It routes by `To` to the SMS channel of that number (address kind
+`sms_number`) and is verified by the provider's own scheme: `x-twilio-signature` is the base64 HMAC-SHA1, keyed by
+the channel's `auth_token`, of the URL the provider called (the helpdesk's public URL and this path, with its query
+string if any) followed by every POST parameter sorted by name, each name followed by its value (the `twilio`
+package's RequestValidator computes it). The scheme signs no timestamp, so it has no replay window: a replayed call is
+a duplicate of its MessageSid and stores nothing new. The answer is TwiML, `text/xml`: the channel's `auto_reply`
+setting in a `<Message>`, or an empty `<Response/>`, once the message is stored (a retry gets the same answer)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qsl, urlparse
+from xml.sax.saxutils import escape
+
+from litestar import Request, Response, post
+from litestar.datastructures import MultiDict
+from litestar.di import NamedDependency
+from twilio.request_validator import RequestValidator, add_port, remove_port
+
+from gateway.common.auth import NO_AUTHENTICATION
+from gateway.helpdesk.inbound.common import Inbound, equal, refused
+
+PATH = "/api/webhooks/sms"
+FORM = "application/x-www-form-urlencoded"
+MAX_BODY_BYTES = 256 * 1024
+"""An SMS call's form, at most (a message's text, its media URLs, the provider's own fields)."""
+MAX_FIELDS = 1000
+TWIML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>'
+
+
+def twiml(auto_reply: Any) -> str:
+    """The answer: the auto-reply in a `<Message>`, or an empty `<Response/>` for no reply."""
+    text = str(auto_reply).strip() if auto_reply else ""
+    if not text:
+        return f"{TWIML_HEAD}<Response/>"
+    return f"{TWIML_HEAD}<Response><Message>{escape(text)}</Message></Response>"
+
+
+def form(body: bytes) -> MultiDict[str]:
+    """The call's POST parameters; 400 when the body is no URL-encoded UTF-8 form."""
+    try:
+        pairs = parse_qsl(
+            body.decode("utf-8"),
+            keep_blank_values=True,
+            strict_parsing=bool(body),
+            errors="strict",
+            max_num_fields=MAX_FIELDS,
+        )
+    except ValueError:  # UnicodeDecodeError included
+        raise refused(400, "The body is no application/x-www-form-urlencoded UTF-8 form") from None
+    return MultiDict(pairs)
+
+
+def signed(url: str, params: MultiDict[str], token: str, signature: str) -> bool:
+    """Twilio's request validation, compared in constant time. The provider signs the URL as it was configured, with
+    or without its default port (as RequestValidator.validate, both are tried)."""
+    if not token or not signature:
+        return False
+    validator = RequestValidator(token)
+    parsed = urlparse(url)
+    return any(
+        equal(signature, validator.compute_signature(candidate, params))
+        for candidate in dict.fromkeys((remove_port(parsed), add_port(parsed)))
+    )
+
+
+def _called_url(request: Request[Any, Any, Any], inbound: Inbound) -> str:
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    return f"{inbound.public_url}{PATH}" + (f"?{query}" if query else "")
+
+
+@post(PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=200)
+async def sms(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]) -> Response[str]:
+    body = await request.body()
+    media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media_type != FORM:
+        raise refused(415, f"Content-Type {media_type or '(none)'} is not {FORM}")
+    params = form(body)
+    to = params.get("To", "").strip()
+    if not to:
+        raise refused(400, "The message names no To number")
+    channel = await inbound.route("sms_number", to)
+    signature = request.headers.get("x-twilio-signature", "")
+    if not signed(_called_url(request, inbound), params, channel.secrets.get("auth_token", ""), signature):
+        raise refused(401, "x-twilio-signature is not this channel's signature of the call")
+    sender = params.get("From", "").strip()
+    if not sender:
+        raise refused(400, "The message names no From number")
+    media = params.get("NumMedia", "0") or "0"
+    if not media.isdigit():
+        raise refused(400, f"NumMedia {media!r} is not a count")
+    await inbound.accept(
+        channel,
+        "sms",
+        dedup_key=params.get("MessageSid", "").strip(),
+        body=body,
+        content_type=FORM,
+        partition_key=f"{channel.organization_id}:sms:{sender}",
+        details={"to": to},
+    )
+    return Response(twiml(channel.settings.get("auto_reply")), media_type="text/xml", status_code=200)
+
+
+ROUTES = [sms]

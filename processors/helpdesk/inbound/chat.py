@@ -1,0 +1,139 @@
+"""A team chat's events (gateway/helpdesk/inbound/chat.py): a person's message becomes a ticket, and the messages of
+its chat thread (the same `thread_ts`, or the first message's own `ts`) conversations on that ticket. A reply in the
+thread of a resolved or closed ticket reopens it, at most REOPENS_PER_HOUR times an hour. A bot's messages (ours
+among them), edits and deletions make nothing: so the helpdesk never answers itself."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from processors.helpdesk.inbound.service import Apply, Context, failed
+from storage.helpdesk import customers, tickets
+from storage.helpdesk.inbound import Outcome
+
+MESSAGE_TYPES = ("message", "app_mention")
+KEPT_SUBTYPES = (None, "file_share", "thread_broadcast")
+"""A message of any other subtype (`bot_message`, `message_changed`, `message_deleted`, `channel_join`...) is
+recorded and makes no ticket."""
+REOPENS_PER_HOUR = 3
+CLOSED = ("resolved", "closed")
+IDENTITY = "chat"
+SUBJECT_CHARACTERS = 120
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def subject_of(text: str) -> str:
+    """A ticket's subject: the message's first line, shortened."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    if len(first) > SUBJECT_CHARACTERS:
+        first = first[: SUBJECT_CHARACTERS - 1].rstrip() + "…"
+    return first or "Chat message"
+
+
+def attachments_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A message's files, as references (the chat keeps them)."""
+    found = []
+    for item in message.get("files") or []:
+        if isinstance(item, dict) and isinstance(item.get("url_private"), str):
+            found.append(
+                {
+                    "url": item["url_private"],
+                    "content_type": item.get("mimetype") or "application/octet-stream",
+                    "name": item.get("name") or item.get("title") or "file",
+                }
+            )
+    return found
+
+
+async def handle(_context: Context, event: Any) -> Apply:
+    payload = json.loads(event.body)
+    message = _object(_object(payload).get("event"))
+    kind = message.get("type")
+    team = str(payload.get("team_id") or (event.details or {}).get("team") or "")
+    if kind not in MESSAGE_TYPES:
+        return _nothing(f"recorded: a {kind} event makes no ticket", str(kind)[:32])
+    subtype = message.get("subtype")
+    if message.get("bot_id") or subtype == "bot_message":
+        return _nothing("no ticket: a bot's message", "bot")
+    if subtype not in KEPT_SUBTYPES:
+        return _nothing(f"no ticket: a {subtype} message", str(subtype)[:32])
+    user, chat_channel, ts = message.get("user"), message.get("channel"), message.get("ts")
+    if not isinstance(user, str) or not isinstance(chat_channel, str) or not isinstance(ts, str):
+        return failed("the message has no user, channel or ts")
+    text = str(message.get("text") or "")
+    files = attachments_of(message)
+    thread_key = f"chat:{event.channel_id}:{chat_channel}:{message.get('thread_ts') or ts}"
+    profile = _object(message.get("user_profile"))
+    name = profile.get("real_name") or profile.get("display_name") or user
+
+    def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
+        organization_id = event.organization_id
+        customer = customers.find_or_create_by_identity(
+            connection,
+            organization_id,
+            kind=IDENTITY,
+            value=f"{team}:{user}",
+            name=str(name)[:255],
+            now=now,
+            recorded=recorded,
+        )
+        body = text or ("(a file)" if files else "(no text)")
+        ticket = tickets.latest_of_thread(connection, organization_id, thread_key)
+        if ticket is None:
+            made = tickets.create(
+                connection,
+                organization_id,
+                subject=subject_of(text),
+                customer_id=customer.id,
+                channel="chat",
+                message=body,
+                attachments=files,
+                thread_key=thread_key,
+                actor_id=None,
+                now=now,
+                recorded=recorded,
+            )
+            return Outcome("new ticket", classification="message", ticket_id=made.id)
+        conversation = tickets.add_conversation(
+            connection,
+            ticket,
+            author_type="customer",
+            author_id=customer.id,
+            body=body,
+            internal=False,
+            attachments=files,
+            now=now,
+            recorded=recorded,
+        )
+        outcome = "threaded by chat thread"
+        if ticket.status in CLOSED:
+            if tickets.reopenings_since(connection, ticket.id, now - timedelta(hours=1)) < REOPENS_PER_HOUR:
+                tickets.change(
+                    connection,
+                    organization_id,
+                    ticket.id,
+                    tickets.Changes(status="open", reason=tickets.REOPENED_BY_INBOUND),
+                    actor_id=None,
+                    now=now,
+                    recorded=recorded,
+                )
+                outcome += ", reopened"
+            else:
+                outcome += f", not reopened (reopened {REOPENS_PER_HOUR} times within the hour)"
+        return Outcome(outcome, classification="message", ticket_id=ticket.id, conversation_id=conversation.id)
+
+    return apply
+
+
+def _nothing(outcome: str, classification: str) -> Apply:
+    def apply(_connection: Connection, _now: datetime, _recorded: list[str]) -> Outcome:
+        return Outcome(outcome, classification=classification)
+
+    return apply

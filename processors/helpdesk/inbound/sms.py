@@ -1,0 +1,184 @@
+"""Inbound SMS (the SMS provider's form, and the voice provider's SMS events): one thread per phone number, and the
+threading by sender that the messaging apps share (`to_thread`).
+
+A sender's thread (`Ticket.thread_key`, e.g. `sms:+15551234567`, `whatsapp:<wa_id>`) is one per organization: its
+newest ticket takes the next message while it is open or pending; a resolved or closed one is reopened when its last
+change is at most REOPEN_WITHIN old (at most REOPENS_PER_HOUR times an hour, as inbound mail: the backstop against a
+loop with another machine), and past that the message starts a new ticket of the thread. MMS media are kept as
+attachment references (`{"url", "content_type"}`), not downloaded."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import parse_qsl
+
+from sqlalchemy.engine import Connection
+
+from processors.helpdesk.inbound.email import CLOSED, REOPENS_PER_HOUR
+from processors.helpdesk.inbound.service import Apply, Context
+from storage.helpdesk import customers, tickets
+from storage.helpdesk.inbound import Outcome
+
+REOPEN_WITHIN = timedelta(days=7)
+"""A resolved or closed ticket of a sender's thread is reopened by the sender's next message up to this long after its
+last change; after that, the message starts a new ticket."""
+INBOUND = "inbound"
+MAX_MEDIA = 10
+"""Media of one MMS, at most (the provider's own limit)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sms:
+    """An incoming SMS or MMS, as its provider's form gave it."""
+
+    sid: str
+    sender: str
+    to: str
+    text: str
+    media: list[dict[str, Any]] = field(default_factory=list)
+    """Attachment references: `{"url", "content_type"}`."""
+
+    def body(self) -> str:
+        """The conversation's text: the message, or what it carried when it has no text."""
+        if self.text.strip():
+            return self.text
+        count = len(self.media)
+        return f"({count} attachment{'s' if count != 1 else ''})" if count else "(empty message)"
+
+
+def parse(form: bytes) -> Sms:
+    """The SMS provider's form (From, To, Body, MessageSid, NumMedia, MediaUrlN, MediaContentTypeN)."""
+    fields = dict(parse_qsl(form.decode("utf-8"), keep_blank_values=True))
+    count = min(int(fields.get("NumMedia") or 0), MAX_MEDIA)
+    media = [
+        {"url": fields[f"MediaUrl{index}"], "content_type": fields.get(f"MediaContentType{index}") or None}
+        for index in range(count)
+        if fields.get(f"MediaUrl{index}")
+    ]
+    return Sms(
+        sid=fields.get("MessageSid", ""),
+        sender=fields.get("From", "").strip(),
+        to=fields.get("To", "").strip(),
+        text=fields.get("Body", ""),
+        media=media,
+    )
+
+
+def to_thread(
+    connection: Connection,
+    organization_id: str,
+    *,
+    thread_key: str,
+    customer_id: str,
+    subject: str,
+    channel: str,
+    body: str,
+    message_id: str | None,
+    attachments: Sequence[dict[str, Any]] = (),
+    tags: Sequence[str] = (),
+    classification: str = INBOUND,
+    now: datetime,
+    recorded: list[str],
+) -> Outcome:
+    """A sender's message onto its thread's ticket (reopened if need be), or a new ticket of the thread."""
+    ticket = tickets.latest_of_thread(connection, organization_id, thread_key)
+    if ticket is not None and ticket.status in CLOSED and now - ticket.updated_at > REOPEN_WITHIN:
+        ticket = None
+    if ticket is None:
+        created = tickets.create(
+            connection,
+            organization_id,
+            subject=subject[:255],
+            customer_id=customer_id,
+            channel=channel,
+            tags=tags,
+            message=body,
+            message_id=message_id,
+            attachments=attachments,
+            thread_key=thread_key,
+            actor_id=None,
+            now=now,
+            recorded=recorded,
+        )
+        return Outcome("new ticket", classification=classification, ticket_id=created.id)
+    conversation = tickets.add_conversation(
+        connection,
+        ticket,
+        author_type="customer",
+        author_id=customer_id,
+        body=body,
+        internal=False,
+        message_id=message_id,
+        attachments=attachments,
+        now=now,
+        recorded=recorded,
+    )
+    outcome = "threaded by sender"
+    if ticket.status in CLOSED:
+        if tickets.reopenings_since(connection, ticket.id, now - timedelta(hours=1)) < REOPENS_PER_HOUR:
+            tickets.change(
+                connection,
+                organization_id,
+                ticket.id,
+                tickets.Changes(status="open", reason=tickets.REOPENED_BY_INBOUND),
+                actor_id=None,
+                now=now,
+                recorded=recorded,
+            )
+            outcome += ", reopened"
+        else:
+            outcome += f", not reopened (reopened {REOPENS_PER_HOUR} times within the hour)"
+    return Outcome(outcome, classification=classification, ticket_id=ticket.id, conversation_id=conversation.id)
+
+
+def from_number(
+    connection: Connection,
+    organization_id: str,
+    *,
+    number: str,
+    text: str,
+    message_id: str | None,
+    attachments: Sequence[dict[str, Any]] = (),
+    now: datetime,
+    recorded: list[str],
+) -> Outcome:
+    """An SMS from `number` (E.164): its customer (identity `phone`), onto the number's thread."""
+    customer = customers.find_or_create_by_identity(
+        connection, organization_id, kind="phone", value=number, name=None, phone=number, now=now, recorded=recorded
+    )
+    return to_thread(
+        connection,
+        organization_id,
+        thread_key=f"sms:{number}",
+        customer_id=customer.id,
+        subject=f"SMS from {number}",
+        channel="sms",
+        body=text,
+        message_id=message_id,
+        attachments=attachments,
+        now=now,
+        recorded=recorded,
+    )
+
+
+async def handle(_context: Context, event: Any) -> Apply:
+    sms = parse(event.body)
+
+    def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
+        if not sms.sender:
+            return Outcome("no ticket: the message has no sender", classification="invalid")
+        return from_number(
+            connection,
+            event.organization_id,
+            number=sms.sender,
+            text=sms.body(),
+            message_id=sms.sid or None,
+            attachments=sms.media,
+            now=now,
+            recorded=recorded,
+        )
+
+    return apply
