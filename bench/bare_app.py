@@ -10,6 +10,13 @@ gateway's own authenticator (the bearer key looked up in the same database, the 
 the key's per-minute and per-hour limits, as every REST request is charged) that answers a canned 201 Ticket
 (`--response`: one the stack made). No body decoding, no transaction, no Kafka.
 
+With `--service helpdesk-inbound`, the baseline for bench/helpdesk_inbound.py: a bare `POST
+/api/webhooks/inbound-email` (email kind D, the forwarder) that does what every such call must do: read the raw
+mail, take its recipient from its headers as the gateway does, route it to its channel with the gateway's own
+`Inbound.route` (`storage.helpdesk.channels.route` in the same database, the secrets opened with the same cipher:
+SIGNALYARD_SECRET_KEYS, or the key kept in SIGNALYARD_DATA_DIR), compare `x-forwarder-secret` constant-time, and
+answer the canned 200 `{"status": "accepted"}` (`--response`: the stack's). No store, no Kafka.
+
 It is served the way `signalyard up` serves the gateway: `bootstrap.serving` (uvicorn, same options) inside
 `asyncio.run`, one process, on SIGNALYARD_HOST (default 127.0.0.1). It stops on SIGINT/SIGTERM.
 """
@@ -22,23 +29,30 @@ import os
 import sys
 import uuid
 from datetime import UTC, datetime
+from email import policy
+from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any
 
-from litestar import Litestar, Response, get, post
+from litestar import Litestar, Request, Response, get, post
 from litestar.datastructures import State
 
 from gateway.common.auth import AUTHENTICATOR, NO_AUTHENTICATION, Authenticator, authentication, requires
 from gateway.helpdesk import errors as helpdesk_errors
 from gateway.helpdesk.auth import HelpdeskAuthenticator
+from gateway.helpdesk.inbound import email as inbound_email
+from gateway.helpdesk.inbound.common import MAX_BODY_BYTES, Inbound, equal, refused
 from gateway.phone.auth import VERIFY, PhoneAuthenticator, sku_scope
 from gateway.phone.errors import EXCEPTION_HANDLERS
 from signalyard import bootstrap, logs
+from signalyard.secrets import secrets_cipher
 from signalyard.settings import PlatformSettings, load
 from storage.common.db import Database
+from storage.common.secrets import Cipher
 from topics.phone import SKU
 
 JSON = "application/json"
+ACCEPTED = b'{"status":"accepted"}'
 
 
 def sample_result() -> bytes:
@@ -108,6 +122,40 @@ def create_helpdesk_bare_app(db: Database, canned: bytes, redis_url: str | None)
     return _bare(db, authenticator, create_ticket, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
 
 
+def create_inbound_bare_app(db: Database, cipher: Cipher, canned: bytes, redis_url: str | None) -> Litestar:
+    """The forwarder's route without the pipeline: recipient, channel, secret, then a canned 200."""
+    authenticator = HelpdeskAuthenticator(db, redis_url)  # the gateway's authentication step, which passes this route
+
+    async def never(*_: Any) -> None:
+        raise AssertionError("the bare endpoint publishes nothing")
+
+    inbound = Inbound(db, cipher, never)
+
+    @post(
+        inbound_email.PATH,
+        opt=NO_AUTHENTICATION,
+        request_max_body_size=MAX_BODY_BYTES,
+        status_code=200,
+        include_in_schema=False,
+    )
+    async def forwarded(request: Request[Any, Any, Any]) -> Response[bytes]:
+        body = await request.body()
+        headers = BytesHeaderParser(policy=policy.compat32).parsebytes(body)
+        recipient = inbound_email._first_address(
+            request.headers.get("x-envelope-to"), headers.get("Delivered-To"), headers.get("To")
+        )
+        if not recipient:
+            raise refused(400, "The mail names no recipient")
+        channel = await inbound.route("email", recipient)
+        expected = channel.secrets.get("forwarder_secret")
+        given = request.headers.get("x-forwarder-secret", "")
+        if not expected or not given or not equal(given, expected):
+            raise refused(401, "x-forwarder-secret is not this channel's forwarder secret")
+        return Response(canned, media_type=JSON)
+
+    return _bare(db, authenticator, forwarded, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
+
+
 def _bare(db: Database, authenticator: Authenticator[Any], route: Any, handlers: Any, *before_dispose: Any) -> Litestar:
     @get("/readyz", opt=NO_AUTHENTICATION)
     async def readyz() -> dict[str, str]:
@@ -130,6 +178,8 @@ async def serve(args: argparse.Namespace, settings: PlatformSettings, canned: by
     db = Database(args.database_url)
     if args.service == "helpdesk":
         app = create_helpdesk_bare_app(db, canned, settings.redis_url)
+    elif args.service == "helpdesk-inbound":
+        app = create_inbound_bare_app(db, secrets_cipher(settings), canned, settings.redis_url)
     else:
         app = create_bare_app(db, canned)
     async with bootstrap.serving([bootstrap.Listener(app, sock)]):
@@ -143,13 +193,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database-url", required=True, help="the stack's database (SQLAlchemy async URL)")
     parser.add_argument("--response", type=Path, help="file with the canned answer's JSON (default: built here)")
     parser.add_argument(
-        "--service", choices=("phone", "helpdesk"), default="phone", help="whose endpoint (default: phone's verify)"
+        "--service",
+        choices=("phone", "helpdesk", "helpdesk-inbound"),
+        default="phone",
+        help="whose endpoint (default: phone's verify)",
     )
     args = parser.parse_args(argv)
     settings = load(PlatformSettings, os.environ)
     logs.configure(settings.log_level)
     if args.response:
         canned = args.response.read_bytes()
+    elif args.service == "helpdesk-inbound":
+        canned = ACCEPTED
     else:
         canned = sample_ticket() if args.service == "helpdesk" else sample_result()
     try:

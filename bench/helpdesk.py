@@ -335,12 +335,17 @@ class Keys:
         self.organization_id = ""
         self.made = 0
 
-    async def next(self) -> str:
-        if not self.organization_id:  # the demo organization, which owns the demo key
+    async def organization(self) -> str:
+        """The demo organization, which owns the demo key."""
+        if not self.organization_id:
             owners = await self.db.read(keys.key_owners, [hash_key(self.demo_key)], datetime.now(UTC))
             if not owners:
                 raise RuntimeError("the demo key names no organization")
             self.organization_id = next(iter(owners.values())).organization_id
+        return self.organization_id
+
+    async def next(self) -> str:
+        await self.organization()
         self.made += 1
         limits = {"minute": KEY_LIMIT, "hour": KEY_LIMIT}
         _, key = await self.db.write(
