@@ -21,12 +21,14 @@ P = ParamSpec("P")
 class GroupCommit(Generic[Item, Result]):
     """`await submit(item)` queues the item; `flush` runs over everything queued while the previous round ran.
 
-    Under load each round carries many items (one transaction, one round trip); alone, an item goes at once.
-    `flush` returns one result per item, in order; if it raises, every caller of that round gets the error.
+    Under load each round carries many items (one transaction, one round trip), at most `most` of them when given;
+    alone, an item goes at once. `flush` returns one result per item, in order; if it raises, every caller of that
+    round gets the error.
     """
 
-    def __init__(self, flush: Callable[[list[Item]], Awaitable[Sequence[Result]]]) -> None:
+    def __init__(self, flush: Callable[[list[Item]], Awaitable[Sequence[Result]]], *, most: int | None = None) -> None:
         self._flush = flush
+        self._most = most
         self._queue: list[tuple[Item, asyncio.Future[Result]]] = []
         self._drain_task: asyncio.Task[None] | None = None
         """Held so the running drain is not garbage-collected (the event loop keeps only a weak reference)."""
@@ -41,7 +43,8 @@ class GroupCommit(Generic[Item, Result]):
     async def _drain(self) -> None:
         try:
             while self._queue:
-                round_, self._queue = self._queue, []
+                most = self._most or len(self._queue)
+                round_, self._queue = self._queue[:most], self._queue[most:]
                 try:
                     results = await self._flush([item for item, _ in round_])
                 except Exception as error:  # every caller of this round sees the failure
@@ -67,11 +70,14 @@ class BatchedWrites:
 
     A round that raises is undone whole and run again unit by unit, each in a transaction of its own: one caller's
     error stays that caller's, and the others' writes stand. So a unit may run twice, and must be a plain function of
-    its arguments (it is: see `Database`)."""
+    its arguments (it is: see `Database`).
 
-    def __init__(self, db: Database) -> None:
+    `most` bounds a round's units: on SQLite a round holds the database's one write lock from its first write to its
+    commit, and other writers (another process's) wait that long."""
+
+    def __init__(self, db: Database, *, most: int | None = None) -> None:
         self.db = db
-        self._rounds: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._flush)
+        self._rounds: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._flush, most=most)
 
     async def write(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`work(connection, *args, **kwargs)` in this round's transaction."""

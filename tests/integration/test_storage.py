@@ -9,6 +9,7 @@ only looks at rows published before its own clock, never takes them.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import itertools
 import sqlite3
 import uuid
@@ -468,6 +469,33 @@ async def test_a_sqlite_write_waits_for_a_lock_held_by_another_process_without_s
         assert await write == {row.id}
         assert await state_of(db, row.id) == "completed"
         assert [entry.request_id for entry in await ledger_of(db, tenant_id)] == [row.id]
+    finally:
+        await db.dispose()
+
+
+async def test_a_sqlite_write_waits_its_turn_at_the_writers_lock_another_process_holds(tmp_path: Path) -> None:
+    """Processes writing one SQLite file take turns through a lock on a file beside it: a write that finds it held
+    waits on a worker thread (the loop keeps serving reads), and goes as soon as it is released."""
+    path = tmp_path / "turns.db"
+    await asyncio.to_thread(migrate, sqlite_url(path))
+    db = Database(sqlite_url(path))
+    tenant_id = new_tenant_id()
+    row = await add(db, pending_row(tenant_id))
+    with open(f"{path}.write-lock", "a") as other_writer:  # what another process's writer holds while it writes
+        fcntl.flock(other_writer, fcntl.LOCK_EX)
+        try:
+            write = asyncio.create_task(
+                db.write(requests.finish_many, [(row, completed(datetime.now(UTC)))], {tenant_id: None})
+            )
+            for _ in range(10):
+                await asyncio.sleep(0.01)
+            assert not write.done()
+            assert await state_of(db, row.id) == "pending"
+        finally:
+            fcntl.flock(other_writer, fcntl.LOCK_UN)
+    try:
+        assert await write == {row.id}
+        assert await state_of(db, row.id) == "completed"
     finally:
         await db.dispose()
 

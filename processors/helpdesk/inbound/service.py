@@ -33,6 +33,9 @@ log = structlog.get_logger("signalyard.processors.helpdesk")
 
 Apply = Callable[[Connection, datetime, list[str]], Outcome]
 """apply(connection, now, recorded) -> what the event became; it adds the webhook events it records to `recorded`."""
+ROUND_UNITS = 16
+"""The most events applied in one transaction: a round holds SQLite's write lock, which the gateways need to store
+the next events (bench/helpdesk_inbound.py measures the trade)."""
 Announce = Callable[[str, str], Awaitable[None]]
 """announce(organization id, webhook event id), once the change has committed."""
 
@@ -65,7 +68,7 @@ class InboundProcessor:
         self.context = context
         self.handlers = handlers
         self.announce = announce
-        self.writes = BatchedWrites(context.db)
+        self.writes = BatchedWrites(context.db, most=ROUND_UNITS)
 
     async def handle_batch(self, batch: Sequence[InboundReceived]) -> None:
         ids = list(dict.fromkeys(message.event_id for message in batch))
