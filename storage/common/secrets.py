@@ -4,6 +4,7 @@ secret into a token kept in a column; only the code that needs the secret opens 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 from cryptography.fernet import Fernet, MultiFernet
@@ -16,8 +17,11 @@ def seal(cipher: Cipher, secret: str) -> str:
     return cipher.encrypt(secret.encode()).decode()
 
 
+@functools.lru_cache(maxsize=1024)
 def unseal(cipher: Cipher, token: str) -> str:
-    """The secret a stored token holds (raises cryptography.fernet.InvalidToken for a token of no known key)."""
+    """The secret a stored token holds (raises cryptography.fernet.InvalidToken for a token of no known key). A token
+    is opened once per cipher and remembered: an inbound endpoint opens its channel's secrets on every call, and a new
+    secret is a new token. Fernet tokens carry no expiry here (no `ttl`), so a token's secret never changes."""
     return cipher.decrypt(token.encode()).decode()
 
 

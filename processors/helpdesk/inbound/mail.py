@@ -10,11 +10,13 @@ from __future__ import annotations
 import base64
 import binascii
 import codecs
+import functools
 import json
 import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from email import policy
+from email.headerregistry import BaseHeader, HeaderRegistry
 from email.message import Message
 from email.parser import BytesParser
 from email.utils import formataddr, getaddresses
@@ -39,7 +41,24 @@ OUR_HEADER = "X-Signalyard-Helpdesk"
 account mail (sign-in and reset links). A copy of it coming back to that organization is its own mail."""
 ACCOUNT_MAIL = "account"
 
-_BLOCK_PARSER = BytesParser(policy=policy.default)
+
+class _RepeatedHeaders(HeaderRegistry):
+    """policy.default's header factory, remembering the headers it built: the standard library parses a header again
+    on every read of it (a part's Content-Type is read by each question asked of the part), and mails repeat the same
+    short header values (`text/plain; charset=utf-8`) again and again. A header object is immutable, so one can be
+    shared; long values (References, Received) are built each time and never kept."""
+
+    @functools.lru_cache(maxsize=2048)  # noqa: B019 - one instance, for the life of the process
+    def _cached(self, name: str, value: str) -> BaseHeader:
+        return super().__call__(name, value)
+
+    def __call__(self, name: str, value: str) -> BaseHeader:
+        return self._cached(name, value) if len(value) <= 200 else super().__call__(name, value)
+
+
+MAIL_POLICY = policy.default.clone(header_factory=_RepeatedHeaders())
+"""policy.default, with its headers built once per distinct short value."""
+_BLOCK_PARSER = BytesParser(policy=MAIL_POLICY)
 
 
 @dataclass(frozen=True, slots=True)
