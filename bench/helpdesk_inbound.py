@@ -7,8 +7,9 @@ Starts, as subprocesses: `signalyard up --services helpdesk` (gateway: route the
 check `x-forwarder-secret`, store the event in a batched insert, publish it to Kafka, 200 `{"status": "accepted"}`;
 processors: the inbound consumer group parses each stored mail and makes it a ticket, in the transaction that marks
 the event processed), with an email channel for bench@acme.example made in this process by the storage call that
-`signalyard helpdesk channels create` makes; a watcher (this script with `--watch`: polls the database for the
-mails it is told of, and records when each one's ticket is first there); and `bench/bare_app.py --service
+`signalyard helpdesk channels create` makes; a watcher (this script with `--watch`: reads the organization's
+newest tickets, by their listing index, and records when the ticket of each mail it is told of is first there: a
+mail's subject ends with its Message-ID); and `bench/bare_app.py --service
 helpdesk-inbound` (the same recipient, channel look-up and secret check, then a canned 200). Then, from this process
 (bench/phone.py's load generator, closed and open loops):
 
@@ -34,6 +35,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -43,7 +45,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
@@ -88,7 +90,7 @@ from signalyard.secrets import secrets_cipher  # noqa: E402
 from signalyard.settings import PlatformSettings, load  # noqa: E402
 from storage.common.db import sqlite_url  # noqa: E402
 from storage.helpdesk import channels  # noqa: E402
-from storage.helpdesk.inbound import EVENTS, PROCESSED  # noqa: E402
+from storage.helpdesk.tickets import TICKETS  # noqa: E402
 from topics.common.client import FETCH_MAX_WAIT_MS  # noqa: E402
 
 RATIO_CONCURRENCY = 32
@@ -103,7 +105,7 @@ UNREADABLE = "200 unreadable"
 MAIL = (
     "From: Customer {sender} <customer-{sender}@bench.example>\r\n"
     "To: Bench <{address}>\r\n"
-    "Subject: Order {seq} has not arrived\r\n"
+    "Subject: Order {seq} has not arrived ({message_id})\r\n"
     "Date: {date}\r\n"
     "Message-ID: <{message_id}>\r\n"
     "MIME-Version: 1.0\r\n"
@@ -117,28 +119,33 @@ TICKETS_COLUMNS = {"created": "accepted", "delivered": "visible", "receiver_cpu_
 
 # ------------------------------------------------------------------------------------------------ watcher
 
-_PROCESSED = select(EVENTS.c.dedup_key, EVENTS.c.ticket_id, EVENTS.c.outcome).where(
-    EVENTS.c.channel_id == bindparam("channel_id"),
-    EVENTS.c.dedup_key.in_(bindparam("keys", expanding=True)),
-    EVENTS.c.state == PROCESSED,
+OVERLAP = timedelta(seconds=2)
+"""A ticket's created_at is taken in its transaction, a little before the commit that makes it readable: each read
+goes back this far before the newest created_at seen, so that no ticket committed late is missed."""
+MAIL_OF_SUBJECT = re.compile(r"\(([^()]+@bench\.example)\)$")
+
+_CREATED = (
+    select(TICKETS.c.subject, TICKETS.c.created_at)
+    .where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.created_at >= bindparam("since"))
+    .order_by(TICKETS.c.created_at)
 )
 
 
-def processed(connection: Connection, channel_id: str, keys: list[str]) -> list[tuple[str, str | None, str | None]]:
-    """Of the channel's events with these de-duplication keys (Message-IDs), those processed: (key, ticket id,
-    outcome). The event is marked processed in the transaction that makes its ticket, so a processed event's ticket
-    is committed, and readable through the API."""
-    found: list[tuple[str, str | None, str | None]] = []
-    for start in range(0, len(keys), 500):
-        chunk = {"channel_id": channel_id, "keys": keys[start : start + 500]}
-        found += [(row.dedup_key, row.ticket_id, row.outcome) for row in connection.execute(_PROCESSED, chunk)]
-    return found
+def created_since(connection: Connection, organization_id: str, since: datetime) -> list[tuple[str, datetime]]:
+    """The organization's tickets created from `since` on: (subject, created_at), by the tickets' listing index. The
+    ticket is made in the transaction that marks its event processed, so a ticket read here is readable through the
+    API."""
+    return [
+        (row.subject, row.created_at)
+        for row in connection.execute(_CREATED, {"organization_id": organization_id, "since": since})
+    ]
 
 
-def watch(port: int, database_url: str, channel_id: str, poll_ms: float) -> None:
+def watch(port: int, database_url: str, organization_id: str, poll_ms: float) -> None:
     """The watcher subprocess. POST /watch: Message-IDs to look for, one a line (`-<id>`: no longer: its mail was not
-    accepted); every `poll_ms` while any is awaited, one read of those processed, and each one's time
-    (CLOCK_MONOTONIC, this benchmark's clock, taken before the read) kept when it has a ticket. GET
+    accepted); every `poll_ms` while any is awaited, one read of the organization's tickets created since shortly
+    before the newest seen (each bench mail's subject ends with its Message-ID), and each awaited mail's time
+    (CLOCK_MONOTONIC, this benchmark's clock, taken before the read) kept when its ticket is there. GET
     /deliveries?from=N: the tickets seen from the Nth on, as (Message-ID, time), and the counts (bench/helpdesk.py's
     Arrivals reads it); GET /readyz: 200."""
     import uvicorn
@@ -152,22 +159,24 @@ def watch(port: int, database_url: str, channel_id: str, poll_ms: float) -> None
 
     async def poll() -> None:
         db = Database(database_url)
+        newest = datetime.now(UTC)
         while True:
             polled = time.monotonic()
             if awaited:
                 try:
-                    rows = await db.read(processed, channel_id, list(awaited))
+                    rows = await db.read(created_since, organization_id, newest - OVERLAP)
                 except Exception:  # counted, shown, and polled again
                     counts["poll_errors"] += 1
                     traceback.print_exc()
                     rows = []
                 counts["polls"] += 1
-                for key, ticket_id, outcome in rows:
-                    if key in awaited:
-                        awaited.discard(key)
-                        counts[f"outcome: {outcome}"] += 1
-                        if ticket_id is not None:
-                            seen.append((key, polled))
+                for subject, created_at in rows:
+                    newest = max(newest, created_at)
+                    found = MAIL_OF_SUBJECT.search(subject)
+                    if found and found[1] in awaited:
+                        awaited.discard(found[1])
+                        counts["outcome: new ticket"] += 1
+                        seen.append((found[1], polled))
             await asyncio.sleep(max(0.001, polled + poll_ms / 1000 - time.monotonic()))
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -385,7 +394,15 @@ class Bench:
         log(f"stack ready (pid {self.stack.pid}, children {list(self.stack.children)}); channel {self.channel_id}")
 
         port = free_port()
-        argv = [sys.executable, SCRIPT, "--watch", str(port), self.database_url, self.channel_id, str(args.poll_ms)]
+        argv = [
+            sys.executable,
+            SCRIPT,
+            "--watch",
+            str(port),
+            self.database_url,
+            self.organization_id,
+            str(args.poll_ms),
+        ]
         self.watcher = self.server("watcher", argv, dict(os.environ), port)
         await wait_ready(self.watcher, args.startup_timeout)
         self.visible = Arrivals(self.watcher)
@@ -441,6 +458,7 @@ class Bench:
             except channels.AddressTaken:
                 continue
             self.channel_id, self.secret, self.client.address = record.id, generated["forwarder_secret"], address
+            self.organization_id = organization_id
             return
         raise RuntimeError("no address for the bench channel")
 
@@ -543,7 +561,7 @@ class Bench:
                 "database": "sqlite (temporary)" if not args.database_url else redacted(args.database_url),
                 "channel": f"email {self.client.address}, made by storage.helpdesk.channels.open_channel in-process",
                 "visible_latency": "accept (200 read by the client) -> the watcher's first read that finds the mail's"
-                " event processed with its ticket (polled every poll_ms)",
+                " ticket (the newest tickets read every poll_ms)",
             },
             "api_check": self.api_check,
             "phases": [asdict(p) | {"failures": p.failures} for p in self.phases],
