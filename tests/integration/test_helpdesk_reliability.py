@@ -12,20 +12,25 @@ import sys
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgspec
+import pytest
 from aiokafka import AIOKafkaConsumer
-from sqlalchemy import func, select
+from sqlalchemy import func, insert, select
 
 from processors.helpdesk.activity import activity_relay
+from processors.helpdesk.inbound.handlers import HANDLERS
+from processors.helpdesk.inbound.service import Context, InboundProcessor
 from signalyard import secrets
+from storage.common.blobs import BlobStore
 from storage.common.db import Database, migrate
 from storage.helpdesk import channels, events, inbound
+from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
-from topics.helpdesk import ActivityRecorded, HelpdeskTopics
+from topics.helpdesk import ActivityRecorded, HelpdeskTopics, InboundReceived
 
 
 async def until(condition: Any, timeout_s: float, every_s: float = 0.2) -> None:
@@ -324,3 +329,70 @@ async def test_inbound_processors_killed_mid_stream_every_stored_mail_becomes_ex
         for ticket in tickets:
             replies = await gateway.rest(key, "GET", f"/tickets/{ticket['id']}/conversations")
             assert len(replies.json()["data"]) == 2, ticket["subject"]
+
+
+async def test_an_inbound_event_whose_attachment_the_blob_store_refuses_stays_pending_until_it_is_taken(
+    tmp_path: Path,
+) -> None:
+    """A mail whose attachment cannot be stored (the blob store down) is not recorded as failed: the batch is handed
+    back for redelivery and the event stays pending; once the store takes it, the mail becomes its ticket. On a
+    database of its own: no stack's processors may take the event."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'inbound.db'}"
+    await asyncio.to_thread(migrate, url)
+    db = Database(url)
+    organization, channel = str(uuid.uuid4()), str(uuid.uuid4())
+    mail = (
+        b"From: Ana <ana@customers.example>\r\nTo: help@acme.example\r\nSubject: The invoice\r\n"
+        b"Message-ID: <blob-down@customers.example>\r\nMIME-Version: 1.0\r\n"
+        b'Content-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nAttached.\r\n'
+        b'--b\r\nContent-Type: application/pdf\r\nContent-Disposition: attachment; filename="invoice.pdf"\r\n'
+        b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--b--\r\n"
+    )
+    event = inbound.Received(
+        id=str(uuid.uuid4()),
+        organization_id=organization,
+        channel_id=channel,
+        provider="email_d",
+        dedup_key="blob-down@customers.example",
+        content_type="message/rfc822",
+        body=mail,
+        partition_key=f"{channel}:ana@customers.example",
+        created_at=datetime.now(UTC),
+        details={"envelope_to": "help@acme.example"},
+    )
+
+    class Store:
+        def __init__(self) -> None:
+            self.down = True
+            self.kept: dict[str, bytes] = {}
+
+        async def put(self, key: str, data: bytes, content_type: str) -> None:
+            if self.down:
+                raise ConnectionError("the blob store is unreachable")
+            self.kept[key] = data
+
+    store = Store()
+    processor = InboundProcessor(Context(db, cast(BlobStore, store)), HANDLERS, lambda _o, _e: asyncio.sleep(0))
+    received = InboundReceived(event_id=event.id, organization_id=organization, channel_id=channel, provider="email_d")
+    organization_row = {
+        "id": organization,
+        "name": "Acme",
+        "slug": "acme",
+        "plan": "free",
+        "created_at": event.created_at,
+    }
+    try:
+        await db.write(lambda connection: connection.execute(insert(ORGANIZATIONS).values(organization_row)))
+        assert await db.write(inbound.store, [event]) == {event.id}
+        with pytest.raises(OSError, match="blob store"):
+            await processor.handle_batch([received])
+        (stored,) = (await db.read(inbound.load, [event.id])).values()
+        assert (stored.state, stored.outcome) == (inbound.PENDING, None)
+
+        store.down = False
+        await processor.handle_batch([received])  # the redelivery
+        (stored,) = (await db.read(inbound.load, [event.id])).values()
+        assert (stored.state, stored.outcome) == (inbound.PROCESSED, "new ticket")
+        assert list(store.kept.values()) == [b"%PDF-1.4\n"]
+    finally:
+        await db.dispose()

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.service import Apply, Context, failed
+from processors.helpdesk.inbound.service import Apply, Context, failed, put_blob
 from storage.helpdesk import customers, orders
 from storage.helpdesk.customers import CustomerRecord
 from storage.helpdesk.inbound import Outcome
@@ -219,7 +219,7 @@ async def _privacy(context: Context, event: Any, topic: str, shop: str, payload:
                 "exported_at": context.clock().isoformat().replace("+00:00", "Z"),
             }
             key = orders.export_key(organization_id, customer_id, event.id)
-            await context.blobs.put(key, json.dumps(data, indent=2, ensure_ascii=False).encode(), "application/json")
+            await put_blob(context, key, json.dumps(data, indent=2, ensure_ascii=False).encode(), "application/json")
             exports.append(key)
 
         def apply_export(_connection: Connection, _now: datetime, _recorded: list[str]) -> Outcome:

@@ -20,13 +20,12 @@ from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound import mail as mails
 from processors.helpdesk.inbound.mail import Mail
-from processors.helpdesk.inbound.service import Apply, Context
-from storage.helpdesk import channels, customers, tickets
+from processors.helpdesk.inbound.service import Apply, Context, put_blob
+from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
 
 REOPENS_PER_HOUR = 3
 CLOSED = ("resolved", "closed")
-BLOB_ATTEMPTS = 3
 OFF_THE_LOOP_BYTES = 256 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -45,21 +44,10 @@ def parse(event: Any) -> Mail:
     raise ValueError(f"no mail parser for {event.provider}")
 
 
-async def _put(context: Context, key: str, data: bytes, content_type: str) -> None:
-    for attempt in range(BLOB_ATTEMPTS):
-        try:
-            await context.blobs.put(key, data, content_type)
-            return
-        except Exception:
-            if attempt == BLOB_ATTEMPTS - 1:
-                raise
-            await asyncio.sleep(0.2 * (attempt + 1))
-
-
 async def handle(context: Context, event: Any) -> Apply:
     # a large mail (attachments) is parsed on a thread: the other senders' events go on meanwhile
     mail = await asyncio.to_thread(parse, event) if len(event.body) > OFF_THE_LOOP_BYTES else parse(event)
-    own = await context.db.read(channels.organization_addresses, event.organization_id, "email")
+    own = await context.own_addresses(event.organization_id, "email")
     kind = mails.classify(mail, own, event.organization_id)
     attachments = []
     if kind in mails.MAKES_CONVERSATION:
@@ -67,7 +55,7 @@ async def handle(context: Context, event: Any) -> Apply:
             name = _UNSAFE.sub("_", attachment.name)[:100] or "attachment"
             key = f"helpdesk/{event.organization_id}/inbound/{event.id}/{index}-{name}"
             content_type = attachment.content_type or "application/octet-stream"
-            await _put(context, key, attachment.data, content_type)
+            await put_blob(context, key, attachment.data, content_type)
             attachments.append(
                 {"name": attachment.name, "content_type": content_type, "size": len(attachment.data), "blob": key}
             )

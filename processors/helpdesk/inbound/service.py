@@ -7,7 +7,9 @@ webhook events are announced once it has committed.
 A handler is `async handle(context, event) -> Apply`, where `event` is the stored row (`provider`, `body`,
 `content_type`, `organization_id`, `channel_id`, ...) and `Apply(connection, now, recorded) -> Outcome` writes the
 change (adding the ids of the webhook events it records to `recorded`) and says what it was. Parsing that fails
-is an outcome too (`failed: ...`): a call the provider signed but that cannot be read is recorded, never retried."""
+is an outcome too (`failed: ...`): a call the provider signed but that cannot be read is recorded, never retried.
+A failure of the database or the blob store is not: the batch is handed back to the consumer (redelivered after a
+pause) and its events stay pending until they are made into what they are."""
 
 from __future__ import annotations
 
@@ -20,12 +22,13 @@ from typing import Any
 import msgspec
 import structlog
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from processors.common.outbox import Outbox
 from storage.common.batching import BatchedWrites
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
-from storage.helpdesk import inbound
+from storage.helpdesk import channels, inbound
 from storage.helpdesk.inbound import Outcome
 from topics.helpdesk import HelpdeskTopics, InboundReceived
 
@@ -33,6 +36,9 @@ log = structlog.get_logger("signalyard.processors.helpdesk")
 
 Apply = Callable[[Connection, datetime, list[str]], Outcome]
 """apply(connection, now, recorded) -> what the event became; it adds the webhook events it records to `recorded`."""
+TRANSIENT = (SQLAlchemyError, OSError)
+"""Failures of the database, or of the blob store (`put_blob`), that a later try may not meet."""
+BLOB_ATTEMPTS = 3
 ROUND_UNITS = 16
 """The most events applied in one transaction: a round holds SQLite's write lock, which the gateways need to store
 the next events (bench/helpdesk_inbound.py measures the trade)."""
@@ -49,9 +55,37 @@ class Context:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     options: dict[str, Any] = field(default_factory=dict)
     """Per-deployment settings handlers read (the mail domain of our own Message-IDs, reopen limits...)."""
+    _own: dict[tuple[str, str], asyncio.Future[list[str]]] = field(default_factory=dict)
+
+    async def own_addresses(self, organization_id: str, kind: str) -> list[str]:
+        """The addresses of the organization's live channels of a kind: read once per batch (a batch's events of one
+        organization ask alike; the next batch reads them again)."""
+        key = (organization_id, kind)
+        if key not in self._own:
+            self._own[key] = asyncio.ensure_future(self.db.read(channels.organization_addresses, organization_id, kind))
+        try:
+            return await asyncio.shield(self._own[key])
+        except Exception:
+            self._own.pop(key, None)  # the next event asks again
+            raise
+
+    def next_batch(self) -> None:
+        self._own = {}
 
 
 Handler = Callable[[Context, Any], Awaitable[Apply]]
+
+
+async def put_blob(context: Context, key: str, data: bytes, content_type: str) -> None:
+    """Store a blob a handler keeps (an attachment, an export), tried again briefly; OSError when the store fails."""
+    for attempt in range(BLOB_ATTEMPTS):
+        try:
+            await context.blobs.put(key, data, content_type)
+            return
+        except Exception as error:
+            if attempt == BLOB_ATTEMPTS - 1:
+                raise OSError(f"the blob store did not take {key}: {error!r}") from error
+            await asyncio.sleep(0.2 * (attempt + 1))
 
 
 def failed(reason: str) -> Apply:
@@ -71,6 +105,7 @@ class InboundProcessor:
         self.writes = BatchedWrites(context.db, most=ROUND_UNITS)
 
     async def handle_batch(self, batch: Sequence[InboundReceived]) -> None:
+        self.context.next_batch()
         ids = list(dict.fromkeys(message.event_id for message in batch))
         rows = await self.context.db.read(inbound.load, ids)
         pending = [rows[event_id] for event_id in ids if event_id in rows and rows[event_id].state == inbound.PENDING]
@@ -89,6 +124,8 @@ class InboundProcessor:
         handler = self.handlers.get(row.provider)
         try:
             apply = await handler(self.context, row) if handler else failed(f"no handler for {row.provider}")
+        except TRANSIENT:
+            raise  # the event stays pending: the batch is redelivered
         except Exception as error:  # a bug of ours, or a call we cannot read: recorded, not retried forever
             log.exception("inbound_parse_failed", event_id=row.id, provider=row.provider)
             apply = failed(type(error).__name__)
