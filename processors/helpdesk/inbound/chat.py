@@ -6,12 +6,12 @@ among them), edits and deletions make nothing: so the helpdesk never answers its
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.service import Apply, Context, failed
+from processors.helpdesk.inbound.service import Apply, Context, failed, reopen_if_closed
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
 
@@ -19,8 +19,6 @@ MESSAGE_TYPES = ("message", "app_mention")
 KEPT_SUBTYPES = (None, "file_share", "thread_broadcast")
 """A message of any other subtype (`bot_message`, `message_changed`, `message_deleted`, `channel_join`...) is
 recorded and makes no ticket."""
-REOPENS_PER_HOUR = 3
-CLOSED = ("resolved", "closed")
 IDENTITY = "chat"
 SUBJECT_CHARACTERS = 120
 
@@ -113,20 +111,7 @@ async def handle(_context: Context, event: Any) -> Apply:
             recorded=recorded,
         )
         outcome = "threaded by chat thread"
-        if ticket.status in CLOSED:
-            if tickets.reopenings_since(connection, ticket.id, now - timedelta(hours=1)) < REOPENS_PER_HOUR:
-                tickets.change(
-                    connection,
-                    organization_id,
-                    ticket.id,
-                    tickets.Changes(status="open", reason=tickets.REOPENED_BY_INBOUND),
-                    actor_id=None,
-                    now=now,
-                    recorded=recorded,
-                )
-                outcome += ", reopened"
-            else:
-                outcome += f", not reopened (reopened {REOPENS_PER_HOUR} times within the hour)"
+        outcome += reopen_if_closed(connection, ticket, now, recorded)
         return Outcome(outcome, classification="message", ticket_id=ticket.id, conversation_id=conversation.id)
 
     return apply

@@ -13,19 +13,17 @@ from __future__ import annotations
 
 import asyncio
 import re
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound import mail as mails
 from processors.helpdesk.inbound.mail import Mail
-from processors.helpdesk.inbound.service import Apply, Context, put_blob
+from processors.helpdesk.inbound.service import Apply, Context, put_blob, reopen_if_closed
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
 
-REOPENS_PER_HOUR = 3
-CLOSED = ("resolved", "closed")
 OFF_THE_LOOP_BYTES = 256 * 1024
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 
@@ -153,20 +151,7 @@ def _message(
         recorded=recorded,
     )
     outcome = f"threaded by {rule}"
-    if ticket.status in CLOSED:
-        if tickets.reopenings_since(connection, ticket.id, now - timedelta(hours=1)) < REOPENS_PER_HOUR:
-            tickets.change(
-                connection,
-                organization_id,
-                ticket.id,
-                tickets.Changes(status="open", reason=tickets.REOPENED_BY_INBOUND),
-                actor_id=None,
-                now=now,
-                recorded=recorded,
-            )
-            outcome += ", reopened"
-        else:
-            outcome += f", not reopened (reopened {REOPENS_PER_HOUR} times within the hour)"
+    outcome += reopen_if_closed(connection, ticket, now, recorded)
     return Outcome(outcome, classification=kind, ticket_id=ticket.id, conversation_id=conversation.id)
 
 

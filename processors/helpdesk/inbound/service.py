@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -28,7 +28,7 @@ from processors.common.outbox import Outbox
 from storage.common.batching import BatchedWrites
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
-from storage.helpdesk import channels, inbound
+from storage.helpdesk import channels, inbound, tickets
 from storage.helpdesk.inbound import Outcome
 from topics.helpdesk import HelpdeskTopics, InboundReceived
 
@@ -39,6 +39,8 @@ Apply = Callable[[Connection, datetime, list[str]], Outcome]
 TRANSIENT = (SQLAlchemyError, OSError)
 """Failures of the database, or of the blob store (`put_blob`), that a later try may not meet."""
 BLOB_ATTEMPTS = 3
+REOPENS_PER_HOUR = 3
+CLOSED = ("resolved", "closed")
 ROUND_UNITS = 16
 """The most events applied in one transaction: a round holds SQLite's write lock, which the gateways need to store
 the next events (bench/helpdesk_inbound.py measures the trade)."""
@@ -74,6 +76,18 @@ class Context:
 
 
 Handler = Callable[[Context, Any], Awaitable[Apply]]
+
+
+def reopen_if_closed(connection: Connection, ticket: tickets.TicketRecord, now: datetime, recorded: list[str]) -> str:
+    """A customer's message on a resolved or closed ticket reopens it, at most REOPENS_PER_HOUR times an hour (the
+    backstop against a loop with another machine); what it did, as the end of the event's outcome."""
+    if ticket.status not in CLOSED:
+        return ""
+    if tickets.reopenings_since(connection, ticket.id, now - timedelta(hours=1)) >= REOPENS_PER_HOUR:
+        return f", not reopened (reopened {REOPENS_PER_HOUR} times within the hour)"
+    changes = tickets.Changes(status="open", reason=tickets.REOPENED_BY_INBOUND)
+    tickets.change(connection, ticket.organization_id, ticket.id, changes, actor_id=None, now=now, recorded=recorded)
+    return ", reopened"
 
 
 async def put_blob(context: Context, key: str, data: bytes, content_type: str) -> None:

@@ -17,8 +17,7 @@ from urllib.parse import parse_qsl
 
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.email import CLOSED, REOPENS_PER_HOUR
-from processors.helpdesk.inbound.service import Apply, Context
+from processors.helpdesk.inbound.service import CLOSED, Apply, Context, reopen_if_closed
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
 
@@ -117,20 +116,7 @@ def to_thread(
         recorded=recorded,
     )
     outcome = "threaded by sender"
-    if ticket.status in CLOSED:
-        if tickets.reopenings_since(connection, ticket.id, now - timedelta(hours=1)) < REOPENS_PER_HOUR:
-            tickets.change(
-                connection,
-                organization_id,
-                ticket.id,
-                tickets.Changes(status="open", reason=tickets.REOPENED_BY_INBOUND),
-                actor_id=None,
-                now=now,
-                recorded=recorded,
-            )
-            outcome += ", reopened"
-        else:
-            outcome += f", not reopened (reopened {REOPENS_PER_HOUR} times within the hour)"
+    outcome += reopen_if_closed(connection, ticket, now, recorded)
     return Outcome(outcome, classification=classification, ticket_id=ticket.id, conversation_id=conversation.id)
 
 
