@@ -84,7 +84,7 @@ class Database:
         # SQLite has one writer at a time; queueing writers here is far cheaper than its busy-wait back-off.
         self._write_lock = asyncio.Lock()
         self._sqlite: Engine | None = None
-        self._writers: int | None = None
+        self._writers: _Turns | None = None
         if url.startswith("sqlite"):
             # Units of work run on the event loop itself, on connections that never wait for a lock (measured:
             # bench/). When another connection or process holds the lock, the unit runs again on a thread that may
@@ -94,11 +94,8 @@ class Database:
             self._sqlite_threads = ThreadPoolExecutor(2, thread_name_prefix="sqlite")
             database = make_url(url).database
             if database and database != ":memory:":
-                # Processes take turns at SQLite's one write lock through a lock on a file beside the database: a
-                # writer waiting for it wakes when it is free, where SQLite's own busy wait sleeps ever longer (up to
-                # 100 ms a try) and loses to a writer that takes the lock again at once (measured:
-                # bench/helpdesk_inbound.py, a gateway storing events beside busy processors).
-                self._writers = os.open(f"{database}.write-lock", os.O_RDWR | os.O_CREAT, 0o600)
+                # Processes take turns at SQLite's one write lock (docs/operations.md, "SQLite writers take turns").
+                self._writers = _Turns(database)
 
     async def read(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
         """`work(connection, *args, **kwargs)` in a transaction that only reads."""
@@ -119,7 +116,7 @@ class Database:
 
     async def _run_sqlite(self, work: Callable[[Connection], T], *, write: bool) -> T:
         writers = self._writers if write else None
-        if writers is None or _try_lock(writers):
+        if writers is None or writers.take_if_free():
             try:
                 return _transaction(self._sqlite_inline, work)
             except OperationalError as error:
@@ -127,19 +124,19 @@ class Database:
                     raise
             finally:
                 if writers is not None:
-                    fcntl.flock(writers, fcntl.LOCK_UN)
+                    writers.give_back()
         return await asyncio.get_running_loop().run_in_executor(self._sqlite_threads, self._waiting, work, writers)
 
-    def _waiting(self, work: Callable[[Connection], T], writers: int | None) -> T:
+    def _waiting(self, work: Callable[[Connection], T], writers: _Turns | None) -> T:
         """On a thread: the unit, once the writers' lock (when it writes) and SQLite's lock are free."""
         assert self._sqlite is not None
         if writers is None:
             return _transaction(self._sqlite, work)
-        fcntl.flock(writers, fcntl.LOCK_EX)
+        writers.wait_for_turn()
         try:
             return _transaction(self._sqlite, work)
         finally:
-            fcntl.flock(writers, fcntl.LOCK_UN)
+            writers.give_back()
 
     async def ping(self) -> None:
         async with self.engine.connect() as connection:
@@ -152,13 +149,51 @@ class Database:
             self._sqlite.dispose()
             self._sqlite_inline.dispose()
         if self._writers is not None:
-            os.close(self._writers)
+            self._writers.close()
             self._writers = None
 
 
-def _try_lock(fd: int) -> bool:
+class _Turns:
+    """Processes writing one SQLite file take turns at its one write lock through two `flock`s on files beside it:
+    `<database>.write-lock`, held by the writer for its transaction, and `<database>.write-queue`, held by the
+    writer that waits next. A writer takes the write lock at once only while nobody waits (`take_if_free`); else it
+    queues (`wait_for_turn`, on a thread): it holds the queue until the write lock is its own. So a writer that
+    gives the lock back and wants it again at once (a busy processors' process, round after round) queues behind
+    the one that waited, and a waiting writer's turn comes within one transaction. SQLite's own busy wait sleeps
+    ever longer between tries (up to 100 ms) and loses to a writer that takes the lock back at once."""
+
+    def __init__(self, database: str) -> None:
+        self.lock = os.open(f"{database}.write-lock", os.O_RDWR | os.O_CREAT, 0o600)
+        self.queue = os.open(f"{database}.write-queue", os.O_RDWR | os.O_CREAT, 0o600)
+
+    def take_if_free(self) -> bool:
+        """The write lock, if it is free and no writer waits for it; False at once otherwise."""
+        if not _try_flock(self.queue, fcntl.LOCK_SH):
+            return False
+        try:
+            return _try_flock(self.lock, fcntl.LOCK_EX)
+        finally:
+            fcntl.flock(self.queue, fcntl.LOCK_UN)
+
+    def wait_for_turn(self) -> None:
+        """The write lock, after the writers that queued before (blocks: on a thread)."""
+        fcntl.flock(self.queue, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(self.lock, fcntl.LOCK_EX)
+        finally:
+            fcntl.flock(self.queue, fcntl.LOCK_UN)
+
+    def give_back(self) -> None:
+        fcntl.flock(self.lock, fcntl.LOCK_UN)
+
+    def close(self) -> None:
+        os.close(self.lock)
+        os.close(self.queue)
+
+
+def _try_flock(fd: int, mode: int) -> bool:
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
     except BlockingIOError:
         return False
     return True

@@ -500,6 +500,42 @@ async def test_a_sqlite_write_waits_its_turn_at_the_writers_lock_another_process
         await db.dispose()
 
 
+async def test_a_sqlite_writer_that_waits_goes_before_one_that_gives_the_lock_back_and_wants_it_again(
+    tmp_path: Path,
+) -> None:
+    """A writer waiting for the writers' lock queues (`<db>.write-queue`): when the holder gives the lock back, a
+    writer that wants it at once (a busy processors' process, round after round) goes after the one that waited."""
+    path = tmp_path / "queue.db"
+    await asyncio.to_thread(migrate, sqlite_url(path))
+    waiting, greedy = Database(sqlite_url(path)), Database(sqlite_url(path))
+    order: list[str] = []
+    with open(f"{path}.write-lock", "a") as holder, open(f"{path}.write-queue", "a") as queue:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # a writer's transaction
+        first = asyncio.create_task(waiting.write(lambda _connection: order.append("waited")))
+
+        def queued() -> bool:
+            try:
+                fcntl.flock(queue, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True  # the waiting writer holds the queue
+            fcntl.flock(queue, fcntl.LOCK_UN)
+            return False
+
+        for _ in range(500):
+            if queued():
+                break
+            await asyncio.sleep(0.01)
+        assert queued(), "the write did not queue for the writers' lock"
+        fcntl.flock(holder, fcntl.LOCK_UN)  # the transaction ends; at once, another writer wants the lock
+        second = asyncio.create_task(greedy.write(lambda _connection: order.append("wanted it again")))
+        await asyncio.gather(first, second)
+    try:
+        assert order == ["waited", "wanted it again"]
+    finally:
+        await waiting.dispose()
+        await greedy.dispose()
+
+
 async def test_concurrent_billing_adds_up_exactly(db: Database) -> None:
     tenant_id = new_tenant_id()
     now = datetime.now(UTC)
