@@ -111,28 +111,41 @@ class Outcome:
     conversation_id: str | None = None
 
 
+_CLAIM = (
+    update(EVENTS)
+    .where(EVENTS.c.id == bindparam("event_id"), EVENTS.c.state == PENDING)
+    .values(state=PROCESSED, processed_at=bindparam("now"))
+)
+"""Statements on the processors' path are built once (building one per call costs more than running it)."""
+_RECORD_OUTCOME = (
+    update(EVENTS)
+    .where(EVENTS.c.id == bindparam("event_id"))
+    .values(
+        outcome=bindparam("outcome"),
+        classification=bindparam("classification"),
+        ticket_id=bindparam("ticket_id"),
+        conversation_id=bindparam("conversation_id"),
+    )
+)
+
+
 def claim(connection: Connection, event_id: str, now: datetime) -> bool:
     """Mark the event processed if it is still pending: False when another member (or an earlier delivery of its
     message) processed it already, and the caller's transaction must then write nothing."""
-    done = connection.execute(
-        update(EVENTS)
-        .where(EVENTS.c.id == event_id, EVENTS.c.state == PENDING)
-        .values(state=PROCESSED, processed_at=now)
-    )
-    return bool(done.rowcount)
+    return bool(connection.execute(_CLAIM, {"event_id": event_id, "now": now}).rowcount)
 
 
 def record_outcome(connection: Connection, event_id: str, outcome: Outcome) -> None:
     """What the event became (in the transaction that claimed and applied it)."""
     connection.execute(
-        update(EVENTS)
-        .where(EVENTS.c.id == event_id)
-        .values(
-            outcome=outcome.outcome,
-            classification=outcome.classification,
-            ticket_id=outcome.ticket_id,
-            conversation_id=outcome.conversation_id,
-        )
+        _RECORD_OUTCOME,
+        {
+            "event_id": event_id,
+            "outcome": outcome.outcome,
+            "classification": outcome.classification,
+            "ticket_id": outcome.ticket_id,
+            "conversation_id": outcome.conversation_id,
+        },
     )
 
 

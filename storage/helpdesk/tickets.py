@@ -213,6 +213,7 @@ def create(
     organization_id: str,
     *,
     subject: str,
+    customer: customers.CustomerRecord | None = None,
     customer_id: str | None = None,
     customer_email: str | None = None,
     customer_name: str | None = None,
@@ -229,9 +230,12 @@ def create(
     now: datetime,
     recorded: list[str],
 ) -> TicketRecord:
-    """A ticket for a customer given by id or by address (made when new), numbered next in its organization, with its
-    first message as a customer reply when `message` is given (with its mail's Message-ID and its attachments)."""
-    if customer_id is not None:
+    """A ticket for a customer given as read in this transaction, by id, or by address (made when new), numbered next in
+    its organization, with its first message as a customer reply when `message` is given (with its mail's Message-ID
+    and its attachments)."""
+    if customer is not None:
+        pass
+    elif customer_id is not None:
         customer = customers.get(connection, organization_id, customer_id)
         if customer is None:
             raise UnknownCustomer(customer_id)
@@ -387,7 +391,8 @@ def add_conversation(
     )
     fields = {name: getattr(conversation, name) for name in ConversationRecord.__slots__}  # type: ignore[attr-defined]
     connection.execute(_INSERT_CONVERSATION, {"organization_id": ticket.organization_id, **fields})
-    connection.execute(_TOUCH, {"ticket_id": ticket.id, "now": now})
+    if ticket.updated_at != now:  # a ticket made in this change is new already
+        connection.execute(_TOUCH, {"ticket_id": ticket.id, "now": now})
     events.record(
         connection,
         ticket.organization_id,

@@ -89,7 +89,7 @@ async def handle(_context: Context, event: Any) -> Apply:
                 connection,
                 organization_id,
                 subject=subject_of(text),
-                customer_id=customer.id,
+                customer=customer,
                 channel="chat",
                 message=body,
                 attachments=files,

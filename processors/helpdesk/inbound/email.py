@@ -123,7 +123,7 @@ def _message(
             connection,
             organization_id,
             subject=subject,
-            customer_id=customer.id,
+            customer=customer,
             channel="voice" if kind == mails.VOICEMAIL else "email",
             tags=["voicemail"] if kind == mails.VOICEMAIL else (),
             message=body,

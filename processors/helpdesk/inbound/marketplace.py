@@ -139,7 +139,7 @@ def _return(
             connection,
             event.organization_id,
             subject=f"Return {return_id} for order {order_id}: {reason}"[:255],
-            customer_id=customer.id,
+            customer=customer,
             channel="marketplace",
             tags=["return"],
             message=message,

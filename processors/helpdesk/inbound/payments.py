@@ -181,7 +181,7 @@ def _connected(event: Any, payload: dict[str, Any], event_type: str, obj: dict[s
                 connection,
                 organization_id,
                 subject=f"Payment dispute {obj['id']}: {_amount(obj)} ({obj.get('reason') or 'no reason given'})"[:255],
-                customer_id=cardholder.id,
+                customer=cardholder,
                 channel="commerce",
                 priority="high",
                 tags=["dispute"],

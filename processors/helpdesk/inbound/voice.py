@@ -136,7 +136,7 @@ def _voicemail_ticket(
         connection,
         organization_id,
         subject=f"Voicemail from {name or number or 'an unknown caller'}"[:255],
-        customer_id=customer.id,
+        customer=customer,
         channel="voice",
         tags=["voicemail"],
         message=call.transcription or "(the voicemail has no transcription)",
