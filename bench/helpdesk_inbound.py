@@ -8,7 +8,7 @@ check `x-forwarder-secret`, store the event in a batched insert, publish it to K
 processors: the inbound consumer group parses each stored mail and makes it a ticket, in the transaction that marks
 the event processed), with an email channel for bench@acme.example made in this process by the storage call that
 `signalyard helpdesk channels create` makes; a watcher (this script with `--watch`: reads the organization's
-newest tickets, by their listing index, and records when the ticket of each mail it is told of is first there: a
+tickets numbered after the highest it has seen, and records when the ticket of each mail it is told of is first there: a
 mail's subject ends with its Message-ID); and `bench/bare_app.py --service
 helpdesk-inbound` (the same recipient, channel look-up and secret check, then a canned 200). Then, from this process
 (bench/phone.py's load generator, closed and open loops):
@@ -45,7 +45,7 @@ import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any
@@ -119,32 +119,30 @@ TICKETS_COLUMNS = {"created": "accepted", "delivered": "visible", "receiver_cpu_
 
 # ------------------------------------------------------------------------------------------------ watcher
 
-OVERLAP = timedelta(seconds=2)
-"""A ticket's created_at is taken in its transaction, a little before the commit that makes it readable: each read
-goes back this far before the newest created_at seen, so that no ticket committed late is missed."""
 MAIL_OF_SUBJECT = re.compile(r"\(([^()]+@bench\.example)\)$")
 
 _CREATED = (
-    select(TICKETS.c.subject, TICKETS.c.created_at)
-    .where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.created_at >= bindparam("since"))
-    .order_by(TICKETS.c.created_at)
+    select(TICKETS.c.subject, TICKETS.c.number)
+    .where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.number > bindparam("after"))
+    .order_by(TICKETS.c.number)
 )
 
 
-def created_since(connection: Connection, organization_id: str, since: datetime) -> list[tuple[str, datetime]]:
-    """The organization's tickets created from `since` on: (subject, created_at), by the tickets' listing index. The
-    ticket is made in the transaction that marks its event processed, so a ticket read here is readable through the
-    API."""
+def created_after(connection: Connection, organization_id: str, after: int) -> list[tuple[str, int]]:
+    """The organization's tickets numbered after `after`: (subject, number), by the number's unique index. A ticket's
+    number comes from its organization's counter, taken in the transaction that creates it and held to its commit,
+    so tickets become readable in their numbers' order: each read starts after the highest number seen. The ticket is
+    made in the transaction that marks its event processed, so a ticket read here is readable through the API."""
     return [
-        (row.subject, row.created_at)
-        for row in connection.execute(_CREATED, {"organization_id": organization_id, "since": since})
+        (row.subject, row.number)
+        for row in connection.execute(_CREATED, {"organization_id": organization_id, "after": after})
     ]
 
 
 def watch(port: int, database_url: str, organization_id: str, poll_ms: float) -> None:
     """The watcher subprocess. POST /watch: Message-IDs to look for, one a line (`-<id>`: no longer: its mail was not
-    accepted); every `poll_ms` while any is awaited, one read of the organization's tickets created since shortly
-    before the newest seen (each bench mail's subject ends with its Message-ID), and each awaited mail's time
+    accepted); every `poll_ms` while any is awaited, one read of the organization's tickets numbered after the
+    highest seen (each bench mail's subject ends with its Message-ID), and each awaited mail's time
     (CLOCK_MONOTONIC, this benchmark's clock, taken before the read) kept when its ticket is there. GET
     /deliveries?from=N: the tickets seen from the Nth on, as (Message-ID, time), and the counts (bench/helpdesk.py's
     Arrivals reads it); GET /readyz: 200."""
@@ -159,19 +157,19 @@ def watch(port: int, database_url: str, organization_id: str, poll_ms: float) ->
 
     async def poll() -> None:
         db = Database(database_url)
-        newest = datetime.now(UTC)
+        newest = 0
         while True:
             polled = time.monotonic()
             if awaited:
                 try:
-                    rows = await db.read(created_since, organization_id, newest - OVERLAP)
+                    rows = await db.read(created_after, organization_id, newest)
                 except Exception:  # counted, shown, and polled again
                     counts["poll_errors"] += 1
                     traceback.print_exc()
                     rows = []
                 counts["polls"] += 1
-                for subject, created_at in rows:
-                    newest = max(newest, created_at)
+                for subject, number in rows:
+                    newest = max(newest, number)
                     found = MAIL_OF_SUBJECT.search(subject)
                     if found and found[1] in awaited:
                         awaited.discard(found[1])
@@ -561,7 +559,7 @@ class Bench:
                 "database": "sqlite (temporary)" if not args.database_url else redacted(args.database_url),
                 "channel": f"email {self.client.address}, made by storage.helpdesk.channels.open_channel in-process",
                 "visible_latency": "accept (200 read by the client) -> the watcher's first read that finds the mail's"
-                " ticket (the newest tickets read every poll_ms)",
+                " ticket (the tickets numbered after the highest seen, read every poll_ms)",
             },
             "api_check": self.api_check,
             "phases": [asdict(p) | {"failures": p.failures} for p in self.phases],
