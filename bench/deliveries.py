@@ -37,8 +37,8 @@ sys.path.insert(0, str(HERE.parent))
 
 from cryptography.fernet import Fernet  # noqa: E402
 
+from net.guard import guarded_client, tls_context  # noqa: E402
 from processors.common.webhooks import WebhookDeliverer  # noqa: E402
-from processors.common.webhooks.guard import guarded_client, tls_context  # noqa: E402
 from storage.common import webhooks  # noqa: E402
 from storage.common.db import Database, migrate, sqlite_url  # noqa: E402
 from topics.photo import WEBHOOKS  # noqa: E402

@@ -804,9 +804,9 @@ async def test_the_dial_goes_to_the_vetted_address_with_tls_and_host_on_the_name
     path = hooks.receiver.new_path()
     resolved: list[str] = []
 
-    async def resolve(host: str, port: int) -> list[str]:
+    async def resolve(host: str, port: int) -> list[tuple[str, int]]:
         resolved.append(host)
-        return ["127.0.0.1"]  # hooks.example.test exists in no DNS: only the vetted address can have been dialled
+        return [("127.0.0.1", port)]  # hooks.example.test is in no DNS: only the vetted address can have been dialled
 
     endpoint, _ = await hooks.endpoint()
     await hooks.db.write(
@@ -839,8 +839,8 @@ async def test_the_dial_goes_to_the_vetted_address_with_tls_and_host_on_the_name
 async def test_a_certificate_for_another_name_fails_the_attempt(hooks: Hooks) -> None:
     path = hooks.receiver.new_path()
 
-    async def resolve(host: str, port: int) -> list[str]:
-        return ["127.0.0.1"]
+    async def resolve(host: str, port: int) -> list[tuple[str, int]]:
+        return [("127.0.0.1", port)]
 
     endpoint, _ = await hooks.endpoint()
     await hooks.db.write(

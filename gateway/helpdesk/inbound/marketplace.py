@@ -15,29 +15,25 @@ topic service in the shape of Amazon SNS's HTTP(S) deliveries (section 4.6, "Mar
 - **Notifications.** `Message` is JSON: an order or a return (docs/helpdesk.md, "Marketplace"); anything else is
   400. Stored under its `MessageId`; one order's notifications share a partition.
 
-`SnsClient` fetches only from SNS's hosts, and dials only addresses the platform's address policy allows
-(wire/addresses.py, as the webhook deliveries' SSRF guard does): the gateway has this fetch of its own, since it may
-not import the processors' guarded client. Its resolver and its TLS trust are parameters, so that tests map
-`sns.us-east-1.amazonaws.com` to a local HTTPS peer; the host check itself is the same in every run."""
+`SnsClient` fetches only from SNS's hosts, through the guarded client the webhook deliveries use (net/guard.py: only
+addresses the platform's address policy allows are dialled). Its resolver and its TLS trust are parameters, so that
+tests map `sns.us-east-1.amazonaws.com` to a local HTTPS peer; the host check itself is the same in every run."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import binascii
-import ipaddress
 import json
 import re
-import socket
 import ssl
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpcore
 import httpx
 import structlog
 from cryptography import x509
@@ -49,7 +45,7 @@ from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, refused
-from wire.addresses import ALLOW_PRIVATE_SETTING, refusal
+from net.guard import Resolve, guarded_client, system_resolve
 
 log = structlog.get_logger("signalyard.gateway.helpdesk.marketplace")
 
@@ -67,9 +63,6 @@ SIGNED_FIELDS = {
 HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {"1": hashes.SHA1, "2": hashes.SHA256}
 NOTIFICATION_TYPES = ("order", "return")
 MAX_CERTIFICATE_BYTES = 64 * 1024
-
-Resolve = Callable[[str, int], Awaitable[list[tuple[str, int]]]]
-"""(host, port) -> the (address, port) pairs to dial, in order."""
 
 
 class UntrustedUrl(ValueError):
@@ -100,71 +93,6 @@ def canonical(message: dict[str, Any]) -> bytes:
     return "".join(lines).encode()
 
 
-async def system_resolve(host: str, port: int) -> list[tuple[str, int]]:
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys((str(info[4][0]), port) for info in infos))
-
-
-class _PolicyBackend(httpcore.AsyncNetworkBackend):
-    """Dials only the addresses the address policy allows, the ones it checked (the check sits in the connection, so a
-    second DNS answer cannot swap in another). TLS and the Host header keep the URL's host name."""
-
-    def __init__(self, resolve: Resolve, *, allow_private: bool) -> None:
-        self.resolve = resolve
-        self.allow_private = allow_private
-        self._inner = httpcore.AnyIOBackend()
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        try:
-            async with asyncio.timeout(timeout):
-                targets = await self.resolve(host, port)
-        except (OSError, TimeoutError) as error:
-            raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from error
-        allowed = [
-            (address, to_port)
-            for address, to_port in targets
-            if self.allow_private or refusal(ipaddress.ip_address(address)) is None
-        ]
-        if not allowed:
-            raise httpcore.ConnectError(
-                f"refused: {host} resolves to no public address (unless {ALLOW_PRIVATE_SETTING} is set)"
-            )
-        last: Exception = httpcore.ConnectError(f"cannot connect to {host}")
-        for address, to_port in allowed:
-            try:
-                return await self._inner.connect_tcp(
-                    address, to_port, timeout=timeout, local_address=local_address, socket_options=socket_options
-                )
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
-                last = error
-        raise last
-
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("no unix sockets")
-
-    async def sleep(self, seconds: float) -> None:
-        await asyncio.sleep(seconds)
-
-
-class _PolicyTransport(httpx.AsyncHTTPTransport):
-    def __init__(self, backend: _PolicyBackend, tls: ssl.SSLContext) -> None:
-        super().__init__(verify=tls, trust_env=False)
-        # httpx takes no network backend: its pool is replaced by the same pool over ours.
-        self._pool = httpcore.AsyncConnectionPool(ssl_context=tls, network_backend=backend)
-
-
 class SnsClient:
     """Fetches SNS signing certificates (cached by URL, until `cache_ttl_s` or the certificate's expiry) and confirms
     subscriptions, from SNS's hosts only, through the address policy. Production: the system's resolver and CAs,
@@ -192,11 +120,14 @@ class SnsClient:
         self._fetching: dict[str, asyncio.Future[rsa.RSAPublicKey]] = {}
 
     async def _get(self, url: str, *, limit: int) -> bytes:
-        transport = _PolicyTransport(_PolicyBackend(self.resolve, allow_private=self.allow_private), self.tls)
         try:
             async with (
-                httpx.AsyncClient(
-                    transport=transport, timeout=self.timeout_s, follow_redirects=False, trust_env=False
+                guarded_client(
+                    allow_private_targets=self.allow_private,
+                    tls=self.tls,
+                    resolve=self.resolve,
+                    timeout_s=self.timeout_s,
+                    max_connections=1,
                 ) as client,
                 client.stream("GET", url) as answer,
             ):

@@ -14,9 +14,9 @@ and where the service changes something a webhook reports (storage.common.webhoo
     await p.publish(*event_message(WEBHOOKS.service, owner_id, event_id, prefix))  # after the commit
 """
 
+from net.guard import TargetRefused, guarded_client, system_resolve
 from processors.common.webhooks.deliverer import WebhookDeliverer, utc_now
 from processors.common.webhooks.fanout import events_outbox, fanout_router
-from processors.common.webhooks.guard import TargetRefused, guarded_client, system_resolve
 
 __all__ = [
     "TargetRefused",

@@ -18,7 +18,7 @@ import structlog
 from cryptography.fernet import InvalidToken
 from prometheus_client import Counter, Histogram
 
-from processors.common.webhooks.guard import Resolve, guarded_client, system_resolve, tls_context
+from net.guard import Resolve, guarded_client, system_resolve, tls_context
 from storage.common import webhooks
 from storage.common.db import Database
 from storage.common.secrets import Cipher, unseal

@@ -1,5 +1,6 @@
-"""The SSRF guard of webhook deliveries: only public addresses are dialled, and the address dialled is the one that
-was checked (the check sits in the connection itself, so a second DNS answer cannot swap in a private one)."""
+"""The SSRF guard of our outgoing HTTP (webhook deliveries, marketplace certificates): only public addresses are
+dialled, and the address dialled is the one that was checked (the check sits in the connection itself, so a second
+DNS answer cannot swap in a private one)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,21 @@ from typing import Any
 import httpcore
 import httpx
 
-from processors.common.webhooks.stream import dial
+from net.stream import dial
 from wire.addresses import ALLOW_PRIVATE_SETTING, refusal
 
-Resolve = Callable[[str, int], Awaitable[list[str]]]
-"""(host, port) -> its addresses, in the order to try them."""
+Resolve = Callable[[str, int], Awaitable[list[tuple[str, int]]]]
+"""(host, port) -> the (address, port) pairs to dial, in the order to try them (the system's resolver keeps the port;
+a test's maps a name to a local peer)."""
 
 
 class TargetRefused(httpcore.ConnectError):
-    """The host resolves to no address a delivery may go to; nothing was dialled."""
+    """The host resolves to no address we may dial; nothing was dialled."""
 
 
-async def system_resolve(host: str, port: int) -> list[str]:
+async def system_resolve(host: str, port: int) -> list[tuple[str, int]]:
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+    return list(dict.fromkeys((str(info[4][0]), port) for info in infos))
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
@@ -47,19 +49,19 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        addresses = await self._addresses(host, port, timeout)
+        targets = await self._targets(host, port, timeout)
         last: Exception | None = None
-        for address in addresses:
+        for address, to_port in targets:
             try:
-                return await dial(address, port, timeout)
+                return await dial(address, to_port, timeout)
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as error:
                 last = error
         assert last is not None
         raise last
 
-    async def _addresses(self, host: str, port: int, timeout_s: float | None) -> list[str]:
+    async def _targets(self, host: str, port: int, timeout_s: float | None) -> list[tuple[str, int]]:
         try:
-            found = [str(ipaddress.ip_address(host))]
+            found = [(str(ipaddress.ip_address(host)), port)]
         except ValueError:
             try:
                 async with asyncio.timeout(timeout_s):
@@ -72,12 +74,12 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
             raise httpcore.ConnectError(f"cannot resolve {host}: no addresses")
         if self.allow_private:
             return found
-        refused = {address: refusal(ipaddress.ip_address(address)) for address in found}
-        allowed = [address for address, reason in refused.items() if reason is None]
+        refused = {target: refusal(ipaddress.ip_address(target[0])) for target in found}
+        allowed = [target for target, reason in refused.items() if reason is None]
         if not allowed:
-            named = ", ".join(f"{address} ({reason})" for address, reason in refused.items())
+            named = ", ".join(f"{address} ({reason})" for (address, _), reason in refused.items())
             raise TargetRefused(
-                f"refused: {host} resolves only to non-public addresses: {named}; deliveries go to public addresses "
+                f"refused: {host} resolves only to non-public addresses: {named}; we dial public addresses only "
                 f"unless {ALLOW_PRIVATE_SETTING} is set"
             )
         return allowed
@@ -88,7 +90,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        raise httpcore.ConnectError("webhook deliveries never use unix sockets")
+        raise httpcore.ConnectError("the guarded client never uses unix sockets")
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -130,7 +132,8 @@ def guarded_client(
     resolve: Resolve = system_resolve,
     tls: ssl.SSLContext | None = None,
 ) -> httpx.AsyncClient:
-    """An HTTP client for webhook deliveries: guarded dialling, verified TLS (`tls`, or one made from `ca_bundle`),
+    """An HTTP client for whatever a customer or a message names (webhook receivers, certificate URLs): guarded
+    dialling, verified TLS (`tls`, or one made from `ca_bundle`),
     no redirects followed (a redirect could point anywhere), no proxies or netrc from the environment."""
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
     backend = GuardedBackend(allow_private=allow_private_targets, resolve=resolve)
