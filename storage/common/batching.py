@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
@@ -16,6 +17,10 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 T = TypeVar("T")
 P = ParamSpec("P")
+SLICE_S = 0.010
+"""How long a round keeps SQLite's write lock before it gives way to a writer that queues for it: a waiting gateway's
+store goes within about this long, and the round's writer commits at most once per slice while others wait (measured:
+bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns")."""
 
 
 class GroupCommit(Generic[Item, Result]):
@@ -73,7 +78,9 @@ class BatchedWrites:
     its arguments (it is: see `Database`).
 
     `most` bounds a round's units: on SQLite a round holds the database's one write lock from its first write to its
-    commit, and other writers (another process's) wait that long."""
+    commit, and other writers (another process's) wait that long. A round also ends early, once it has run SLICE_S,
+    after the unit under way, when another writer queues for the lock (`Database.writer_waits`); its other units go
+    in the next transaction."""
 
     def __init__(self, db: Database, *, most: int | None = None) -> None:
         self.db = db
@@ -87,13 +94,22 @@ class BatchedWrites:
         return cast(T, outcome)
 
     async def _flush(self, units: list[Callable[[Connection], Any]]) -> list[Any]:
-        if len(units) > 1:
-            with contextlib.suppress(Exception):
-                return await self.db.write(lambda connection: [unit(connection) for unit in units])
         outcomes: list[Any] = []
-        for unit in units:
+        with contextlib.suppress(Exception):
+            while len(units) - len(outcomes) > 1:
+                outcomes += await self.db.write(self._until_a_writer_waits, units[len(outcomes) :])
+        for unit in units[len(outcomes) :]:
             try:
                 outcomes.append(await self.db.write(unit))
             except Exception as error:
                 outcomes.append(_Raised(error))
+        return outcomes
+
+    def _until_a_writer_waits(self, connection: Connection, units: list[Callable[[Connection], Any]]) -> list[Any]:
+        outcomes = []
+        began = time.monotonic()
+        for unit in units:
+            outcomes.append(unit(connection))
+            if time.monotonic() - began >= SLICE_S and self.db.writer_waits():
+                break
         return outcomes

@@ -138,6 +138,11 @@ class Database:
         finally:
             writers.give_back()
 
+    def writer_waits(self) -> bool:
+        """Whether a writer (of this process or another) queues for SQLite's write lock now; on PostgreSQL, False.
+        A unit of work that does many independent things may end its transaction early for it."""
+        return self._writers is not None and self._writers.queued()
+
     async def ping(self) -> None:
         async with self.engine.connect() as connection:
             await connection.execute(text("SELECT 1"))
@@ -182,6 +187,13 @@ class _Turns:
             fcntl.flock(self.lock, fcntl.LOCK_EX)
         finally:
             fcntl.flock(self.queue, fcntl.LOCK_UN)
+
+    def queued(self) -> bool:
+        """Whether a writer holds the queue: it waits for the write lock."""
+        if not _try_flock(self.queue, fcntl.LOCK_SH):
+            return True
+        fcntl.flock(self.queue, fcntl.LOCK_UN)
+        return False
 
     def give_back(self) -> None:
         fcntl.flock(self.lock, fcntl.LOCK_UN)

@@ -12,6 +12,8 @@ import asyncio
 import fcntl
 import itertools
 import sqlite3
+import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -29,6 +31,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from storage.common import keys, outbox
+from storage.common.batching import SLICE_S, BatchedWrites
 from storage.common.db import MIGRATIONS, Database, create_engine, migrate, sqlite_url
 from storage.common.keys import hash_key
 from storage.phone import requests, tenants
@@ -534,6 +537,61 @@ async def test_a_sqlite_writer_that_waits_goes_before_one_that_gives_the_lock_ba
     finally:
         await waiting.dispose()
         await greedy.dispose()
+
+
+async def test_a_round_of_batched_writes_gives_way_to_a_writer_that_queues_once_it_has_run_its_slice(
+    tmp_path: Path,
+) -> None:
+    """A round of many units holds SQLite's write lock for one transaction; when another process's writer queues for
+    the lock, the round commits after SLICE_S and the unit under way, the writer goes, and the rest follows."""
+    path = tmp_path / "slice.db"
+    await asyncio.to_thread(migrate, sqlite_url(path))
+    db = Database(sqlite_url(path))
+    writes = BatchedWrites(db)
+    order: list[str] = []
+    at: dict[str, float] = {}
+    other_queued = threading.Event()
+
+    def other_writer() -> None:  # another process's writer: its own Database, its own event loop
+        def note(_connection: Connection) -> None:
+            order.append("other")
+            at["other"] = time.monotonic()
+
+        async def write() -> None:
+            other = Database(sqlite_url(path))
+            try:
+                await other.write(note)
+            finally:
+                await other.dispose()
+
+        asyncio.run(write())
+
+    def unit(connection: Connection, index: int) -> None:
+        if index == 0:
+            at["unit 0 began"] = time.monotonic()
+            threading.Thread(target=other_writer, daemon=True).start()
+            with open(f"{path}.write-queue", "a") as queue:
+                while not other_queued.is_set():  # the other writer holds the queue once it waits for the lock
+                    try:
+                        fcntl.flock(queue, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                        fcntl.flock(queue, fcntl.LOCK_UN)
+                        time.sleep(0.001)
+                    except BlockingIOError:
+                        other_queued.set()
+        time.sleep(0.004)
+        order.append(f"unit {index}")
+
+    try:
+        await asyncio.gather(*(writes.write(unit, index) for index in range(10)))
+        for _ in range(500):
+            if "other" in order:
+                break
+            await asyncio.sleep(0.01)
+        assert order.index("other") < order.index("unit 9")  # it did not wait for the whole round
+        assert at["other"] - at["unit 0 began"] >= SLICE_S  # the round kept the lock for its slice
+        assert sorted(order) == sorted(["other", *(f"unit {index}" for index in range(10))])
+    finally:
+        await db.dispose()
 
 
 async def test_concurrent_billing_adds_up_exactly(db: Database) -> None:
