@@ -60,5 +60,9 @@ def create_helpdesk_app(
         given={"helpdesk": helpdesk, "webhook_store": helpdesk.webhooks, "inbound": helpdesk.inbound},
         authenticator=authenticator,
         readiness=readiness,
-        on_shutdown=[authenticator.last_used.flush, *([helpdesk.billing.aclose] if helpdesk.billing else [])],
+        on_shutdown=[
+            authenticator.last_used.flush,
+            helpdesk.inbound.aclose,
+            *([helpdesk.billing.aclose] if helpdesk.billing else []),
+        ],
     )

@@ -17,8 +17,10 @@ from typing import Any, cast
 import msgspec
 import pytest
 from aiokafka import AIOKafkaConsumer
+from cryptography.fernet import Fernet, MultiFernet
 from sqlalchemy import func, insert, select
 
+from gateway.helpdesk.inbound.common import Inbound
 from processors.helpdesk.activity import activity_relay
 from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.service import Context, InboundProcessor
@@ -394,5 +396,50 @@ async def test_an_inbound_event_whose_attachment_the_blob_store_refuses_stays_pe
         (stored,) = (await db.read(inbound.load, [event.id])).values()
         assert (stored.state, stored.outcome) == (inbound.PROCESSED, "new ticket")
         assert list(store.kept.values()) == [b"%PDF-1.4\n"]
+    finally:
+        await db.dispose()
+
+
+async def test_an_inbound_call_is_answered_once_its_event_is_stored_while_the_broker_has_not_acknowledged_it(
+    tmp_path: Path,
+) -> None:
+    """A provider's call is answered once its event is stored (the outbox), not once the broker acknowledges the
+    publish: a broker that hangs does not hold the call. The publish goes on after the answer, and the server's
+    shutdown waits for it."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'accept.db'}"
+    await asyncio.to_thread(migrate, url)
+    db = Database(url)
+    organization, channel = str(uuid.uuid4()), str(uuid.uuid4())
+    acknowledged = asyncio.Event()
+    published: list[str] = []
+
+    async def publish(message: InboundReceived, _key: bytes) -> None:
+        await acknowledged.wait()  # the broker takes its time
+        published.append(message.event_id)
+
+    gateway = Inbound(db, MultiFernet([Fernet(Fernet.generate_key())]), publish)
+    routed = channels.Routed(channel_id=channel, organization_id=organization, kind="email", settings={}, secrets={})
+    now = datetime.now(UTC)
+    organization_row = {"id": organization, "name": "Acme", "slug": "acme", "plan": "free", "created_at": now}
+    try:
+        await db.write(lambda connection: connection.execute(insert(ORGANIZATIONS).values(organization_row)))
+        async with asyncio.timeout(5):
+            stored = await gateway.accept(
+                routed,
+                "email_d",
+                dedup_key="hanging-broker@customers.example",
+                body=b"From: ana@customers.example\r\nTo: help@acme.example\r\n\r\nHello\r\n",
+                content_type="message/rfc822",
+                partition_key=f"{channel}:ana@customers.example",
+            )
+        assert stored
+        (record,), _ = await db.read(
+            inbound.listing, organization, channel_id=None, classification=None, limit=10, cursor=None
+        )
+        assert (record.state, published) == (inbound.PENDING, [])
+
+        acknowledged.set()
+        await gateway.aclose()
+        assert published == [record.id]
     finally:
         await db.dispose()

@@ -2,8 +2,9 @@
 channel by what the provider put in it (an address, a number, an id), 404 when none; check the provider's signature
 over the raw bytes with that channel's secret (constant-time comparisons, timestamps within a replay window), 401
 when it fails; take the provider's de-duplication key; store the event (the outbox; a retry of a stored event is
-acknowledged and stores nothing); publish it to `helpdesk.inbound.received`; and only then answer 2xx, in the
-provider's own form. Refusals store nothing and answer the REST envelope `{"error": {"code", "message"}}`."""
+acknowledged and stores nothing); and then answer 2xx, in the provider's own form, while the event is published to
+`helpdesk.inbound.received` (a publish the broker does not acknowledge is repeated by the sweeper: the stored event is
+what is never lost). Refusals store nothing and answer the REST envelope `{"error": {"code", "message"}}`."""
 
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ REPLAY_WINDOW_S = 300
 """A signed timestamp older (or further ahead) than this is a replay, or a clock far off: refused."""
 MAX_BODY_BYTES = 30 * 1024 * 1024
 """A call's body, at most (a mail with its attachments)."""
+PUBLISHES_IN_FLIGHT = 256
+"""The most publishes under way at once; past it, answers wait for a publish to end (the broker sets the pace)."""
 
 T = TypeVar("T")
 Publish = Callable[[InboundReceived, bytes], Awaitable[None]]
@@ -82,6 +85,8 @@ class Inbound:
         """What an endpoint needs beyond its channels, by provider kind: the platform's own secrets (payments), a
         certificate fetcher (marketplace). Each provider's module says what it puts here and reads it back typed."""
         self._stores: GroupCommit[inbound.Received, bool] = GroupCommit(self._store)
+        self._publishing: set[asyncio.Task[None]] = set()
+        self._slots = asyncio.Semaphore(PUBLISHES_IN_FLIGHT)
 
     async def route(self, kind: str, address: str) -> Routed:
         """The live channel `address` routes to; 404 when it routes nowhere."""
@@ -101,8 +106,10 @@ class Inbound:
         partition_key: str,
         details: dict[str, Any] | None = None,
     ) -> bool:
-        """Store the event and publish it; False when it was stored already (a provider's retry: acknowledged, and
-        nothing new). Concurrent calls are stored together, one statement per round."""
+        """Store the event and start its publish; False when it was stored already (a provider's retry: acknowledged,
+        and nothing new). Concurrent calls are stored together, one statement per round. The answer does not wait
+        for the broker's acknowledgement: the stored event is the outbox, whose sweeper publishes again what the
+        broker did not take (measured: bench/helpdesk_inbound.py, docs/helpdesk.md "Performance")."""
         if not dedup_key:
             raise refused(400, "The call carries no id to tell it apart from a retry")
         received = inbound.Received(
@@ -125,11 +132,23 @@ class Inbound:
                 channel_id=received.channel_id,
                 provider=provider,
             )
-            try:
-                await self.publish(message, partition_key.encode())
-            except Exception:  # stored: the sweeper publishes it again
-                log.warning("inbound_publish_failed", event_id=received.id, exc_info=True)
+            await self._slots.acquire()
+            publishing = asyncio.get_running_loop().create_task(self._publish(message, partition_key.encode()))
+            self._publishing.add(publishing)
+            publishing.add_done_callback(self._publishing.discard)
         return stored
+
+    async def _publish(self, message: InboundReceived, key: bytes) -> None:
+        try:
+            await self.publish(message, key)
+        except Exception:  # stored: the sweeper publishes it again
+            log.warning("inbound_publish_failed", event_id=message.event_id, exc_info=True)
+        finally:
+            self._slots.release()
+
+    async def aclose(self) -> None:
+        """Once the server has stopped: the publishes under way end (each within the publish timeout)."""
+        await asyncio.gather(*self._publishing, return_exceptions=True)
 
     async def _store(self, batch: list[inbound.Received]) -> list[bool]:
         # Two calls of one round with the same (channel, key): the first is stored, the second is its retry.
