@@ -243,7 +243,7 @@ def header_text(raw: str, fallback_charset: str | None = None) -> str:
     encoded words decoded, adjacent ones joined (and one charset's bytes split across words put back together
     before decoding, as Japanese mailers split them)."""
     value = _FOLD.sub("", raw).replace("\r", "").replace("\n", " ")
-    if any("\udc80" <= character <= "\udcff" for character in value):
+    if not value.isascii() and any("\udc80" <= character <= "\udcff" for character in value):
         raw_bytes = value.encode("utf-8", "surrogateescape")
         try:
             value = raw_bytes.decode("utf-8")
@@ -293,13 +293,16 @@ def _addresses(message: Message, name: str, fallback_charset: str | None) -> lis
     found: list[tuple[str, str]] = []
     for key, raw in message.raw_items():
         if key.lower() == name.lower():
-            unfolded = _FOLD.sub("", str(raw)).replace("\r", "").replace("\n", " ")
-            found += [
-                (header_text(display, fallback_charset), address.strip().lower())
-                for display, address in getaddresses([unfolded])
-                if "@" in address
-            ]
+            found += [(header_text(display, fallback_charset), address) for display, address in _split(str(raw))]
     return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _split(raw: str) -> tuple[tuple[str, str], ...]:
+    """(encoded display name, lower-cased address) of each address of a header value, unfolded. One sender's mails
+    and one mailbox's repeat their values, which the standard library's address parser reads slowly: kept."""
+    unfolded = _FOLD.sub("", raw).replace("\r", "").replace("\n", " ")
+    return tuple((display, address.strip().lower()) for display, address in getaddresses([unfolded]) if "@" in address)
 
 
 def _charset_of(message: Message) -> str | None:
