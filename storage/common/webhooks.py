@@ -424,19 +424,24 @@ def _insert_event(
     now = now or datetime.now(UTC)
     event_id = event_id or new_id("evt")
     connection.execute(
-        _INSERT_EVENT,
-        {
-            "id": event_id,
-            "service": profile.service,
-            "owner_id": owner_id,
-            "type": event_type,
-            "created_at": now,
-            "body": profile.envelope(event_id, event_type, now, data),
-            "state": state,
-            "published_at": now,
-        },
+        _INSERT_EVENT, _event_row(profile, owner_id, event_type, data, now=now, event_id=event_id, state=state)
     )
     return event_id, now
+
+
+def _event_row(
+    profile: WebhookProfile, owner_id: str, event_type: str, data: Any, *, now: datetime, event_id: str, state: str
+) -> dict[str, Any]:
+    return {
+        "id": event_id,
+        "service": profile.service,
+        "owner_id": owner_id,
+        "type": event_type,
+        "created_at": now,
+        "body": profile.envelope(event_id, event_type, now, data),
+        "state": state,
+        "published_at": now,
+    }
 
 
 def record_event(
@@ -457,6 +462,25 @@ def record_event(
         connection, profile, owner_id, event_type, data, now=now, event_id=event_id, state="pending"
     )
     return event_id
+
+
+def record_events(
+    connection: Connection,
+    profile: WebhookProfile,
+    owner_id: str,
+    events: Sequence[tuple[str, Any]],
+    *,
+    now: datetime,
+) -> list[str]:
+    """`record_event` for each (event type, data) of one change, in one statement; their ids, in order."""
+    rows = []
+    for event_type, data in events:
+        if event_type not in profile.events:
+            raise ValueError(f"{event_type!r} is not one of {profile.service}'s webhook event types")
+        rows.append(_event_row(profile, owner_id, event_type, data, now=now, event_id=new_id("evt"), state="pending"))
+    if rows:
+        connection.execute(_INSERT_EVENT, rows)
+    return [row["id"] for row in rows]
 
 
 def send_test_event(

@@ -45,6 +45,39 @@ _INSERT = insert(EVENTS)
 """Statements on a change's path are built once (building one per call was most of a ticket create's storage time)."""
 
 
+def row(
+    organization_id: str,
+    aggregate: tuple[AggregateType, str],
+    event_type: str,
+    data: dict[str, Any],
+    *,
+    actor_id: str | None,
+    now: datetime,
+    ticket_id: str | None = None,
+) -> dict[str, Any]:
+    """One event of `aggregate` (type, id), as `record_rows` writes it."""
+    aggregate_type, aggregate_id = aggregate
+    return {
+        "id": str(uuid.uuid4()),
+        "organization_id": organization_id,
+        "aggregate_type": aggregate_type,
+        "aggregate_id": aggregate_id,
+        "ticket_id": ticket_id if ticket_id is not None else (aggregate_id if aggregate_type == "ticket" else None),
+        "event_type": event_type,
+        "event_data": data,
+        "actor_id": actor_id,
+        "created_at": now,
+        "state": "pending",
+        "published_at": now,
+    }
+
+
+def record_rows(connection: Connection, rows: list[dict[str, Any]]) -> None:
+    """Write a change's events (`row`s), in one statement."""
+    if rows:
+        connection.execute(_INSERT, rows)
+
+
 def record(
     connection: Connection,
     organization_id: str,
@@ -57,25 +90,9 @@ def record(
     ticket_id: str | None = None,
 ) -> str:
     """Write one event of `aggregate` (type, id); returns its id."""
-    event_id = str(uuid.uuid4())
-    aggregate_type, aggregate_id = aggregate
-    connection.execute(
-        _INSERT,
-        {
-            "id": event_id,
-            "organization_id": organization_id,
-            "aggregate_type": aggregate_type,
-            "aggregate_id": aggregate_id,
-            "ticket_id": ticket_id if ticket_id is not None else (aggregate_id if aggregate_type == "ticket" else None),
-            "event_type": event_type,
-            "event_data": data,
-            "actor_id": actor_id,
-            "created_at": now,
-            "state": "pending",
-            "published_at": now,
-        },
-    )
-    return event_id
+    event = row(organization_id, aggregate, event_type, data, actor_id=actor_id, now=now, ticket_id=ticket_id)
+    connection.execute(_INSERT, event)
+    return str(event["id"])
 
 
 OUTBOX_COLUMNS = (

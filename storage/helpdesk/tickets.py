@@ -174,38 +174,41 @@ def _next_number(connection: Connection, organization_id: str) -> int:
 
 
 class _Log:
-    """One change's events: activity rows and webhook events, in the change's transaction."""
+    """One change's events: activity rows and webhook events, written together when it closes, in the change's
+    transaction (one statement per table)."""
 
     def __init__(
         self, connection: Connection, ticket: TicketRecord, actor_id: str | None, now: datetime, recorded: list[str]
     ) -> None:
         self.connection, self.ticket, self.actor_id, self.now = connection, ticket, actor_id, now
         self.recorded = recorded
-        self.hooks: list[str] = []
+        self.activities: list[dict[str, Any]] = []
+        self.hooks: dict[str, dict[str, Any] | None] = {}
+        """event type -> its data; None: the ticket's, as it is when the change closes."""
 
-    def activity(self, event_type: str, data: dict[str, Any]) -> None:
-        aggregate: tuple[events.AggregateType, str] = ("ticket", self.ticket.id)
-        events.record(
-            self.connection,
-            self.ticket.organization_id,
-            aggregate,
-            event_type,
-            data,
-            actor_id=self.actor_id,
-            now=self.now,
+    def activity(
+        self, event_type: str, data: dict[str, Any], aggregate: tuple[events.AggregateType, str] | None = None
+    ) -> None:
+        """An activity event of the ticket, or of `aggregate` on the ticket (a conversation)."""
+        self.activities.append(
+            events.row(
+                self.ticket.organization_id,
+                aggregate or ("ticket", self.ticket.id),
+                event_type,
+                data,
+                actor_id=self.actor_id,
+                now=self.now,
+                ticket_id=self.ticket.id,
+            )
         )
 
-    def hook(self, event_type: str) -> None:
-        if event_type not in self.hooks:
-            self.hooks.append(event_type)
+    def hook(self, event_type: str, data: dict[str, Any] | None = None) -> None:
+        self.hooks.setdefault(event_type, data)
 
     def close(self, ticket: TicketRecord) -> None:
-        for event_type in self.hooks:
-            self.recorded.append(
-                webhooks.record_event(
-                    self.connection, WEBHOOKS, ticket.organization_id, event_type, webhook_data(ticket), now=self.now
-                )
-            )
+        events.record_rows(self.connection, self.activities)
+        hooks = [(kind, webhook_data(ticket) if data is None else data) for kind, data in self.hooks.items()]
+        self.recorded += webhooks.record_events(self.connection, WEBHOOKS, ticket.organization_id, hooks, now=self.now)
 
 
 def create(
@@ -272,20 +275,17 @@ def create(
         log.hook("ticket.assigned")
     if unique_tags:
         log.activity("tagged", {"tags": unique_tags})
-    log.close(ticket)
     if message:
-        add_conversation(
-            connection,
-            ticket,
+        _conversation(
+            log,
             author_type="customer",
             author_id=customer.id,
             body=message,
             internal=False,
             message_id=message_id,
             attachments=attachments,
-            now=now,
-            recorded=recorded,
         )
+    log.close(ticket)
     return ticket
 
 
@@ -386,22 +386,42 @@ def add_conversation(
 ) -> ConversationRecord:
     """A reply or an internal note on `ticket`, with its conversation `created` event and `conversation.created`.
     `message_id`: the mail's Message-ID, by which replies to it thread."""
+    log = _Log(connection, ticket, actor_id, now, recorded)
+    conversation = _conversation(
+        log,
+        author_type=author_type,
+        author_id=author_id,
+        body=body,
+        internal=internal,
+        message_id=message_id,
+        attachments=attachments,
+    )
+    connection.execute(_TOUCH, {"ticket_id": ticket.id, "now": now})
+    log.close(ticket)
+    return conversation
+
+
+def _conversation(
+    log: _Log,
+    *,
+    author_type: AuthorType,
+    author_id: str | None,
+    body: str,
+    internal: bool,
+    message_id: str | None,
+    attachments: Sequence[dict[str, Any]],
+) -> ConversationRecord:
+    """The conversation, its events in `log`."""
+    ticket, now = log.ticket, log.now
     conversation = ConversationRecord(
         str(uuid.uuid4()), ticket.id, author_type, author_id, body, internal, now, message_id, list(attachments)
     )
     fields = {name: getattr(conversation, name) for name in ConversationRecord.__slots__}  # type: ignore[attr-defined]
-    connection.execute(_INSERT_CONVERSATION, {"organization_id": ticket.organization_id, **fields})
-    if ticket.updated_at != now:  # a ticket made in this change is new already
-        connection.execute(_TOUCH, {"ticket_id": ticket.id, "now": now})
-    events.record(
-        connection,
-        ticket.organization_id,
-        ("conversation", conversation.id),
+    log.connection.execute(_INSERT_CONVERSATION, {"organization_id": ticket.organization_id, **fields})
+    log.activity(
         "created",
         {"content_preview": body[:PREVIEW_CHARACTERS], "internal": internal},
-        actor_id=actor_id,
-        now=now,
-        ticket_id=ticket.id,
+        aggregate=("conversation", conversation.id),
     )
     data = {
         "conversationId": conversation.id,
@@ -414,9 +434,7 @@ def add_conversation(
         "attachments": len(conversation.attachments),
         "createdAt": now.isoformat().replace("+00:00", "Z"),
     }
-    recorded.append(
-        webhooks.record_event(connection, WEBHOOKS, ticket.organization_id, "conversation.created", data, now=now)
-    )
+    log.hook("conversation.created", data)
     return conversation
 
 
