@@ -1,6 +1,6 @@
-"""The helpdesk's activity log (sections 2.3, 4.3, 6.2): `record` in the transaction of the change it describes, and
-the reads of `events.*`, newest first, paged by a keyset on (created_at, id) so that events inserted meanwhile are
-neither skipped nor repeated."""
+"""The helpdesk's activity log (sections 2.3, 4.3, 6.2): `record_rows` in the transaction of the change it describes,
+and the reads of `events.*`, newest first, paged by a keyset on (created_at, id) so that events inserted meanwhile
+are neither skipped nor repeated."""
 
 from __future__ import annotations
 
@@ -73,26 +73,9 @@ def row(
 
 
 def record_rows(connection: Connection, rows: list[dict[str, Any]]) -> None:
-    """Write a change's events (`row`s), in one statement."""
+    """Write a change's events (`row`s), in the change's transaction, in one statement."""
     if rows:
         connection.execute(_INSERT, rows)
-
-
-def record(
-    connection: Connection,
-    organization_id: str,
-    aggregate: tuple[AggregateType, str],
-    event_type: str,
-    data: dict[str, Any],
-    *,
-    actor_id: str | None,
-    now: datetime,
-    ticket_id: str | None = None,
-) -> str:
-    """Write one event of `aggregate` (type, id); returns its id."""
-    event = row(organization_id, aggregate, event_type, data, actor_id=actor_id, now=now, ticket_id=ticket_id)
-    connection.execute(_INSERT, event)
-    return str(event["id"])
 
 
 OUTBOX_COLUMNS = (

@@ -157,8 +157,7 @@ def complete_signup(
         raise Claimed(user_id)
     user = user_by_id(connection, user_id)
     assert user is not None
-    events.record(
-        connection,
+    created = events.row(
         organization_id,
         ("user", user_id),
         "created",
@@ -166,6 +165,7 @@ def complete_signup(
         actor_id=user_id,
         now=now,
     )
+    events.record_rows(connection, [created])
     return Workspace(organization_id, organization_name, slug, plan, user, created=True, billing_status=billing_status)
 
 
@@ -288,13 +288,9 @@ def change_billing(
         .values(billing_status=status, billing_event_at=event_at)
     )
     if status != row.billing_status:
-        events.record(
-            connection,
-            organization_id,
-            ("organization", organization_id),
-            "billing_changed",
-            {"old_status": row.billing_status, "new_status": status, "reason": reason},
-            actor_id=None,
-            now=now,
+        data = {"old_status": row.billing_status, "new_status": status, "reason": reason}
+        changed = events.row(
+            organization_id, ("organization", organization_id), "billing_changed", data, actor_id=None, now=now
         )
+        events.record_rows(connection, [changed])
     return BillingChange(row.billing_status, status, applied=True)

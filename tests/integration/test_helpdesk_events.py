@@ -21,10 +21,11 @@ async def write(
     at: datetime,
     ticket_id: str | None = None,
 ) -> str:
-    data = {"at": at.isoformat()}
-    return await db.write(
-        events.record, organization, aggregate, "updated", data, actor_id=None, now=at, ticket_id=ticket_id
+    event = events.row(
+        organization, aggregate, "updated", {"at": at.isoformat()}, actor_id=None, now=at, ticket_id=ticket_id
     )
+    await db.write(events.record_rows, [event])
+    return str(event["id"])
 
 
 async def test_a_ticket_lists_its_own_events_and_its_conversations_newest_first(db: Database) -> None:

@@ -189,8 +189,7 @@ async def test_an_event_claimed_by_a_relay_that_died_is_published_once_its_lease
 
 async def relay_after_a_death(db: Database) -> None:
     organization = str(uuid.uuid4())
-    event_id = await db.write(
-        events.record,
+    event = events.row(
         organization,
         ("organization", organization),
         "updated",
@@ -198,6 +197,8 @@ async def relay_after_a_death(db: Database) -> None:
         actor_id=None,
         now=datetime.now(UTC),
     )
+    await db.write(events.record_rows, [event])
+    event_id = event["id"]
     topics = HelpdeskTopics(f"t{uuid.uuid4().hex[:8]}.")
     clock = [datetime.now(UTC) + timedelta(seconds=1)]
     published: list[Any] = []
