@@ -156,6 +156,13 @@ def test_schemathesis_finds_no_failure_in_the_phone_api(phone_up: Up, tmp_path: 
     run_schemathesis(base, f"Authorization: Bearer {phone_up.key}", MAX_EXAMPLES, phone_up, tmp_path)
 
 
+FAST_FAILING_DNS = {"RES_OPTIONS": "timeout:1 attempts:2"}
+"""The webhook endpoints' test route answers once its delivery's attempt ends, and the run's webhooks point at the
+documents' examples (hooks.example.com), which the test machine cannot resolve. A DNS query the resolver drops makes
+glibc wait its 5 s timeout before asking again: one such attempt answered in 10.2 s, past schemathesis's 10 s
+response limit (CI, stop 23). The stack under test gives up on a query after 1 s."""
+
+
 def run_schemathesis(base: str, header: str, max_examples: int, up: Up, tmp_path: Path, *options: str) -> None:
     """`st run` against the service's document with every check (and these `options`), this module as its hooks;
     then nothing the run sent may have made the service log an unhandled error."""
@@ -200,7 +207,8 @@ def photo_up(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[U
     """`up` with a sandbox key whose limits allow the whole run (the default 100 a minute would answer it with 429)."""
     photo_port = free_port()
     with database_settings(request.param) as database:
-        running = Up(tmp_path, free_port(), {"SIGNALYARD_PHOTO_PORT": str(photo_port), **database}, services="photo")
+        settings = {"SIGNALYARD_PHOTO_PORT": str(photo_port), **database, **FAST_FAILING_DNS}
+        running = Up(tmp_path, free_port(), settings, services="photo")
         key = (tmp_path / "demo-photo-sandbox-key").read_text().strip()
         keys = httpx.get(f"http://127.0.0.1:{photo_port}/api/v1/api-keys", headers={"X-API-Key": key}).json()["data"]
         key_id = next(item["id"] for item in keys if key.startswith(item["key_prefix"][:-1]))
@@ -252,7 +260,8 @@ def helpdesk_up(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tupl
     """`up` with a `*` key whose limits allow the whole run (600 a minute by default), made by the operator command."""
     port = free_port()
     with database_settings(request.param) as database:
-        running = Up(tmp_path, free_port(), {"SIGNALYARD_HELPDESK_PORT": str(port), **database}, services="helpdesk")
+        settings = {"SIGNALYARD_HELPDESK_PORT": str(port), **database, **FAST_FAILING_DNS}
+        running = Up(tmp_path, free_port(), settings, services="helpdesk")
         env = os.environ | {"SIGNALYARD_DATA_DIR": str(tmp_path), **database}
 
         def cli(*words: str) -> str:
