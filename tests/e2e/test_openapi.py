@@ -160,7 +160,7 @@ FAST_FAILING_DNS = {"RES_OPTIONS": "timeout:1 attempts:2"}
 """The webhook endpoints' test route answers once its delivery's attempt ends, and the run's webhooks point at the
 documents' examples (hooks.example.com), which the test machine cannot resolve. A DNS query the resolver drops makes
 glibc wait its 5 s timeout before asking again: one such attempt answered in 10.2 s, past schemathesis's 10 s
-response limit (CI, stop 23). The stack under test gives up on a query after 1 s."""
+response limit in a CI run. The stack under test gives up on a query after 1 s."""
 
 
 def run_schemathesis(base: str, header: str, max_examples: int, up: Up, tmp_path: Path, *options: str) -> None:
