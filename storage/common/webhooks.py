@@ -429,6 +429,11 @@ def _insert_event(
     return event_id, now
 
 
+def _recordable(profile: WebhookProfile, event_type: str) -> None:
+    if event_type not in profile.events:
+        raise ValueError(f"{event_type!r} is not one of {profile.service}'s webhook event types")
+
+
 def _event_row(
     profile: WebhookProfile, owner_id: str, event_type: str, data: Any, *, now: datetime, event_id: str, state: str
 ) -> dict[str, Any]:
@@ -456,8 +461,7 @@ def record_event(
 ) -> str:
     """Store an event in the caller's transaction (so it exists exactly when the change it reports does); returns
     its id. The delivered body is the profile's envelope, encoded once here."""
-    if event_type not in profile.events:
-        raise ValueError(f"{event_type!r} is not one of {profile.service}'s webhook event types")
+    _recordable(profile, event_type)
     event_id, _ = _insert_event(
         connection, profile, owner_id, event_type, data, now=now, event_id=event_id, state="pending"
     )
@@ -475,8 +479,7 @@ def record_events(
     """`record_event` for each (event type, data) of one change, in one statement; their ids, in order."""
     rows = []
     for event_type, data in events:
-        if event_type not in profile.events:
-            raise ValueError(f"{event_type!r} is not one of {profile.service}'s webhook event types")
+        _recordable(profile, event_type)
         rows.append(_event_row(profile, owner_id, event_type, data, now=now, event_id=new_id("evt"), state="pending"))
     if rows:
         connection.execute(_INSERT_EVENT, rows)

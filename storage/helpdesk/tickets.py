@@ -236,13 +236,11 @@ def create(
     """A ticket for a customer given as read in this transaction, by id, or by address (made when new), numbered next in
     its organization, with its first message as a customer reply when `message` is given (with its mail's Message-ID
     and its attachments)."""
-    if customer is not None:
-        pass
-    elif customer_id is not None:
+    if customer is None and customer_id is not None:
         customer = customers.get(connection, organization_id, customer_id)
         if customer is None:
             raise UnknownCustomer(customer_id)
-    else:
+    if customer is None:
         assert customer_email is not None
         customer = customers.find_or_create(
             connection, organization_id, email=customer_email, name=customer_name, now=now, recorded=recorded
