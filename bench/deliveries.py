@@ -153,10 +153,9 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
     for start in range(0, events, 500):
 
         def record(connection: Any, count: int = min(500, events - start)) -> None:
-            ids = {
-                webhooks.record_event(connection, PROFILE, owner, "verification.completed", DATA) for _ in range(count)
-            }
-            webhooks.fan_out(connection, ids, now=datetime.now(UTC))
+            events = [("verification.completed", DATA)] * count
+            ids = webhooks.record_events(connection, PROFILE, owner, events, now=datetime.now(UTC))
+            webhooks.fan_out(connection, set(ids), now=datetime.now(UTC))
 
         await db.write(record)
 

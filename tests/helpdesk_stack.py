@@ -157,7 +157,9 @@ class HelpdeskStack(ServiceStack):
                 url="http://127.0.0.1:9/warm-up",
                 events=["ticket.created"],
             )
-            return webhooks.record_event(connection, WEBHOOKS, owner, "ticket.created", {"warm": "up"})
+            event_id = webhooks.record_event(connection, WEBHOOKS, owner, "ticket.created", {"warm": "up"})
+            assert event_id is not None, "the endpoint subscribes to it"
+            return event_id
 
         event_id = await self.db.write(record)
         prefix = self.settings.platform.topic_prefix

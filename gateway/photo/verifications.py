@@ -90,7 +90,7 @@ class VerificationsController(Controller):
         )
         changed = verifications.reviewed(verdict, body.is_compliant)
 
-        def store(connection: Any) -> tuple[str, Verification] | None:
+        def store(connection: Any) -> tuple[str | None, Verification] | None:
             """The reviewed verification and its event, in one transaction; None if it changed meanwhile."""
             if not verifications.review(connection, row.id, _encode(changed), _encode(review)):
                 return None
@@ -103,7 +103,8 @@ class VerificationsController(Controller):
         if stored is None:
             return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
         event_id, updated = stored
-        await photo.publish_event(owner.customer_id, event_id)
+        if event_id is not None:  # None: no endpoint subscribes to it
+            await photo.publish_event(owner.customer_id, event_id)
         return updated
 
 

@@ -88,7 +88,8 @@ class WebhookEndpoint(Base):
 
 
 class WebhookEvent(Base):
-    """The outbox of webhook events: written `pending` by the service, `fanned_out` once its deliveries exist."""
+    """The outbox of webhook events: written `pending` by the service, `fanned_out` once its deliveries exist (at once
+    when no endpoint subscribes to it)."""
 
     __tablename__ = "webhook_events"
     __table_args__ = (Index("ix_webhook_events_state", "state", "published_at"),)
@@ -457,15 +458,13 @@ def record_event(
     data: Any,
     *,
     now: datetime | None = None,
-    event_id: str | None = None,
-) -> str:
-    """Store an event in the caller's transaction (so it exists exactly when the change it reports does); returns
-    its id. The delivered body is the profile's envelope, encoded once here."""
-    _recordable(profile, event_type)
-    event_id, _ = _insert_event(
-        connection, profile, owner_id, event_type, data, now=now, event_id=event_id, state="pending"
-    )
-    return event_id
+) -> str | None:
+    """Store an event in the caller's transaction (so it exists exactly when the change it reports does). Returns its
+    id when it waits for its fan-out (announce it once committed), None when none of the owner's active endpoints
+    subscribes to its type: it is stored fanned out already, with nothing to deliver and nothing to announce. The
+    delivered body is the profile's envelope, encoded once here."""
+    announced = record_events(connection, profile, owner_id, [(event_type, data)], now=now)
+    return announced[0] if announced else None
 
 
 def record_events(
@@ -474,16 +473,45 @@ def record_events(
     owner_id: str,
     events: Sequence[tuple[str, Any]],
     *,
-    now: datetime,
+    now: datetime | None = None,
 ) -> list[str]:
-    """`record_event` for each (event type, data) of one change, in one statement; their ids, in order."""
-    rows = []
-    for event_type, data in events:
+    """`record_event` for each (event type, data) of one change, in one statement: the ids of those that wait for
+    their fan-out, in order."""
+    for event_type, _ in events:
         _recordable(profile, event_type)
-        rows.append(_event_row(profile, owner_id, event_type, data, now=now, event_id=new_id("evt"), state="pending"))
-    if rows:
-        connection.execute(_INSERT_EVENT, rows)
-    return [row["id"] for row in rows]
+    if not events:
+        return []
+    now = now or datetime.now(UTC)
+    subscribed = _subscribed_types(connection, profile, owner_id)
+    rows = [
+        _event_row(
+            profile,
+            owner_id,
+            event_type,
+            data,
+            now=now,
+            event_id=new_id("evt"),
+            state="pending" if event_type in subscribed else "fanned_out",
+        )
+        for event_type, data in events
+    ]
+    connection.execute(_INSERT_EVENT, rows)
+    return [row["id"] for row in rows if row["state"] == "pending"]
+
+
+_SUBSCRIPTIONS = select(ENDPOINTS.c.events).where(
+    ENDPOINTS.c.service == bindparam("service"),
+    ENDPOINTS.c.owner_id == bindparam("owner_id"),
+    ENDPOINTS.c.status == ACTIVE,
+    ENDPOINTS.c.deleted_at.is_(None),
+)
+
+
+def _subscribed_types(connection: Connection, profile: WebhookProfile, owner_id: str) -> set[str]:
+    """The event types the owner's active endpoints subscribe to, as the fan-out would find them: an event of any
+    other type would be fanned out to nobody, so it is recorded fanned out (no publish, no fan-out round)."""
+    rows = connection.execute(_SUBSCRIPTIONS, {"service": profile.service, "owner_id": owner_id}).scalars()
+    return {event_type for types in rows for event_type in types}
 
 
 def send_test_event(

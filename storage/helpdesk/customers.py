@@ -100,11 +100,8 @@ def create(
         connection.execute(_INSERT, {n: getattr(customer, n) for n in CustomerRecord.__slots__})  # type: ignore[attr-defined]
     except IntegrityError:
         raise EmailTaken(email or "") from None
-    recorded.append(
-        webhooks.record_event(
-            connection, WEBHOOKS, organization_id, "customer.created", webhook_data(customer), now=now
-        )
-    )
+    created = [("customer.created", webhook_data(customer))]
+    recorded += webhooks.record_events(connection, WEBHOOKS, organization_id, created, now=now)
     return customer
 
 
@@ -146,9 +143,8 @@ def update_customer(
         raise EmailTaken(changes.get("email", "")) from None
     updated = get(connection, organization_id, customer_id)
     assert updated is not None
-    recorded.append(
-        webhooks.record_event(connection, WEBHOOKS, organization_id, "customer.updated", webhook_data(updated), now=now)
-    )
+    changed = [("customer.updated", webhook_data(updated))]
+    recorded += webhooks.record_events(connection, WEBHOOKS, organization_id, changed, now=now)
     return updated
 
 

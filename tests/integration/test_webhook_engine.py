@@ -191,9 +191,9 @@ class Hooks:
         self.expect(path, secret, receiver)
         return created, path
 
-    async def event(self, data: Any = None, event_type: str | None = None, fan_out: bool = True) -> str:
-        """Record an event as a service does (in its transaction) and fan it out as the subscriber does."""
-        event_id = await self.db.write(
+    async def record(self, data: Any = None, event_type: str | None = None) -> str | None:
+        """Record an event as a service does (in its transaction): its id, None when no endpoint subscribes to it."""
+        return await self.db.write(
             lambda connection: webhooks.record_event(
                 connection,
                 self.profile,
@@ -203,6 +203,11 @@ class Hooks:
                 now=self.clock(),
             )
         )
+
+    async def event(self, data: Any = None, event_type: str | None = None, fan_out: bool = True) -> str:
+        """Record an event an endpoint subscribes to, and fan it out as the subscriber does."""
+        event_id = await self.record(data, event_type)
+        assert event_id is not None, "no endpoint subscribes to the event"
         if fan_out:
             await self.fan_out(event_id)
         return event_id
@@ -432,7 +437,7 @@ async def test_500s_are_retried_through_the_whole_schedule_then_the_endpoint_is_
 
     # A disabled endpoint gets no new deliveries, and the engine sends nothing more.
     hooks.clock.advance(timedelta(days=7))
-    await hooks.event()
+    assert await hooks.record() is None
     assert await engine.deliver_due() == 0
     assert len(hooks.receiver.received(path)) == len(schedule) + 1
 
@@ -510,7 +515,7 @@ async def test_a_delivery_through_within_a_failed_window_spares_the_endpoint_onl
         assert (row.status, row.disabled_at) == ("active", None)
     else:
         assert (row.status, row.disabled_at) == (hooks.contract.failed_status, hooks.clock())
-        await hooks.event()
+        assert await hooks.record() is None, "a failed endpoint subscribes to nothing"
         assert await engine.deliver_due() == 0, "a failed endpoint gets nothing more"
 
 
@@ -587,7 +592,7 @@ async def test_an_update_changes_what_the_endpoint_gets_from_then_on(hooks: Hook
     updated = await hooks.update(endpoint.id, events=[hooks.types[1], hooks.types[2], hooks.types[1]])
     assert updated is not None
     assert (updated.id, updated.events, updated.status) == (endpoint.id, [hooks.types[1], hooks.types[2]], "active")
-    await hooks.event(event_type=hooks.types[0])
+    assert await hooks.record(event_type=hooks.types[0]) is None
     wanted = await hooks.event(event_type=hooks.types[2])
     await engine.deliver_due()
 
@@ -614,7 +619,7 @@ async def test_a_disabled_endpoint_gets_nothing_and_once_enabled_again_gets_new_
     disabled = await hooks.update(endpoint.id, enabled=False)
     assert disabled is not None
     assert (disabled.status, disabled.enabled) == ("disabled", False)
-    missed = await hooks.event()
+    assert await hooks.record() is None, "a disabled endpoint subscribes to nothing"
     hooks.clock.advance(timedelta(hours=1))
     assert await engine.deliver_due() == 0
     assert {row.event_id: row.state for row in await hooks.deliveries(endpoint.id)} == {retried: "canceled"}
@@ -628,7 +633,7 @@ async def test_a_disabled_endpoint_gets_nothing_and_once_enabled_again_gets_new_
 
     assert hooks.delivery_ids(hooks.receiver.received(path)) == [retried, wanted]
     states = {row.event_id: row.state for row in await hooks.deliveries(endpoint.id)}
-    assert states == {retried: "canceled", wanted: "delivered"}, f"nothing of {missed} while disabled"
+    assert states == {retried: "canceled", wanted: "delivered"}, "nothing of the event recorded while disabled"
     assert (await hooks.endpoint_row(endpoint.id)).disabled_at is None
 
 
@@ -886,6 +891,31 @@ async def test_a_receiver_that_does_not_answer_within_the_services_timeout_fails
 
 
 # ------------------------------------------------------------------------------------------ fan-out and the outbox
+
+
+@profiles(lambda profile: "update" in profile.operations)
+async def test_an_event_no_active_endpoint_subscribes_to_is_recorded_fanned_out_with_nothing_to_announce(
+    hooks: Hooks,
+) -> None:
+    """The fan-out would find nobody to deliver it to: the event is kept (fanned out, no deliveries) and its recorder
+    is told there is nothing to announce. An endpoint that subscribes, once it is active, gets the next one."""
+    endpoint, path = await hooks.endpoint(events=hooks.types[1:2])
+    await hooks.endpoint(owner="cus_someone_else", events=hooks.types[:1])
+    assert await hooks.update(endpoint.id, enabled=False) is not None
+
+    assert await hooks.record(event_type=hooks.types[0]) is None  # subscribed by another owner's endpoint only
+    assert await hooks.record(event_type=hooks.types[1]) is None  # subscribed by a disabled endpoint only
+    kept = await hooks.rows(EVENTS, owner_id=hooks.owner)
+    assert sorted((row.type, row.state) for row in kept) == [
+        (hooks.types[0], "fanned_out"),
+        (hooks.types[1], "fanned_out"),
+    ]
+    assert await hooks.deliveries(endpoint.id) == []
+
+    assert await hooks.update(endpoint.id, enabled=True) is not None
+    wanted = await hooks.event(event_type=hooks.types[1])
+    await hooks.engine().deliver_due()
+    assert hooks.delivery_ids(hooks.receiver.received(path)) == [wanted]
 
 
 async def test_a_redelivered_event_message_makes_no_duplicate(hooks: Hooks) -> None:

@@ -11,7 +11,8 @@ Wiring, in a service's `processors(p, settings)`: `*webhook_engine(p, WEBHOOKS)`
 and where the service changes something a webhook reports (storage.common.webhooks):
 
     event_id = record_event(connection, WEBHOOKS, owner_id, "verification.completed", data)  # in its transaction
-    await p.publish(*event_message(WEBHOOKS.service, owner_id, event_id, prefix))  # after the commit
+    if event_id is not None:  # None: no endpoint subscribes to it, it is recorded fanned out
+        await p.publish(*event_message(WEBHOOKS.service, owner_id, event_id, prefix))  # after the commit
 """
 
 from net.guard import TargetRefused, guarded_client, system_resolve
