@@ -143,7 +143,8 @@ def watch(port: int, database_url: str, organization_id: str, poll_ms: float) ->
     """The watcher subprocess. POST /watch: Message-IDs to look for, one a line (`-<id>`: no longer: its mail was not
     accepted); every `poll_ms` while any is awaited, one read of the organization's tickets numbered after the
     highest seen (each bench mail's subject ends with its Message-ID), and each awaited mail's time
-    (CLOCK_MONOTONIC, this benchmark's clock, taken before the read) kept when its ticket is there. GET
+    (CLOCK_MONOTONIC, this benchmark's clock, taken before the read) kept when its ticket is there; a ticket read
+    before its mail's POST came (the POST is not awaited before the mail is sent) is kept aside until it does. GET
     /deliveries?from=N: the tickets seen from the Nth on, as (Message-ID, time), and the counts (bench/helpdesk.py's
     Arrivals reads it); GET /readyz: 200."""
     import uvicorn
@@ -151,6 +152,8 @@ def watch(port: int, database_url: str, organization_id: str, poll_ms: float) ->
     from storage.common.db import Database
 
     awaited: set[str] = set()
+    early: dict[str, float] = {}
+    """Tickets read before their mail's Message-ID was posted, with the time they were read."""
     seen: list[tuple[str, float]] = []
     counts: Counter[str] = Counter()
     running: list[asyncio.Task[None]] = []
@@ -175,6 +178,8 @@ def watch(port: int, database_url: str, organization_id: str, poll_ms: float) ->
                         awaited.discard(found[1])
                         counts["outcome: new ticket"] += 1
                         seen.append((found[1], polled))
+                    elif found:
+                        early[found[1]] = polled
             await asyncio.sleep(max(0.001, polled + poll_ms / 1000 - time.monotonic()))
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -194,6 +199,10 @@ def watch(port: int, database_url: str, organization_id: str, poll_ms: float) ->
                 if line.startswith("-"):
                     awaited.discard(line[1:])
                     counts["not_accepted"] += 1
+                elif line in early:
+                    counts["watched"] += 1
+                    counts["outcome: new ticket"] += 1
+                    seen.append((line, early.pop(line)))
                 elif line:
                     awaited.add(line)
                     counts["watched"] += 1

@@ -17,7 +17,7 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 T = TypeVar("T")
 P = ParamSpec("P")
-SLICE_S = 0.010
+SLICE_S = 0.003
 """How long a round keeps SQLite's write lock before it gives way to a writer that queues for it: a waiting gateway's
 store goes within about this long, and the round's writer commits at most once per slice while others wait (measured:
 bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns")."""

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import functools
 import os
 import sqlite3
+import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
@@ -24,6 +26,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 MIGRATIONS = Path(__file__).parent.parent / "migrations"
+CHECKPOINT_EVERY_S = 0.25
+"""How often, at most, a process that writes copies the WAL back into the database file (`_Checkpoints`)."""
 T = TypeVar("T")
 P = ParamSpec("P")
 
@@ -53,6 +57,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_timeout_ms: int
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms:d}")
     cursor.execute("PRAGMA foreign_keys=ON")
+    # No checkpoint in a writer's commit, holding the write lock: `Database` checkpoints beside the writers.
+    cursor.execute("PRAGMA wal_autocheckpoint=0")
     cursor.close()
 
 
@@ -92,6 +98,7 @@ class Database:
             self._sqlite_inline = _sync_sqlite_engine(url, busy_timeout_ms=0)
             self._sqlite = _sync_sqlite_engine(url, busy_timeout_ms=30_000)
             self._sqlite_threads = ThreadPoolExecutor(2, thread_name_prefix="sqlite")
+            self._checkpoints = _Checkpoints(self._sqlite)
             database = make_url(url).database
             if database and database != ":memory:":
                 # Processes take turns at SQLite's one write lock (docs/operations.md, "SQLite writers take turns").
@@ -116,16 +123,29 @@ class Database:
 
     async def _run_sqlite(self, work: Callable[[Connection], T], *, write: bool) -> T:
         writers = self._writers if write else None
-        if writers is None or writers.take_if_free():
-            try:
-                return _transaction(self._sqlite_inline, work)
-            except OperationalError as error:
-                if not _is_busy(error):
-                    raise
-            finally:
+        if writers is not None and not writers.take_if_free():
+            await self._turn(writers)
+        try:
+            return _transaction(self._sqlite_inline, work)
+        except OperationalError as error:
+            if not _is_busy(error):
+                raise
+        finally:
+            if write:
                 if writers is not None:
                     writers.give_back()
+                self._checkpoints.after_a_write()
         return await asyncio.get_running_loop().run_in_executor(self._sqlite_threads, self._waiting, work, writers)
+
+    async def _turn(self, writers: _Turns) -> None:
+        """The writers' lock, after those that queued before: waited for on a thread, and the unit then runs here on
+        the event loop (on a thread it would hold the lock the longer, taking turns with the loop for the GIL)."""
+        turn = asyncio.get_running_loop().run_in_executor(self._sqlite_threads, writers.wait_for_turn)
+        try:
+            await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            turn.add_done_callback(lambda _: writers.give_back())  # the turn comes all the same: given back at once
+            raise
 
     def _waiting(self, work: Callable[[Connection], T], writers: _Turns | None) -> T:
         """On a thread: the unit, once the writers' lock (when it writes) and SQLite's lock are free."""
@@ -150,12 +170,39 @@ class Database:
     async def dispose(self) -> None:
         await self.engine.dispose()
         if self._sqlite is not None:
+            self._checkpoints.close()
             self._sqlite_threads.shutdown()
             self._sqlite.dispose()
             self._sqlite_inline.dispose()
         if self._writers is not None:
             self._writers.close()
             self._writers = None
+
+
+class _Checkpoints:
+    """The WAL copied back into the database file by a thread of its own, at most every CHECKPOINT_EVERY_S after a
+    write, never inside a writer's transaction: SQLite's own automatic checkpoint runs in the commit that crosses its
+    threshold, with fsyncs, while every other writer waits for the lock (measured: bench/helpdesk_inbound.py). A
+    PASSIVE checkpoint waits for nobody: it copies what no reader still needs, and the next writer starts the WAL
+    over once all of it is copied."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="sqlite-checkpoint")
+        self.running: Future[None] | None = None
+        self.last = 0.0
+
+    def after_a_write(self) -> None:
+        if (self.running is None or self.running.done()) and time.monotonic() - self.last >= CHECKPOINT_EVERY_S:
+            self.last = time.monotonic()
+            self.running = self.thread.submit(self._checkpoint)
+
+    def _checkpoint(self) -> None:
+        with contextlib.suppress(OperationalError), self.engine.connect() as connection:  # another one runs
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def close(self) -> None:
+        self.thread.shutdown()
 
 
 class _Turns:

@@ -539,6 +539,57 @@ async def test_a_sqlite_writer_that_waits_goes_before_one_that_gives_the_lock_ba
         await greedy.dispose()
 
 
+async def test_a_sqlite_write_cancelled_while_it_waits_its_turn_gives_the_turn_back_when_it_comes(
+    tmp_path: Path,
+) -> None:
+    """A write whose caller gives up while it waits for the writers' lock (a request cancelled) writes nothing; the
+    turn it queued for comes all the same, and is given back at once: the writers after it are not stuck."""
+    path = tmp_path / "cancelled.db"
+    await asyncio.to_thread(migrate, sqlite_url(path))
+    db, after = Database(sqlite_url(path)), Database(sqlite_url(path))  # `after`: as another process's writer
+    written: list[str] = []
+    try:
+        with open(f"{path}.write-lock", "a") as other_writer:
+            fcntl.flock(other_writer, fcntl.LOCK_EX)
+            cancelled = asyncio.create_task(db.write(lambda _connection: written.append("cancelled")))
+            await asyncio.sleep(0.05)
+            cancelled.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await cancelled
+            fcntl.flock(other_writer, fcntl.LOCK_UN)
+        await asyncio.wait_for(after.write(lambda _connection: written.append("next")), timeout=5)
+        assert written == ["next"]
+    finally:
+        await db.dispose()
+        await after.dispose()
+
+
+async def test_a_sqlite_database_copies_its_wal_back_into_the_database_file_while_it_writes(tmp_path: Path) -> None:
+    """No commit checkpoints (it would hold the write lock through its fsyncs): the writing process copies the WAL
+    back on a thread of its own, so the database file itself (read ignoring the WAL) soon holds what was written."""
+    path = tmp_path / "checkpoints.db"
+    await asyncio.to_thread(migrate, sqlite_url(path))
+    db = Database(sqlite_url(path))
+    tenant_id = new_tenant_id()
+    try:
+        await add(db, pending_row(tenant_id))
+        file_only = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        try:
+            for _ in range(100):
+                found = file_only.execute("SELECT count(*) FROM phone_requests WHERE tenant_id = ?", (tenant_id,))
+                if found.fetchone() == (1,):
+                    break
+                await asyncio.sleep(0.05)
+                file_only.close()
+                file_only = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+            else:
+                raise AssertionError("the WAL was not copied back within 5 s")
+        finally:
+            file_only.close()
+    finally:
+        await db.dispose()
+
+
 async def test_a_round_of_batched_writes_gives_way_to_a_writer_that_queues_once_it_has_run_its_slice(
     tmp_path: Path,
 ) -> None:
