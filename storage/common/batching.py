@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
@@ -17,23 +16,31 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 T = TypeVar("T")
 P = ParamSpec("P")
-SLICE_S = 0.003
-"""How long a round keeps SQLite's write lock before it gives way to a writer that queues for it: a waiting gateway's
-store goes within about this long, and the round's writer commits at most once per slice while others wait (measured:
-bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns")."""
 
 
 class GroupCommit(Generic[Item, Result]):
     """`await submit(item)` queues the item; `flush` runs over everything queued while the previous round ran.
 
     Under load each round carries many items (one transaction, one round trip), at most `most` of them when given;
-    alone, an item goes at once. `flush` returns one result per item, in order; if it raises, every caller of that
-    round gets the error.
+    alone, an item goes at once, unless the group gathers: then a round waits up to `gather_s` for `enough` items
+    (fewer, larger rounds, each item answered up to `gather_s` later). `flush` returns one result per item, in order;
+    if it raises, every caller of that round gets the error.
     """
 
-    def __init__(self, flush: Callable[[list[Item]], Awaitable[Sequence[Result]]], *, most: int | None = None) -> None:
+    def __init__(
+        self,
+        flush: Callable[[list[Item]], Awaitable[Sequence[Result]]],
+        *,
+        most: int | None = None,
+        gather_s: float = 0.0,
+        enough: int = 1,
+    ) -> None:
         self._flush = flush
         self._most = most
+        self._gather_s = gather_s
+        self._enough = enough
+        self._gathered: asyncio.Event | None = None
+        """Set once `enough` items are queued, while a round gathers."""
         self._queue: list[tuple[Item, asyncio.Future[Result]]] = []
         self._drain_task: asyncio.Task[None] | None = None
         """Held so the running drain is not garbage-collected (the event loop keeps only a weak reference)."""
@@ -41,6 +48,8 @@ class GroupCommit(Generic[Item, Result]):
     async def submit(self, item: Item) -> Result:
         future: asyncio.Future[Result] = asyncio.get_running_loop().create_future()
         self._queue.append((item, future))
+        if self._gathered is not None and len(self._queue) >= self._enough:
+            self._gathered.set()
         if self._drain_task is None:
             self._drain_task = asyncio.get_running_loop().create_task(self._drain())
         return await future
@@ -48,6 +57,8 @@ class GroupCommit(Generic[Item, Result]):
     async def _drain(self) -> None:
         try:
             while self._queue:
+                if len(self._queue) < self._enough and self._gather_s > 0:
+                    await self._gather()
                 most = self._most or len(self._queue)
                 round_, self._queue = self._queue[:most], self._queue[most:]
                 try:
@@ -62,6 +73,16 @@ class GroupCommit(Generic[Item, Result]):
                         future.set_result(result)
         finally:
             self._drain_task = None
+
+    async def _gather(self) -> None:
+        self._gathered = asyncio.Event()
+        try:
+            async with asyncio.timeout(self._gather_s):
+                await self._gathered.wait()
+        except TimeoutError:
+            pass
+        finally:
+            self._gathered = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,9 +99,10 @@ class BatchedWrites:
     its arguments (it is: see `Database`).
 
     `most` bounds a round's units: on SQLite a round holds the database's one write lock from its first write to its
-    commit, and other writers (another process's) wait that long. A round also ends early, once it has run SLICE_S,
-    after the unit under way, when another writer queues for the lock (`Database.writer_waits`); its other units go
-    in the next transaction."""
+    commit, and other writers (another process's) wait that long. A round also ends early, after the unit under way,
+    when another writer queues for the lock (`Database.writer_waits`); its other units go in the next transaction.
+    (A round that kept the lock a few milliseconds more, for fewer commits, cost the gateway's inbound stores more
+    than it saved: bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns".)"""
 
     def __init__(self, db: Database, *, most: int | None = None) -> None:
         self.db = db
@@ -107,9 +129,8 @@ class BatchedWrites:
 
     def _until_a_writer_waits(self, connection: Connection, units: list[Callable[[Connection], Any]]) -> list[Any]:
         outcomes = []
-        began = time.monotonic()
         for unit in units:
             outcomes.append(unit(connection))
-            if time.monotonic() - began >= SLICE_S and self.db.writer_waits():
+            if self.db.writer_waits():
                 break
         return outcomes

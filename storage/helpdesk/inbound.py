@@ -111,42 +111,44 @@ class Outcome:
     conversation_id: str | None = None
 
 
-_CLAIM = (
+_SETTLE = (
     update(EVENTS)
     .where(EVENTS.c.id == bindparam("event_id"), EVENTS.c.state == PENDING)
-    .values(state=PROCESSED, processed_at=bindparam("now"))
-)
-"""Statements on the processors' path are built once (building one per call costs more than running it)."""
-_RECORD_OUTCOME = (
-    update(EVENTS)
-    .where(EVENTS.c.id == bindparam("event_id"))
     .values(
+        state=PROCESSED,
+        processed_at=bindparam("now"),
         outcome=bindparam("outcome"),
         classification=bindparam("classification"),
         ticket_id=bindparam("ticket_id"),
         conversation_id=bindparam("conversation_id"),
     )
 )
+"""Statements on the processors' path are built once (building one per call costs more than running it)."""
 
 
-def claim(connection: Connection, event_id: str, now: datetime) -> bool:
-    """Mark the event processed if it is still pending: False when another member (or an earlier delivery of its
-    message) processed it already, and the caller's transaction must then write nothing."""
-    return bool(connection.execute(_CLAIM, {"event_id": event_id, "now": now}).rowcount)
+class ProcessedAlready(Exception):
+    """The event was processed by another member, or by an earlier delivery of its message: the transaction that
+    applied it again must be rolled back."""
 
 
-def record_outcome(connection: Connection, event_id: str, outcome: Outcome) -> None:
-    """What the event became (in the transaction that claimed and applied it)."""
-    connection.execute(
-        _RECORD_OUTCOME,
+def settle(connection: Connection, event_id: str, outcome: Outcome, now: datetime) -> None:
+    """Mark the event processed, with what it became, in the transaction that applied it; ProcessedAlready when it
+    was no longer pending. One statement at the end rather than a claim first: a redelivery is rare, and a
+    transaction that meets one is undone (on SQLite nobody else writes within it; on PostgreSQL the update waits for
+    the other member's row lock and then finds the event processed)."""
+    settled = connection.execute(
+        _SETTLE,
         {
             "event_id": event_id,
+            "now": now,
             "outcome": outcome.outcome,
             "classification": outcome.classification,
             "ticket_id": outcome.ticket_id,
             "conversation_id": outcome.conversation_id,
         },
     )
+    if not settled.rowcount:
+        raise ProcessedAlready(event_id)
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from signalyard import secrets
 from storage.common.blobs import BlobStore
 from storage.common.db import Database, migrate
 from storage.helpdesk import channels, events, inbound
+from storage.helpdesk.tickets import TICKETS
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
@@ -399,6 +400,71 @@ async def test_an_inbound_event_whose_attachment_the_blob_store_refuses_stays_pe
         assert list(store.kept.values()) == [b"%PDF-1.4\n"]
     finally:
         await db.dispose()
+
+
+async def test_events_two_members_handle_at_once_each_become_exactly_one_ticket(tmp_path: Path) -> None:
+    """Two members given the same batch at once (a rebalance, or the sweeper's re-publish of an event under way): both
+    load the events while they are pending and apply them; the one that settles second finds them processed, its
+    transaction is undone, and it ends quietly. Each mail is one ticket, numbered once. On a database of its own: no
+    stack's processors may take the events."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'members.db'}"
+    await asyncio.to_thread(migrate, url)
+    first, second = Database(url), Database(url)  # as two processes
+    organization, channel = str(uuid.uuid4()), str(uuid.uuid4())
+    now = datetime.now(UTC)
+    events_ = [
+        inbound.Received(
+            id=str(uuid.uuid4()),
+            organization_id=organization,
+            channel_id=channel,
+            provider="email_d",
+            dedup_key=f"m{n}@customers.example",
+            content_type="message/rfc822",
+            body=(
+                # no Message-ID: the second member cannot find the first one's conversation by it
+                f"From: Customer {n} <c{n}@customers.example>\r\nTo: help@acme.example\r\nSubject: Order {n}\r\n"
+                f"\r\nWhere is order {n}?\r\n"
+            ).encode(),
+            partition_key=f"{channel}:c{n}@customers.example",
+            created_at=now,
+            details={"envelope_to": "help@acme.example"},
+        )
+        for n in range(6)
+    ]
+    batch = [
+        InboundReceived(event_id=event.id, organization_id=organization, channel_id=channel, provider="email_d")
+        for event in events_
+    ]
+    organization_row = {"id": organization, "name": "Acme", "slug": "acme", "plan": "free", "created_at": now}
+    announced: list[str] = []
+
+    async def announce(_organization_id: str, event_id: str) -> None:
+        announced.append(event_id)
+
+    members = [InboundProcessor(Context(db, cast(BlobStore, None)), HANDLERS, announce) for db in (first, second)]
+    try:
+        await first.write(lambda connection: connection.execute(insert(ORGANIZATIONS).values(organization_row)))
+        assert await first.write(inbound.store, events_) == {event.id for event in events_}
+        await asyncio.gather(*(member.handle_batch(batch) for member in members))
+
+        stored = await first.read(inbound.load, [event.id for event in events_])
+        assert {(row.state, row.outcome) for row in stored.values()} == {(inbound.PROCESSED, "new ticket")}
+        numbers = await first.read(
+            lambda connection: sorted(
+                connection.execute(select(TICKETS.c.number).where(TICKETS.c.organization_id == organization)).scalars()
+            )
+        )
+        assert numbers == [1, 2, 3, 4, 5, 6], "one ticket per mail, no number given twice"
+        assert sorted(row.ticket_id for row in stored.values()) == sorted(
+            await first.read(
+                lambda connection: list(
+                    connection.execute(select(TICKETS.c.id).where(TICKETS.c.organization_id == organization)).scalars()
+                )
+            )
+        )
+    finally:
+        await first.dispose()
+        await second.dispose()
 
 
 async def test_an_inbound_call_is_answered_once_its_event_is_stored_while_the_broker_has_not_acknowledged_it(

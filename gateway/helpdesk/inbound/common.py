@@ -32,6 +32,10 @@ REPLAY_WINDOW_S = 300
 """A signed timestamp older (or further ahead) than this is a replay, or a clock far off: refused."""
 MAX_BODY_BYTES = 30 * 1024 * 1024
 """A call's body, at most (a mail with its attachments)."""
+STORE_GATHER_S = 0.025
+STORE_ENOUGH = 24
+"""A round of stores waits up to STORE_GATHER_S for STORE_ENOUGH events: on SQLite each round is a turn at the one
+write lock, which costs the inbound processors the rest of their round (bench/helpdesk_inbound.py)."""
 PUBLISHES_IN_FLIGHT = 256
 """The most publishes under way at once; past it, answers wait for a publish to end (the broker sets the pace)."""
 
@@ -84,7 +88,9 @@ class Inbound:
         self.providers = dict(providers or {})
         """What an endpoint needs beyond its channels, by provider kind: the platform's own secrets (payments), a
         certificate fetcher (marketplace). Each provider's module says what it puts here and reads it back typed."""
-        self._stores: GroupCommit[inbound.Received, bool] = GroupCommit(self._store)
+        self._stores: GroupCommit[inbound.Received, bool] = GroupCommit(
+            self._store, gather_s=STORE_GATHER_S, enough=STORE_ENOUGH
+        )
         self._publishing: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(PUBLISHES_IN_FLIGHT)
 

@@ -144,10 +144,10 @@ class InboundProcessor:
             log.exception("inbound_parse_failed", event_id=row.id, provider=row.provider)
             apply = failed(type(error).__name__)
         now = self.context.clock()
-        result = await self.writes.write(_conditionally, row.id, apply, now)
-        if result is None:
-            return  # processed already (a redelivered message, or another member)
-        outcome, recorded = result
+        try:
+            outcome, recorded = await self.writes.write(_conditionally, row.id, apply, now)
+        except inbound.ProcessedAlready:
+            return  # a redelivered message, or another member's
         for event_id in recorded:
             try:
                 await self.announce(row.organization_id, event_id)
@@ -156,16 +156,12 @@ class InboundProcessor:
         log.info("inbound_processed", event_id=row.id, provider=row.provider, outcome=outcome.outcome)
 
 
-def _conditionally(
-    connection: Connection, event_id: str, apply: Apply, now: datetime
-) -> tuple[Outcome, list[str]] | None:
-    """The event's change, if the event is still pending: it is claimed first (the conditional update), then
-    applied, then its outcome recorded, all in one transaction."""
-    if not inbound.claim(connection, event_id, now):
-        return None
+def _conditionally(connection: Connection, event_id: str, apply: Apply, now: datetime) -> tuple[Outcome, list[str]]:
+    """The event's change, if the event is still pending: applied, then settled with its outcome (the conditional
+    update, which raises ProcessedAlready, undoing the change, when it was not), in one transaction."""
     recorded: list[str] = []
     outcome = apply(connection, now, recorded)
-    inbound.record_outcome(connection, event_id, outcome)
+    inbound.settle(connection, event_id, outcome, now)
     return outcome, recorded
 
 
