@@ -18,12 +18,18 @@ T = TypeVar("T")
 P = ParamSpec("P")
 
 
+GATHER_STEP_S = 0.002
+"""How long a gathering round waits for the next item before it goes with what it has."""
+
+
 class GroupCommit(Generic[Item, Result]):
     """`await submit(item)` queues the item; `flush` runs over everything queued while the previous round ran.
 
     Under load each round carries many items (one transaction, one round trip), at most `most` of them when given;
-    alone, an item goes at once, unless the group gathers: then a round waits up to `gather_s` for `enough` items
-    (fewer, larger rounds, each item answered up to `gather_s` later). `flush` returns one result per item, in order;
+    alone, an item goes at once. A group that gathers (`gather_s`) makes fewer, larger rounds while items keep
+    coming: a round that finds at least two items queued, and fewer than `enough`, waits for more a step
+    (`GATHER_STEP_S`) at a time, for as long as each step brings one, up to `gather_s`; a lone caller never waits, nor
+    one whose round has `enough`. `flush` returns one result per item, in order;
     if it raises, every caller of that round gets the error.
     """
 
@@ -57,7 +63,7 @@ class GroupCommit(Generic[Item, Result]):
     async def _drain(self) -> None:
         try:
             while self._queue:
-                if len(self._queue) < self._enough and self._gather_s > 0:
+                if 1 < len(self._queue) < self._enough and self._gather_s > 0:
                     await self._gather()
                 most = self._most or len(self._queue)
                 round_, self._queue = self._queue[:most], self._queue[most:]
@@ -75,14 +81,22 @@ class GroupCommit(Generic[Item, Result]):
             self._drain_task = None
 
     async def _gather(self) -> None:
-        self._gathered = asyncio.Event()
-        try:
-            async with asyncio.timeout(self._gather_s):
-                await self._gathered.wait()
-        except TimeoutError:
-            pass
-        finally:
-            self._gathered = None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._gather_s
+        while len(self._queue) < self._enough:
+            queued, step = len(self._queue), min(GATHER_STEP_S, deadline - loop.time())
+            if step <= 0:
+                return
+            self._gathered = asyncio.Event()
+            try:
+                async with asyncio.timeout(step):
+                    await self._gathered.wait()
+            except TimeoutError:
+                pass
+            finally:
+                self._gathered = None
+            if len(self._queue) == queued:
+                return  # nothing came for a step: the burst is over
 
 
 @dataclass(frozen=True, slots=True)

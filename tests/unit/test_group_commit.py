@@ -36,28 +36,41 @@ async def test_a_bounded_group_flushes_at_most_that_many_items_a_round_in_their_
     assert rounds == [[0, 1], [2, 3], [4, 5]]
 
 
-async def test_a_gathering_group_waits_for_enough_items_but_not_past_its_gathering_time() -> None:
+async def test_a_gathering_group_waits_while_items_keep_coming_and_never_for_a_lone_caller() -> None:
     rounds: list[list[int]] = []
+    hold = asyncio.Event()
 
     async def flush(items: list[int]) -> list[int]:
         rounds.append(items)
+        if items == [0]:
+            await hold.wait()  # the first round is under way while the next items queue
         return items
 
-    group: GroupCommit[int, int] = GroupCommit(flush, gather_s=5.0, enough=3)
+    group: GroupCommit[int, int] = GroupCommit(flush, gather_s=5.0, enough=4)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    first = asyncio.ensure_future(group.submit(0))  # alone: its round goes at once
+    await _turns(3)
+    assert rounds == [[0]]
+    queued = [asyncio.ensure_future(group.submit(n)) for n in (1, 2)]
+    hold.set()
+    await _turns(5)  # the next round finds two queued and gathers (no time passes: its step is not over)
+    more = [asyncio.ensure_future(group.submit(n)) for n in (3, 4)]
+    assert await asyncio.gather(first, *queued, *more) == [0, 1, 2, 3, 4]
+    assert rounds == [[0], [1, 2, 3, 4]], "it gathered until it had enough, and then went at once"
 
-    async def one_by_one() -> list[int]:
-        submitted = []
-        for n in range(3):
-            submitted.append(asyncio.ensure_future(group.submit(n)))
-            await asyncio.sleep(0.01)  # each comes after the previous one could have gone
-        return list(await asyncio.gather(*submitted))
+    hold.clear()
+    rounds.clear()
+    first = asyncio.ensure_future(group.submit(6))
+    await _turns(3)
+    queued = [asyncio.ensure_future(group.submit(n)) for n in (7, 8)]
+    hold.set()
+    assert await asyncio.gather(first, *queued) == [6, 7, 8]
+    assert rounds == [[6], [7, 8]]
+    assert loop.time() - began < 1, "once a step brought nothing it went, long before its 5 s"
 
-    assert await asyncio.wait_for(one_by_one(), timeout=1) == [0, 1, 2]
-    assert rounds == [[0, 1, 2]], "the round waited for the third item, and went as soon as it came"
 
-    quick: GroupCommit[int, int] = GroupCommit(flush, gather_s=0.05, enough=100)
-    began = asyncio.get_running_loop().time()
-    assert await quick.submit(7) == 7
-    waited = asyncio.get_running_loop().time() - began
-    assert rounds[-1] == [7]
-    assert 0.04 <= waited < 1, "alone, the item went once the gathering time was over"
+async def _turns(count: int) -> None:
+    """Let the event loop run the tasks ready now, `count` times over (no time passes)."""
+    for _ in range(count):
+        await asyncio.sleep(0)

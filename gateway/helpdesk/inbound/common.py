@@ -34,8 +34,9 @@ MAX_BODY_BYTES = 30 * 1024 * 1024
 """A call's body, at most (a mail with its attachments)."""
 STORE_GATHER_S = 0.025
 STORE_ENOUGH = 24
-"""A round of stores waits up to STORE_GATHER_S for STORE_ENOUGH events: on SQLite each round is a turn at the one
-write lock, which costs the inbound processors the rest of their round (bench/helpdesk_inbound.py)."""
+"""While events keep coming, a round of stores gathers them, up to STORE_GATHER_S for STORE_ENOUGH (GroupCommit): on
+SQLite each round is a turn at the one write lock, which cuts the inbound processors' round short
+(bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns"). A lone call never waits."""
 PUBLISHES_IN_FLIGHT = 256
 """The most publishes under way at once; past it, answers wait for a publish to end (the broker sets the pace)."""
 
