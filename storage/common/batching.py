@@ -16,8 +16,6 @@ Item = TypeVar("Item")
 Result = TypeVar("Result")
 T = TypeVar("T")
 P = ParamSpec("P")
-
-
 GATHER_STEP_S = 0.002
 """How long a gathering round waits for the next item before it goes with what it has."""
 
@@ -29,8 +27,8 @@ class GroupCommit(Generic[Item, Result]):
     alone, an item goes at once. A group that gathers (`gather_s`) makes fewer, larger rounds while items keep
     coming: a round that finds at least two items queued, and fewer than `enough`, waits for more a step
     (`GATHER_STEP_S`) at a time, for as long as each step brings one, up to `gather_s`; a lone caller never waits, nor
-    one whose round has `enough`. `flush` returns one result per item, in order;
-    if it raises, every caller of that round gets the error.
+    one whose round has `enough`. `flush` returns one result per item, in order; if it raises, every caller of that
+    round gets the error.
     """
 
     def __init__(
