@@ -153,8 +153,8 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
     for start in range(0, events, 500):
 
         def record(connection: Any, count: int = min(500, events - start)) -> None:
-            events = [("verification.completed", DATA)] * count
-            ids = webhooks.record_events(connection, PROFILE, owner, events, now=datetime.now(UTC))
+            batch = [("verification.completed", DATA)] * count
+            ids = webhooks.record_events(connection, PROFILE, owner, batch, now=datetime.now(UTC))
             webhooks.fan_out(connection, set(ids), now=datetime.now(UTC))
 
         await db.write(record)

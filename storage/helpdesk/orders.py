@@ -354,9 +354,11 @@ def erase(
         connection, organization_id, wanted, ticket_ids=ticket_ids, channel_id=channel_id, whole_channel=whole_channel
     )
     hooks_gone = _scrub_webhook_events(connection, organization_id, wanted | set(customer_ids) | set(ticket_ids))
-    redacted = [customers.get(connection, organization_id, customer_id) for customer_id in customer_ids]
-    updates = [("customer.updated", customers.webhook_data(customer)) for customer in redacted if customer is not None]
-    # after the scrub: these events say only that the customers are redacted
+    updates = []
+    for customer_id in customer_ids:  # after the scrub: these events say only that the customer is redacted
+        redacted = customers.get(connection, organization_id, customer_id)
+        assert redacted is not None
+        updates.append(("customer.updated", customers.webhook_data(redacted)))
     recorded += webhooks.record_events(connection, WEBHOOKS, organization_id, updates, now=now)
     return Erased(len(customer_ids), len(ticket_ids), orders_gone, inbound_gone, hooks_gone)
 
