@@ -10,6 +10,7 @@ from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 from sqlalchemy.engine import Connection
 
+from storage.common import later
 from storage.common.db import Database
 
 Item = TypeVar("Item")
@@ -116,8 +117,10 @@ class BatchedWrites:
     (A round that kept the lock a few milliseconds more, for fewer commits, cost the gateway's inbound stores more
     than it saved: bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns".)"""
 
-    def __init__(self, db: Database, *, most: int | None = None) -> None:
+    def __init__(self, db: Database, *, most: int | None = None, defer: bool = False) -> None:
         self.db = db
+        self.defer = defer
+        """Whether a round writes its units' log rows (storage/common/later.py) together at its end."""
         self._rounds: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._flush, most=most)
 
     async def write(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -134,15 +137,16 @@ class BatchedWrites:
                 outcomes += await self.db.write(self._until_a_writer_waits, units[len(outcomes) :])
         for unit in units[len(outcomes) :]:
             try:
-                outcomes.append(await self.db.write(unit))
+                outcomes += await self.db.write(self._until_a_writer_waits, [unit])
             except Exception as error:
                 outcomes.append(_Raised(error))
         return outcomes
 
     def _until_a_writer_waits(self, connection: Connection, units: list[Callable[[Connection], Any]]) -> list[Any]:
         outcomes = []
-        for unit in units:
-            outcomes.append(unit(connection))
-            if self.db.writer_waits():
-                break
+        with later.deferring(connection) if self.defer else contextlib.nullcontext():
+            for unit in units:
+                outcomes.append(unit(connection))
+                if self.db.writer_waits():
+                    break
         return outcomes

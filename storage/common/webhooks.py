@@ -42,6 +42,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Mapped, mapped_column
 
+from storage.common import later
 from storage.common.models import Base, UtcDateTime, json_list_has
 from storage.common.secrets import Cipher, fingerprint, seal
 from topics.common.asyncapi import Channel
@@ -475,14 +476,18 @@ def record_events(
     *,
     now: datetime | None = None,
 ) -> list[str]:
-    """`record_event` for each (event type, data) of one change, in one statement: the ids of those that wait for
-    their fan-out, in order."""
+    """`record_event` for each (event type, data) of one change, in one statement (written late in a deferring
+    transaction: storage/common/later.py): the ids of those that wait for their fan-out, in order."""
     for event_type, _ in events:
         _recordable(profile, event_type)
     if not events:
         return []
     now = now or datetime.now(UTC)
-    subscribed = _subscribed_types(connection, profile, owner_id)
+    subscribed = later.once(
+        connection,
+        ("webhook subscriptions", profile.service, owner_id),
+        lambda: _subscribed_types(connection, profile, owner_id),
+    )
     rows = [
         _event_row(
             profile,
@@ -495,7 +500,7 @@ def record_events(
         )
         for event_type, data in events
     ]
-    connection.execute(_INSERT_EVENT, rows)
+    later.insert(connection, _INSERT_EVENT, rows)
     return [row["id"] for row in rows if row["state"] == "pending"]
 
 

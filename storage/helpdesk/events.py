@@ -13,6 +13,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import ColumnElement, Table, and_, insert, select, update
 from sqlalchemy.engine import Connection
 
+from storage.common import later
 from storage.common.paging import newest_first
 from storage.helpdesk.identity import USERS
 from storage.helpdesk.models import Event
@@ -73,9 +74,9 @@ def row(
 
 
 def record_rows(connection: Connection, rows: list[dict[str, Any]]) -> None:
-    """Write a change's events (`row`s), in the change's transaction, in one statement."""
-    if rows:
-        connection.execute(_INSERT, rows)
+    """Write a change's events (`row`s), in the change's transaction, in one statement (written late in a deferring
+    transaction: storage/common/later.py)."""
+    later.insert(connection, _INSERT, rows)
 
 
 OUTBOX_COLUMNS = (

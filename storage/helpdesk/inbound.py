@@ -14,6 +14,7 @@ from typing import Any, cast
 from sqlalchemy import Table, and_, bindparam, select, update
 from sqlalchemy.engine import Connection
 
+from storage.common import later
 from storage.common.db import per_dialect
 from storage.common.paging import newest_first
 from storage.helpdesk.models import InboundEvent
@@ -133,22 +134,19 @@ class ProcessedAlready(Exception):
 
 def settle(connection: Connection, event_id: str, outcome: Outcome, now: datetime) -> None:
     """Mark the event processed, with what it became, in the transaction that applied it; ProcessedAlready when it
-    was no longer pending. One statement at the end rather than a claim first: a redelivery is rare, and a
-    transaction that meets one is undone (on SQLite nobody else writes within it; on PostgreSQL the update waits for
-    the other member's row lock and then finds the event processed)."""
-    settled = connection.execute(
-        _SETTLE,
-        {
-            "event_id": event_id,
-            "now": now,
-            "outcome": outcome.outcome,
-            "classification": outcome.classification,
-            "ticket_id": outcome.ticket_id,
-            "conversation_id": outcome.conversation_id,
-        },
-    )
-    if not settled.rowcount:
-        raise ProcessedAlready(event_id)
+    was no longer pending. One statement at the end rather than a claim first (in a deferring round, one for the
+    round's events: storage/common/later.py): a redelivery is rare, and a transaction that meets one is undone (on
+    SQLite nobody else writes within it; on PostgreSQL the update waits for the other member's row lock and then
+    finds the event processed)."""
+    params = {
+        "event_id": event_id,
+        "now": now,
+        "outcome": outcome.outcome,
+        "classification": outcome.classification,
+        "ticket_id": outcome.ticket_id,
+        "conversation_id": outcome.conversation_id,
+    }
+    later.update_one(connection, _SETTLE, params, lambda: ProcessedAlready(event_id))
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ from sqlalchemy import ColumnElement, Table, Text, bindparam, delete, false, fun
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.engine import Connection
 
-from storage.common import webhooks
+from storage.common import later, webhooks
 from storage.helpdesk import customers, events, inbound
 from storage.helpdesk.customers import CUSTOMERS, IDENTITIES
 from storage.helpdesk.identity import MAILS
@@ -287,6 +287,7 @@ def erase(
     (addresses, phone numbers the request named) are searched for besides the customers' own; `order_ids` of
     `channel_id` are deleted whoever they belong to; `whole_channel`: every order and every raw event of the channel
     goes (a shop's redaction)."""
+    later.flush(connection)  # the activity and webhook events this transaction wrote are scrubbed too
     customer_ids = list(dict.fromkeys(customer_ids))
     found = list(connection.execute(select(CUSTOMERS).where(CUSTOMERS.c.id.in_(customer_ids)))) if customer_ids else []
     customer_ids = [row.id for row in found if row.organization_id == organization_id]

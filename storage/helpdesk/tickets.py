@@ -26,7 +26,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
-from storage.common import webhooks
+from storage.common import later, webhooks
 from storage.common.models import json_list_has
 from storage.common.paging import newest_first
 from storage.helpdesk import customers, events
@@ -521,6 +521,7 @@ def latest_of_thread(connection: Connection, organization_id: str, thread_key: s
 
 def reopenings_since(connection: Connection, ticket_id: str, since: datetime) -> int:
     """How many times the ticket was reopened by an inbound message since `since` (its activity log says)."""
+    later.flush(connection)
     rows = connection.execute(
         select(events.EVENTS.c.event_data).where(
             events.EVENTS.c.ticket_id == ticket_id,

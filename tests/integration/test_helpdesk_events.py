@@ -1,5 +1,7 @@
 """The helpdesk's activity log in storage, on SQLite and PostgreSQL: newest first, a ticket's listing with its
-conversations', and keyset paging that neither skips nor repeats an event while others are being written."""
+conversations', and keyset paging that neither skips nor repeats an event while others are being written; in a round
+of batched units that defers its log rows to its end (storage/common/later.py), what a later unit of the round reads
+or scrubs sees them, and one unit's refusal leaves the others' changes whole."""
 
 from __future__ import annotations
 
@@ -8,10 +10,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from sqlalchemy import insert, select
+from sqlalchemy.engine import Connection
 
+from storage.common import webhooks
+from storage.common.batching import BatchedWrites
 from storage.common.db import Database
 from storage.common.paging import CursorNotFound
-from storage.helpdesk import events
+from storage.helpdesk import events, inbound, orders, tickets
+from storage.helpdesk.workspaces import ORGANIZATIONS
 
 
 async def write(
@@ -72,3 +79,109 @@ async def test_a_cursor_from_another_listing_is_refused(db: Database) -> None:
     other = await write(db, organization, ("ticket", str(uuid.uuid4())), datetime.now(UTC))
     with pytest.raises(CursorNotFound):
         await db.read(events.of_aggregate, organization, "ticket", str(uuid.uuid4()), limit=5, cursor=other)
+
+
+async def organization_of_its_own(db: Database) -> str:
+    organization = str(uuid.uuid4())
+    row = {"id": organization, "name": "Acme", "slug": f"acme-{organization[:8]}", "plan": "free"}
+    await db.write(
+        lambda connection: connection.execute(insert(ORGANIZATIONS).values(created_at=datetime.now(UTC), **row))
+    )
+    return organization
+
+
+def logged(connection: Connection, organization: str) -> list[str]:
+    """Everything the organization's activity log and outgoing webhook events say, as text."""
+    activity = connection.execute(
+        select(events.EVENTS.c.event_data).where(events.EVENTS.c.organization_id == organization)
+    )
+    hooks = connection.execute(select(webhooks.EVENTS.c.body).where(webhooks.EVENTS.c.owner_id == organization))
+    return [str(data) for data in activity.scalars()] + [bytes(body).decode() for body in hooks.scalars()]
+
+
+async def test_an_erasure_later_in_a_deferring_round_scrubs_the_log_rows_its_earlier_units_wrote(db: Database) -> None:
+    """A round's units write their activity and webhook events at the round's end; an erasure in the same round
+    (a commerce redaction after that customer's mail) still finds and scrubs what the earlier unit logged."""
+    organization = await organization_of_its_own(db)
+    writes = BatchedWrites(db, defer=True)
+    email = f"ana.{uuid.uuid4().hex[:8]}@customers.example"
+    now = datetime.now(UTC)
+
+    def mail(connection: Connection) -> str:
+        ticket = tickets.create(
+            connection,
+            organization,
+            subject=f"Order for {email}",
+            customer_email=email,
+            actor_id=None,
+            now=now,
+            recorded=[],
+        )
+        assert not any(email in text for text in logged(connection, organization)), "the log rows wait for the end"
+        return ticket.customer_id
+
+    def redaction(connection: Connection) -> orders.Erased:
+        (customer_id,) = connection.execute(
+            select(tickets.TICKETS.c.customer_id).where(tickets.TICKETS.c.organization_id == organization)
+        ).scalars()
+        return orders.erase(connection, organization, customer_ids=[customer_id], now=now, recorded=[])
+
+    _, erased = await asyncio.gather(writes.write(mail), writes.write(redaction))
+    assert (erased.customers, erased.tickets) == (1, 1)
+    texts = await db.read(logged, organization)
+    assert len(texts) >= 4, texts  # the ticket's and its message's activity, their webhook events, customer.updated
+    assert not [text for text in texts if email in text], "the erased address is still in the log"
+
+
+async def test_one_unit_of_a_deferring_round_that_finds_its_event_processed_is_refused_alone(db: Database) -> None:
+    """Units settle their inbound event at the round's end, in one statement; when one of them finds its event
+    processed already (another member took it), the round is undone and run again unit by unit: that unit alone is
+    refused (ProcessedAlready), and the others' tickets stand with their log rows."""
+    organization = await organization_of_its_own(db)
+    now = datetime.now(UTC)
+    stored = [
+        inbound.Received(
+            id=str(uuid.uuid4()),
+            organization_id=organization,
+            channel_id=str(uuid.uuid4()),
+            provider="email_d",
+            dedup_key=f"m{n}@customers.example",
+            content_type="message/rfc822",
+            body=b"",
+            partition_key=f"p{n}",
+            created_at=now,
+            details={},
+        )
+        for n in range(3)
+    ]
+    await db.write(inbound.store, stored)
+    await db.write(inbound.settle, stored[1].id, inbound.Outcome("new ticket"), now)  # taken by another member
+    writes = BatchedWrites(db, defer=True)
+
+    def mail(connection: Connection, event: inbound.Received) -> str:
+        ticket = tickets.create(
+            connection,
+            organization,
+            subject=event.dedup_key,
+            customer_email=f"{event.partition_key}@customers.example",
+            actor_id=None,
+            now=now,
+            recorded=[],
+        )
+        inbound.settle(connection, event.id, inbound.Outcome("new ticket", ticket_id=ticket.id), now)
+        return ticket.subject
+
+    outcomes = await asyncio.gather(*(writes.write(mail, event) for event in stored), return_exceptions=True)
+    assert (outcomes[0], outcomes[2]) == ("m0@customers.example", "m2@customers.example")
+    assert isinstance(outcomes[1], inbound.ProcessedAlready)
+    subjects = await db.read(
+        lambda connection: sorted(
+            connection.execute(
+                select(tickets.TICKETS.c.subject).where(tickets.TICKETS.c.organization_id == organization)
+            ).scalars()
+        )
+    )
+    assert subjects == ["m0@customers.example", "m2@customers.example"]
+    texts = await db.read(logged, organization)
+    assert sum("m0@customers.example" in text for text in texts) >= 2
+    assert not [text for text in texts if "m1@customers.example" in text]

@@ -116,7 +116,7 @@ class InboundProcessor:
         self.context = context
         self.handlers = handlers
         self.announce = announce
-        self.writes = BatchedWrites(context.db, most=ROUND_UNITS)
+        self.writes = BatchedWrites(context.db, most=ROUND_UNITS, defer=True)
 
     async def handle_batch(self, batch: Sequence[InboundReceived]) -> None:
         self.context.next_batch()

@@ -1,0 +1,105 @@
+"""What a transaction writes at its end, and what it reads once. A round of units (BatchedWrites, `defer`) whose units
+each append a few rows to the same log tables (the helpdesk's activity log, outgoing webhook events) and settle their
+inbound event makes those writes as one statement per table when the round ends, rather than one per unit: on SQLite
+the statements, more than the rows, are what a unit costs while it holds the database's one write lock
+(bench/helpdesk_inbound.py). And what every unit asks alike (which webhook events the owner's endpoints subscribe to)
+is read once per round.
+
+Only tables that nothing in the transaction reads back are written late. A function that does read such a table
+within a transaction that may defer (the reopen limit reads the activity log, erasure scrubs both tables) calls
+`flush` first. What is read once must not change within the transaction: units that change webhook endpoints do not
+run in a deferring round. Outside a deferring transaction everything runs at once, so the same storage functions serve
+both."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import Insert, Update
+from sqlalchemy.engine import Connection
+
+T = TypeVar("T")
+_KEY = "signalyard.later"
+
+
+class _Later:
+    def __init__(self) -> None:
+        self.rows: dict[Insert, list[dict[str, Any]]] = {}
+        """statement -> its rows, in the order they were added (dicts keep the order of first use)."""
+        self.updates: dict[Update, list[tuple[dict[str, Any], Callable[[], Exception]]]] = {}
+        self.read: dict[Hashable, Any] = {}
+
+    def flush(self, connection: Connection) -> None:
+        rows, self.rows = self.rows, {}
+        for insert_, values in rows.items():
+            connection.execute(insert_, values)
+        updates, self.updates = self.updates, {}
+        for update_, each in updates.items():
+            _update(connection, update_, each)
+
+
+def _update(
+    connection: Connection, statement: Update, each: list[tuple[dict[str, Any], Callable[[], Exception]]]
+) -> None:
+    if len(each) > 1 and connection.dialect.supports_sane_multi_rowcount:
+        if connection.execute(statement, [params for params, _ in each]).rowcount == len(each):
+            return
+        raise each[0][1]()  # one of them missed: the round is undone and run again unit by unit, which finds it
+    for params, missed in each:
+        if not connection.execute(statement, params).rowcount:
+            raise missed()
+
+
+def insert(connection: Connection, statement: Insert, rows: Sequence[dict[str, Any]]) -> None:
+    """`statement` with `rows`: at the end of the transaction when it defers, else now."""
+    if not rows:
+        return
+    later: _Later | None = connection.info.get(_KEY)
+    if later is None:
+        connection.execute(statement, list(rows))
+    else:
+        later.rows.setdefault(statement, []).extend(rows)
+
+
+def update_one(
+    connection: Connection, statement: Update, params: dict[str, Any], missed: Callable[[], Exception]
+) -> None:
+    """`statement` with `params`, which must change one row, else `missed()` is raised (undoing the transaction): at
+    the end of the transaction when it defers, else now."""
+    later: _Later | None = connection.info.get(_KEY)
+    if later is None:
+        _update(connection, statement, [(params, missed)])
+    else:
+        later.updates.setdefault(statement, []).append((params, missed))
+
+
+def once(connection: Connection, key: Hashable, read: Callable[[], T]) -> T:
+    """`read()`, made once per deferring transaction for each `key` (every time outside one)."""
+    later: _Later | None = connection.info.get(_KEY)
+    if later is None:
+        return read()
+    if key not in later.read:
+        later.read[key] = read()
+    return later.read[key]  # type: ignore[no-any-return]
+
+
+def flush(connection: Connection) -> None:
+    """Write what the transaction deferred so far: before reading a table it defers rows of."""
+    later: _Later | None = connection.info.get(_KEY)
+    if later is not None:
+        later.flush(connection)
+
+
+@contextlib.contextmanager
+def deferring(connection: Connection) -> Iterator[None]:
+    """Within the block, `insert`s and `update_one`s on `connection` wait for its end, and are made then; a block
+    that raises makes none of them (its transaction is rolled back)."""
+    later = _Later()
+    connection.info[_KEY] = later
+    try:
+        yield
+        later.flush(connection)
+    finally:
+        del connection.info[_KEY]
