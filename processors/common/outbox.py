@@ -21,6 +21,9 @@ log = structlog.get_logger("signalyard.processors")
 
 Publish = Callable[[msgspec.Struct, str, bytes], Awaitable[None]]
 """publish(message, topic, partition key), bounded in time by the platform."""
+PublishTogether = Callable[[Sequence[tuple[msgspec.Struct, str, bytes]]], Awaitable[None]]
+"""publish_together([(message, topic, partition key), ...]): all acknowledged, or it raises; bounded in time by the
+platform."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,22 +121,20 @@ async def publish_rows(box: Outbox, publish: Publish, rows: list[Any], in_flight
 
 class Relay:
     """The publisher of an outbox that no processor of ours consumes (the helpdesk's activity log, read by stream
-    consumers only): each pass claims the due rows under a lease, publishes them, and marks those the broker
-    acknowledged as done (`done(connection, ids)`). A claim is conditional, so replicas never take the same row at
-    once; a relay that dies between its claim and `done` leaves its rows to be taken again once the lease ends, so a
-    row is published at least once."""
+    consumers only): each pass claims the due rows under a lease, publishes them together, and marks them done
+    (`done(connection, ids)`) once the broker has acknowledged them all. A claim is conditional, so replicas never take
+    the same row at once; a relay that dies between its claim and `done`, or whose publish fails, leaves its rows to
+    be taken again once the lease ends, so a row is published at least once."""
 
     def __init__(
         self,
         db: Database,
         box: Outbox,
-        publish: Publish,
+        publish: PublishTogether,
         done: Callable[[Any, list[str]], Any],
         *,
         lease: timedelta = timedelta(seconds=30),
-        timeout_s: float = 5,
         batch: int = 500,
-        in_flight: int = 64,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self.db = db
@@ -142,9 +143,7 @@ class Relay:
         self.done = done
         self.clock = clock
         self.lease = lease
-        self.timeout_s = timeout_s
         self.batch = batch
-        self.in_flight = in_flight
 
     async def relay(self) -> int:
         """One pass; returns how many rows were published."""
@@ -161,11 +160,14 @@ class Relay:
             )
             if not rows:
                 return sent
-            published = await publish_rows(self.box, self.publish, rows, self.in_flight, self.timeout_s)
-            if published:
-                await self.db.write(self.done, [row.id for row in published])
-            sent += len(published)
-            if len(published) < len(rows) or len(rows) < self.batch:
+            try:
+                await self.publish([self.box.message(row) for row in rows])
+            except Exception:
+                log.warning("outbox_publish_failed", service=self.box.service, count=len(rows), exc_info=True)
+                return sent
+            await self.db.write(self.done, [row.id for row in rows])
+            sent += len(rows)
+            if len(rows) < self.batch:
                 return sent
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from processors.common.outbox import Outbox, Publish, Relay
+from processors.common.outbox import Outbox, PublishTogether, Relay
 from storage.common.db import Database
 from storage.helpdesk import events
 from topics.helpdesk import ActivityRecorded, HelpdeskTopics, partition_key
@@ -36,7 +36,5 @@ def activity_outbox(topics: HelpdeskTopics) -> Outbox:
     return Outbox("helpdesk-activity", events.EVENTS, events.OUTBOX_COLUMNS, message)
 
 
-def activity_relay(db: Database, topics: HelpdeskTopics, publish: Publish, *, timeout_s: float) -> Relay:
-    return Relay(
-        db, activity_outbox(topics), publish, events.published, lease=timedelta(seconds=30), timeout_s=timeout_s
-    )
+def activity_relay(db: Database, topics: HelpdeskTopics, publish: PublishTogether) -> Relay:
+    return Relay(db, activity_outbox(topics), publish, events.published, lease=timedelta(seconds=30))

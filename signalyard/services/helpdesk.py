@@ -130,7 +130,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     """The inbound processors (a consumer group) and their sweeper, the outgoing webhooks (fan-out, deliverer,
     sweeper) and the activity log's relay to its topic."""
     topics = HelpdeskTopics(p.settings.topic_prefix)
-    relay = activity_relay(p.db, topics, p.publish, timeout_s=p.settings.publish_timeout_s)
+    relay = activity_relay(p.db, topics, p.publish_together)
     blobs = blob_store(p.settings, s)
     p.closers.append(blobs.close)
 

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
@@ -33,7 +34,7 @@ from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
-from topics.helpdesk import ActivityRecorded, HelpdeskTopics, InboundReceived
+from topics.helpdesk import ActivityRecorded, HelpdeskTopics, InboundReceived, partition_key
 
 
 async def until(condition: Any, timeout_s: float, every_s: float = 0.2) -> None:
@@ -177,6 +178,63 @@ async def test_stream_consumers_read_the_activity_log_from_its_topic(helpdesk_st
     assert datetime.fromisoformat(created_event.created_at).tzinfo is not None
 
 
+async def test_messages_published_together_reach_the_partition_publish_chooses_for_their_key_in_order(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    """The activity relay publishes a pass's rows together (Platform.publish_together): each key's messages land on
+    the partition a lone `publish` of that key lands on, in the order given, as the same JSON with the same
+    content-type header."""
+    platform, topic = helpdesk_stack.platform, helpdesk_stack.topics.activity
+    organizations = [str(uuid.uuid4()) for _ in range(8)]
+
+    def recorded(organization_id: str, n: int) -> ActivityRecorded:
+        return ActivityRecorded(
+            id=str(uuid.uuid4()),
+            organization_id=organization_id,
+            aggregate_type="organization",
+            aggregate_id=organization_id,
+            event_type="updated",
+            event_data={"n": n},
+            actor_id=None,
+            created_at=datetime.now(UTC).isoformat(),
+        )
+
+    for organization_id in organizations:
+        await platform.publish(recorded(organization_id, 0), topic, partition_key(organization_id))
+    together = [recorded(organization_id, n) for n in range(1, 4) for organization_id in organizations]
+    await platform.publish_together([(message, topic, partition_key(message.organization_id)) for message in together])
+
+    consumer = AIOKafkaConsumer(
+        topic,
+        bootstrap_servers=platform.bootstrap,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        group_id=None,
+    )
+    await consumer.start()
+    seen: dict[str, list[tuple[int, int, bytes | None]]] = {organization_id: [] for organization_id in organizations}
+    decode = msgspec.json.Decoder(ActivityRecorded).decode
+    try:
+
+        async def all_seen() -> bool:
+            for records in (await consumer.getmany(timeout_ms=200)).values():
+                for record in records:
+                    message = decode(record.value)
+                    if message.organization_id in seen:
+                        content_type = dict(record.headers).get("content-type")
+                        seen[message.organization_id].append((record.partition, message.event_data["n"], content_type))
+            return all(len(found) == 4 for found in seen.values())
+
+        await until(all_seen, 30, every_s=0)
+    finally:
+        await consumer.stop()
+    for found in seen.values():
+        assert len({partition for partition, _, _ in found}) == 1, "one partition per key"
+        assert [n for _, n, _ in found] == [0, 1, 2, 3], "in order"
+        assert {content_type for _, _, content_type in found} == {b"application/json"}
+    assert len({found[0][0] for found in seen.values()}) > 1, "the keys spread over the partitions"
+
+
 async def test_an_event_claimed_by_a_relay_that_died_is_published_once_its_lease_ends(tmp_path: Path) -> None:
     """On a database of its own: no other relay may take the event."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
@@ -204,17 +262,17 @@ async def relay_after_a_death(db: Database) -> None:
     clock = [datetime.now(UTC) + timedelta(seconds=1)]
     published: list[Any] = []
 
-    async def broker_down(message: msgspec.Struct, topic: str, key: bytes) -> None:
+    async def broker_down(messages: Sequence[tuple[msgspec.Struct, str, bytes]]) -> None:
         raise ConnectionError("the broker is unreachable")
 
-    async def broker_up(message: msgspec.Struct, topic: str, key: bytes) -> None:
-        published.append(message)
+    async def broker_up(messages: Sequence[tuple[msgspec.Struct, str, bytes]]) -> None:
+        published.extend(message for message, _, _ in messages)
 
-    dying = activity_relay(db, topics, broker_down, timeout_s=1)
+    dying = activity_relay(db, topics, broker_down)
     dying.clock = lambda: clock[0]
     assert await dying.relay() == 0  # it claimed the event, then could not publish it
 
-    living = activity_relay(db, topics, broker_up, timeout_s=1)
+    living = activity_relay(db, topics, broker_up)
     living.clock = lambda: clock[0]
     assert await living.relay() == 0, "the claim holds for its lease"
     clock[0] += timedelta(seconds=31)
