@@ -46,7 +46,7 @@ def helpdesk_app(identity_deps: Identity, *, billing: Billing | None = None) -> 
     async def announce(_organization_id: str, _event_id: str) -> None:
         return None
 
-    async def publish(_message: Any, _key: bytes) -> None:
+    async def publish(_messages: Any) -> None:
         return None
 
     db = identity_deps.db

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from secrets import token_urlsafe
@@ -109,8 +110,8 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
 
     topics = HelpdeskTopics(p.settings.topic_prefix)
 
-    async def publish_inbound(message: InboundReceived, key: bytes) -> None:
-        await p.publish(message, topics.inbound, key)
+    async def publish_inbound(messages: Sequence[tuple[InboundReceived, bytes]]) -> None:
+        await p.publish_together([(message, topics.inbound, key) for message, key in messages])
 
     authenticator = HelpdeskAuthenticator(p.db, p.settings.redis_url)
     cipher = secrets.secrets_cipher(p.settings)

@@ -538,9 +538,9 @@ async def test_an_inbound_call_is_answered_once_its_event_is_stored_while_the_br
     acknowledged = asyncio.Event()
     published: list[str] = []
 
-    async def publish(message: InboundReceived, _key: bytes) -> None:
+    async def publish(messages: Sequence[tuple[InboundReceived, bytes]]) -> None:
         await acknowledged.wait()  # the broker takes its time
-        published.append(message.event_id)
+        published.extend(message.event_id for message, _ in messages)
 
     gateway = Inbound(db, MultiFernet([Fernet(Fernet.generate_key())]), publish)
     routed = channels.Routed(channel_id=channel, organization_id=organization, kind="email", settings={}, secrets={})

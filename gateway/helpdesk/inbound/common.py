@@ -12,7 +12,7 @@ import asyncio
 import hmac
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -37,12 +37,14 @@ STORE_ENOUGH = 24
 """While events keep coming, a round of stores gathers them, up to STORE_GATHER_S for STORE_ENOUGH (GroupCommit): on
 SQLite each round is a turn at the one write lock, which cuts the inbound processors' round short
 (bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns"). A lone call never waits."""
-PUBLISHES_IN_FLIGHT = 256
-"""The most publishes under way at once; past it, answers wait for a publish to end (the broker sets the pace)."""
+PUBLISHES_IN_FLIGHT = 16
+"""The most rounds whose publish is under way at once; past it, the next round waits for one to end (the broker sets
+the pace)."""
 
 T = TypeVar("T")
-Publish = Callable[[InboundReceived, bytes], Awaitable[None]]
-"""publish(message, partition key): after the event is stored (a lost publish is repeated by the sweeper)."""
+Publish = Callable[[Sequence[tuple[InboundReceived, bytes]]], Awaitable[None]]
+"""publish([(message, partition key), ...]): a round's stored events together (a lost publish is repeated by the
+sweeper)."""
 
 
 def refused(status: int, message: str) -> HelpdeskError:
@@ -114,9 +116,10 @@ class Inbound:
         details: dict[str, Any] | None = None,
     ) -> bool:
         """Store the event and start its publish; False when it was stored already (a provider's retry: acknowledged,
-        and nothing new). Concurrent calls are stored together, one statement per round. The answer does not wait
-        for the broker's acknowledgement: the stored event is the outbox, whose sweeper publishes again what the
-        broker did not take (measured: bench/helpdesk_inbound.py, docs/helpdesk.md "Performance")."""
+        and nothing new). Concurrent calls are stored together, one statement per round, and published together once
+        stored. The answer does not wait for the broker's acknowledgement: the stored event is the outbox, whose
+        sweeper publishes again what the broker did not take (measured: bench/helpdesk_inbound.py, docs/helpdesk.md
+        "Performance")."""
         if not dedup_key:
             raise refused(400, "The call carries no id to tell it apart from a retry")
         received = inbound.Received(
@@ -131,25 +134,13 @@ class Inbound:
             created_at=self.clock(),
             details=details or {},
         )
-        stored = await self._stores.submit(received)
-        if stored:
-            message = InboundReceived(
-                event_id=received.id,
-                organization_id=received.organization_id,
-                channel_id=received.channel_id,
-                provider=provider,
-            )
-            await self._slots.acquire()
-            publishing = asyncio.get_running_loop().create_task(self._publish(message, partition_key.encode()))
-            self._publishing.add(publishing)
-            publishing.add_done_callback(self._publishing.discard)
-        return stored
+        return await self._stores.submit(received)
 
-    async def _publish(self, message: InboundReceived, key: bytes) -> None:
+    async def _publish(self, messages: list[tuple[InboundReceived, bytes]]) -> None:
         try:
-            await self.publish(message, key)
-        except Exception:  # stored: the sweeper publishes it again
-            log.warning("inbound_publish_failed", event_id=message.event_id, exc_info=True)
+            await self.publish(messages)
+        except Exception:  # stored: the sweeper publishes them again
+            log.warning("inbound_publish_failed", count=len(messages), exc_info=True)
         finally:
             self._slots.release()
 
@@ -160,6 +151,24 @@ class Inbound:
     async def _store(self, batch: list[inbound.Received]) -> list[bool]:
         # Two calls of one round with the same (channel, key): the first is stored, the second is its retry.
         stored = await self.db.write(inbound.store, _first_of_each(batch))
+        messages = [
+            (
+                InboundReceived(
+                    event_id=event.id,
+                    organization_id=event.organization_id,
+                    channel_id=event.channel_id,
+                    provider=event.provider,
+                ),
+                event.partition_key.encode(),
+            )
+            for event in batch
+            if event.id in stored
+        ]
+        if messages:
+            await self._slots.acquire()
+            publishing = asyncio.get_running_loop().create_task(self._publish(messages))
+            self._publishing.add(publishing)
+            publishing.add_done_callback(self._publishing.discard)
         return [event.id in stored for event in batch]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -58,8 +58,9 @@ def gateway(helpdesk_stack: HelpdeskStack, sns: SnsPeer) -> Gateway:
 
     @asynccontextmanager
     async def serve(*, allow_private: bool = True) -> AsyncIterator[httpx.AsyncClient]:
-        async def publish(message: Any, key: bytes) -> None:
-            await helpdesk_stack.platform.publish(message, helpdesk_stack.topics.inbound, key)
+        async def publish(messages: Sequence[tuple[Any, bytes]]) -> None:
+            topic = helpdesk_stack.topics.inbound
+            await helpdesk_stack.platform.publish_together([(message, topic, key) for message, key in messages])
 
         client = SnsClient(allow_private=allow_private, tls=sns.client_tls, resolve=sns.resolve)
         received = Inbound(
