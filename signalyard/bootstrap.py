@@ -38,6 +38,8 @@ from wire.webhooks import WebhookProfile
 log = structlog.get_logger("signalyard")
 _JSON = [("content-type", b"application/json")]
 """The header FastStream's `publish` sets, so that messages published together read alike."""
+_PARTITIONER = DefaultPartitioner()
+"""aiokafka's own (murmur2 of the key): the partition its `send`, under FastStream's `publish`, chooses."""
 
 
 def database_url(settings: PlatformSettings) -> str:
@@ -75,12 +77,15 @@ class Platform:
         cost a thousand `publish` calls, most of the processors' time after the database's (bench/README.md)."""
         async with asyncio.timeout(self.settings.publish_timeout_s):
             producer = await self._batch_producer()
+            partitions: dict[str, list[int]] = {}
+            chosen: dict[tuple[str, bytes], int] = {}  # the partitioner hashes in Python: once per key
             by_partition: dict[tuple[str, int], list[tuple[bytes, bytes]]] = {}
-            partitioner = DefaultPartitioner()
             for message, topic, key in messages:
-                partitions = sorted(await producer.partitions_for(topic))
-                partition = partitioner(key, partitions, partitions)
-                by_partition.setdefault((topic, partition), []).append((key, msgspec.json.encode(message)))
+                if (topic, key) not in chosen:
+                    if topic not in partitions:
+                        partitions[topic] = sorted(await producer.partitions_for(topic))
+                    chosen[topic, key] = _PARTITIONER(key, partitions[topic], partitions[topic])
+                by_partition.setdefault((topic, chosen[topic, key]), []).append((key, msgspec.json.encode(message)))
             sent = []
             for (topic, partition), records in by_partition.items():
                 batch = producer.create_batch()
