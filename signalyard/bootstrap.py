@@ -64,6 +64,8 @@ class Platform:
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _batches: AIOKafkaProducer | None = None
     """The producer of `publish_together`, started at its first use."""
+    _starting_batches: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Concurrent first uses (a gateway's store rounds) start one producer, not one each."""
 
     async def publish(self, message: msgspec.Struct, topic: str, key: bytes) -> None:
         """Publish and wait for the broker's acknowledgement, at most `publish_timeout_s` (the outbox covers losses)."""
@@ -97,11 +99,12 @@ class Platform:
             await asyncio.gather(*sent)
 
     async def _batch_producer(self) -> AIOKafkaProducer:
-        if self._batches is None:
-            producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=LINGER_MS)
-            await producer.start()
-            self._batches = producer
-            self.closers.append(producer.stop)
+        async with self._starting_batches:
+            if self._batches is None:
+                producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=LINGER_MS)
+                await producer.start()
+                self._batches = producer
+                self.closers.append(producer.stop)
         return self._batches
 
     async def consume(self) -> None:

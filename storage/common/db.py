@@ -132,7 +132,7 @@ class Database:
         if writers is not None and not writers.take_if_free():
             outcome = await self._after_turn(writers, work)
         else:
-            outcome = self._inline(work, writers if write else None)
+            outcome = self._inline(work, writers)
         if not isinstance(outcome, _Busy):
             return outcome
         return await asyncio.get_running_loop().run_in_executor(self._sqlite_threads, self._waiting, work, writers)
