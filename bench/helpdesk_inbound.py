@@ -7,10 +7,10 @@ Starts, as subprocesses: `signalyard up --services helpdesk` (gateway: route the
 check `x-forwarder-secret`, store the event in a batched insert, publish it to Kafka, 200 `{"status": "accepted"}`;
 processors: the inbound consumer group parses each stored mail and makes it a ticket, in the transaction that marks
 the event processed), with an email channel for bench@acme.example made in this process by the storage call that
-`signalyard helpdesk channels create` makes; a watcher (this script with `--watch`: reads the organization's
-tickets numbered after the highest it has seen, and records when the ticket of each mail it is told of is first there: a
-mail's subject ends with its Message-ID); and `bench/bare_app.py --service
-helpdesk-inbound` (the same recipient, channel look-up and secret check, then a canned 200). Then, from this process
+`signalyard helpdesk channels create` makes; a watcher (this script with `--watch`: while the stack is measured,
+reads the organization's tickets numbered after the highest it has seen, and records when each mail's ticket is first
+there: a mail's subject ends with its Message-ID); and `bench/bare_app.py --service helpdesk-inbound` (the same
+recipient, channel look-up and secret check, then a canned 200). Then, from this process
 (bench/phone.py's load generator, closed and open loops):
 
 1. closed loop, for each concurrency: `--duration` s against the stack, then against the bare endpoint: mails
@@ -140,46 +140,40 @@ def created_after(connection: Connection, organization_id: str, after: int) -> l
 
 
 def watch(port: int, database_url: str, organization_id: str, poll_ms: float) -> None:
-    """The watcher subprocess. POST /watch: Message-IDs to look for, one a line (`-<id>`: no longer: its mail was not
-    accepted); every `poll_ms` while any is awaited, one read of the organization's tickets numbered after the
-    highest seen (each bench mail's subject ends with its Message-ID), and each awaited mail's time
-    (CLOCK_MONOTONIC, this benchmark's clock, taken before the read) kept when its ticket is there; a ticket read
-    before its mail's POST came (the POST is not awaited before the mail is sent) is kept aside until it does. GET
+    """The watcher subprocess. While polling is on (POST /polling `on` or `off`: on only while the stack is measured,
+    so that it takes no CPU from the bare endpoint), every `poll_ms` one read of the organization's tickets numbered
+    after the highest seen, each bench mail's ticket (its subject ends with the mail's Message-ID) kept with the time
+    of the read that found it (CLOCK_MONOTONIC, this benchmark's clock, taken before the read). GET
     /deliveries?from=N: the tickets seen from the Nth on, as (Message-ID, time), and the counts (bench/helpdesk.py's
-    Arrivals reads it); GET /readyz: 200."""
+    Arrivals reads it); GET /readyz: 200. The load client tells it nothing: a mail's ticket is known by its subject,
+    and telling of each mail cost both processes CPU the stack's processes would otherwise have had."""
     import uvicorn
 
     from storage.common.db import Database
 
-    awaited: set[str] = set()
-    early: dict[str, float] = {}
-    """Tickets read before their mail's Message-ID was posted, with the time they were read."""
     seen: list[tuple[str, float]] = []
     counts: Counter[str] = Counter()
+    polling = asyncio.Event()
     running: list[asyncio.Task[None]] = []
 
     async def poll() -> None:
         db = Database(database_url)
         newest = 0
         while True:
+            await polling.wait()
             polled = time.monotonic()
-            if awaited:
-                try:
-                    rows = await db.read(created_after, organization_id, newest)
-                except Exception:  # counted, shown, and polled again
-                    counts["poll_errors"] += 1
-                    traceback.print_exc()
-                    rows = []
-                counts["polls"] += 1
-                for subject, number in rows:
-                    newest = max(newest, number)
-                    found = MAIL_OF_SUBJECT.search(subject)
-                    if found and found[1] in awaited:
-                        awaited.discard(found[1])
-                        counts["outcome: new ticket"] += 1
-                        seen.append((found[1], polled))
-                    elif found:
-                        early[found[1]] = polled
+            try:
+                rows = await db.read(created_after, organization_id, newest)
+            except Exception:  # counted, shown, and polled again
+                counts["poll_errors"] += 1
+                traceback.print_exc()
+                rows = []
+            counts["polls"] += 1
+            for subject, number in rows:
+                newest = max(newest, number)
+                if found := MAIL_OF_SUBJECT.search(subject):
+                    counts["tickets"] += 1
+                    seen.append((found[1], polled))
             await asyncio.sleep(max(0.001, polled + poll_ms / 1000 - time.monotonic()))
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -194,21 +188,11 @@ def watch(port: int, database_url: str, organization_id: str, poll_ms: float) ->
             if not message.get("more_body"):
                 break
         status, answer = 200, b""
-        if scope["method"] == "POST":
-            for line in body.decode().splitlines():
-                if line.startswith("-"):
-                    awaited.discard(line[1:])
-                    counts["not_accepted"] += 1
-                elif line in early:
-                    counts["watched"] += 1
-                    counts["outcome: new ticket"] += 1
-                    seen.append((line, early.pop(line)))
-                elif line:
-                    awaited.add(line)
-                    counts["watched"] += 1
+        if scope["method"] == "POST" and scope["path"] == "/polling" and body in (b"on", b"off"):
+            polling.set() if body == b"on" else polling.clear()
         elif scope["path"] == "/deliveries":
             start = int(scope["query_string"].decode().removeprefix("from=") or 0)
-            answer = json.dumps({"arrivals": seen[start:], "counts": counts | {"awaited": len(awaited)}}).encode()
+            answer = json.dumps({"arrivals": seen[start:], "counts": counts}).encode()
         elif scope["path"] != "/readyz":
             status = 404
         await send(
@@ -228,44 +212,6 @@ def watch(port: int, database_url: str, organization_id: str, poll_ms: float) ->
         interface="asgi3",
         timeout_keep_alive=60,
     )
-
-
-class Watch:
-    """Tells the watcher of each tracked mail as it is sent (before its answer, so that the watcher looks for it
-    from the start): one POST at a time, carrying every Message-ID queued while the previous one was out."""
-
-    def __init__(self, watcher: Server) -> None:
-        self.http = RawHttp(watcher.port, "", timeout_s=10, path="/watch")
-        self.queued: list[str] = []
-        self.wake = asyncio.Event()
-        self.idle = asyncio.Event()
-        self.idle.set()
-        self.task = asyncio.get_running_loop().create_task(self._run())
-
-    def add(self, line: str) -> None:
-        self.queued.append(line)
-        self.idle.clear()
-        self.wake.set()
-
-    async def _run(self) -> None:
-        while True:
-            await self.wake.wait()
-            self.wake.clear()
-            while self.queued:
-                batch, self.queued = self.queued, []
-                status, _ = await self.http.post("\n".join(batch).encode())
-                if status != "200":
-                    log(f"  the watcher answered {status} to POST /watch: {len(batch)} mails not watched")
-            self.idle.set()
-
-    async def flushed(self) -> None:
-        """Once the watcher knows of every mail sent so far."""
-        await self.idle.wait()
-
-    async def aclose(self) -> None:
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-        await self.http.aclose()
 
 
 # ------------------------------------------------------------------------------------------------ load
@@ -308,8 +254,8 @@ class AiohttpMail(AiohttpHttp):
 
 class Mails:
     """The load client (bench/phone.py's LoadClient): forwarded mails, each with its own Message-ID and subject, from
-    one of `senders` senders in turn, to the channel's address with its forwarder secret. While tracking, it tells
-    the watcher of each mail before sending it, and keeps each accepted one's (sent, answered) times by Message-ID."""
+    one of `senders` senders in turn, to the channel's address with its forwarder secret. While tracking, it keeps
+    each accepted one's (sent, answered) times by Message-ID."""
 
     ok_status = "200"
 
@@ -321,7 +267,6 @@ class Mails:
         self.seq = 0
         self.address = ADDRESS
         self.secret = ""
-        self.watch: Callable[[str], None] = lambda _: None
         self.accepted: dict[str, tuple[float, float]] | None = None
 
     def use(self, secret: str, *, track: bool) -> None:
@@ -339,8 +284,6 @@ class Mails:
         mail = MAIL.format(
             sender=self.seq % self.senders, address=self.address, seq=self.seq, date=self.date, message_id=message_id
         ).encode()
-        if self.accepted is not None:
-            self.watch(message_id)
         sent = time.monotonic()
         status, answer = await http.post(mail)
         if status == "200":
@@ -349,11 +292,8 @@ class Mails:
                     status = DUPLICATE
             except msgspec.DecodeError:
                 status = UNREADABLE
-        if self.accepted is not None:
-            if status == "200":
-                self.accepted[message_id] = (sent, time.monotonic())
-            else:
-                self.watch(f"-{message_id}")
+        if self.accepted is not None and status == "200":
+            self.accepted[message_id] = (sent, time.monotonic())
         return status, answer
 
 
@@ -414,18 +354,18 @@ class Bench:
         await wait_ready(self.watcher, args.startup_timeout)
         self.visible = Arrivals(self.watcher)
         self.closers.append(self.visible.http.aclose)
-        self.watch = Watch(self.watcher)
-        self.closers.append(self.watch.aclose)
-        self.client.watch = self.watch.add
+        self.polling = RawHttp(self.watcher.port, "", timeout_s=10, path="/polling")
+        self.closers.append(self.polling.aclose)
 
         self.client.use(self.secret, track=True)
         started = time.monotonic()
+        await self.poll(True)
         canned = await first_200(self.client, self.stack, args.warmup_timeout)
         assert self.client.accepted is not None
         first = next(iter(self.client.accepted))
-        await self.watch.flushed()
         if await self.visible.wait_for({first}, args.warmup_timeout) is None:
             raise RuntimeError(f"no ticket within {args.warmup_timeout:g}s of a mail\n{self.stack.log_tail()}")
+        await self.poll(False)
         log(f"first mail's ticket seen after {time.monotonic() - started:.1f}s")
         self.api_check = await self.check_api(first)
         log(f"  {self.api_check}")
@@ -441,6 +381,12 @@ class Bench:
         self.client.use(self.secret, track=False)
         await first_200(self.client, self.bare, 10)
         log(f"bare endpoint ready (pid {self.bare.pid})")
+
+    async def poll(self, on: bool) -> None:
+        """The watcher's polls on (while the stack is measured, its tickets awaited) or off."""
+        status, _ = await self.polling.post(b"on" if on else b"off")
+        if status != "200":
+            raise RuntimeError(f"the watcher answered {status} to POST /polling")
 
     async def open_channel(self) -> None:
         """An email channel of the demo organization, as `signalyard helpdesk channels create ORG --kind email --name
@@ -498,6 +444,8 @@ class Bench:
         """A closed loop at `concurrency` or an open loop at `rate`; for the stack, then its mails' tickets."""
         args, client = self.args, self.client
         client.use(self.secret, track=server is self.stack)
+        if client.accepted is not None:
+            await self.poll(True)
         began = time.monotonic()
         if rate is None:
             assert concurrency is not None
@@ -511,8 +459,8 @@ class Bench:
         log(f"  {phase.throughput:.1f} ok/s, p50 {phase.p50_ms} ms, p99 {phase.p99_ms} ms, other {phase.failures}")
         if client.accepted is not None:
             ended = time.monotonic()
-            await self.watch.flushed()
             last = await self.visible.wait_for(set(client.accepted), args.ticket_timeout)
+            await self.poll(False)
             window = (began + args.warmup, began + args.warmup + args.duration)
             found = deliveries_of(phase, client.accepted, self.visible, window, ended=ended, last=last)
             found.receiver_cpu_percent = phase.cpu_percent.get("idle_watcher_server", 0.0)
@@ -638,7 +586,6 @@ def report(result: dict[str, Any]) -> str:
         )
     idle = result["idle_stack_cpu_percent_during_bare"]
     counts = result["watcher_counts"]
-    outcomes = ", ".join(f"{n} {k.removeprefix('outcome: ')}" for k, n in counts.items() if k.startswith("outcome: "))
     ratio, ceiling = result["ratio_at_32"], result["transport_ceiling_at_32"]
     open_phase, open_tickets = result["open_loop"], result["open_loop_tickets"]
     lines += [
@@ -650,8 +597,7 @@ def report(result: dict[str, Any]) -> str:
         f"per accepted mail. While the bare endpoint ran, the idle stack used {idle['server']:.0f}% + children"
         f" {idle['children']:.0f}%.",
         "drained s: from the run's end to its last ticket; watch cpu%: the watcher's polls, while the stack ran.",
-        f"watcher: {counts.get('watched', 0)} mails watched, {counts.get('not_accepted', 0)} not accepted,"
-        f" processed into: {outcomes or 'nothing'}; {counts.get('awaited', 0)} still awaited,"
+        f"watcher: {counts.get('tickets', 0)} bench mails' tickets seen in {counts.get('polls', 0)} polls,"
         f" {counts.get('poll_errors', 0)} poll errors",
         f"{result['api_check']}",
         "",
@@ -693,7 +639,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--poll-ms",
         type=float,
         default=20,
-        help="how often the watcher reads the awaited mails' events (default 20: the resolution of ticket latency)",
+        help="how often the watcher reads new tickets (default 20: the resolution of ticket latency)",
     )
     parser.add_argument(
         "--ticket-timeout", type=float, default=60, help="seconds to wait for a run's tickets (default 60)"
