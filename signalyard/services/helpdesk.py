@@ -32,6 +32,7 @@ from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
 from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.router import inbound_router
 from processors.helpdesk.inbound.service import Context, InboundProcessor, inbound_outbox
+from processors.helpdesk.inbound.voice import waiting_voicemails_forever
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
@@ -128,8 +129,8 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
 
 
 def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
-    """The inbound processors (a consumer group) and their sweeper, the outgoing webhooks (fan-out, deliverer,
-    sweeper) and the activity log's relay to its topic."""
+    """The inbound processors (a consumer group) and their sweeper, the voicemails' wait for their missing parts, the
+    outgoing webhooks (fan-out, deliverer, sweeper) and the activity log's relay to its topic."""
     topics = HelpdeskTopics(p.settings.topic_prefix)
     relay = activity_relay(p.db, topics, p.publish_together)
     blobs = blob_store(p.settings, s)
@@ -150,6 +151,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     )
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
+        lambda: waiting_voicemails_forever(p.db, announce),
         *webhook_engine(p, WEBHOOKS),
         lambda: relay_forever(relay, RELAY_EVERY_S),
     ]

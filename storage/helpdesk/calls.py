@@ -45,6 +45,24 @@ def of_call(connection: Connection, channel_id: str, call_id: str) -> CallRecord
     return CallRecord(**{name: getattr(row, name) for name in FIELDS}) if row else None
 
 
+_WAITING = (
+    select(CALLS)
+    .where(
+        CALLS.c.voicemail.is_(True),
+        CALLS.c.ticket_id.is_(None),
+        CALLS.c.updated_at < bindparam("before"),
+    )
+    .order_by(CALLS.c.updated_at)
+    .limit(bindparam("limit"))
+)
+
+
+def voicemails_waiting(connection: Connection, before: datetime, limit: int) -> list[CallRecord]:
+    """Calls with a voicemail that made no ticket yet, whose last event came before `before`: the oldest first."""
+    rows = connection.execute(_WAITING, {"before": before, "limit": limit})
+    return [CallRecord(**{name: getattr(row, name) for name in FIELDS}) for row in rows]
+
+
 def save(connection: Connection, call: CallRecord, *, new: bool) -> None:
     """Insert a new call's record (unique per channel and call id: a concurrent first event of the same call fails
     its transaction, and its event, still pending, is applied again), or write what changed of an existing one."""

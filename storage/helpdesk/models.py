@@ -296,10 +296,15 @@ class InboundEvent(Base):
 
 class Call(Base):
     """A voice provider's call, its state as its events tell it, and its voicemail: the audio and the transcription,
-    which make one ticket once both are there, in whatever order the events came."""
+    which make one ticket once both are there, in whatever order the events came, or once the call has been quiet
+    for the wait (processors/helpdesk/inbound/voice.py)."""
 
     __tablename__ = "helpdesk_calls"
-    __table_args__ = (UniqueConstraint("channel_id", "call_id", name="uq_helpdesk_calls_call"),)
+    __table_args__ = (
+        UniqueConstraint("channel_id", "call_id", name="uq_helpdesk_calls_call"),
+        # Voicemails still without their ticket, by their call's last event: the processors' wait runs out.
+        Index("ix_helpdesk_calls_voicemail_waiting", "voicemail", "ticket_id", "updated_at"),
+    )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     organization_id: Mapped[str] = mapped_column(String(36))

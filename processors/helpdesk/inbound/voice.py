@@ -8,22 +8,32 @@ voicemail sequence `voicemail` -> `voicemail_uploaded` (the audio: `voicemail_li
 `transcription_text`) makes ONE ticket, once the audio and the transcription are both in, in whatever order the
 events arrive: from the caller (identity `phone`, named by `contact.name`), channel `voice`, tag `voicemail`, the
 transcription as its message and the recording's URL as an attachment reference. One call's events are processed one
-after the other, and the ticket's id is kept on the call, so a redelivered or late event makes no second one."""
+after the other, and the ticket's id is kept on the call, so a redelivered or late event makes no second one.
+
+A voicemail is never lost for a part that does not come (a provider that failed to transcribe): once its call has
+had no event for VOICEMAIL_WAIT, the processors make its ticket of what came (`waiting_voicemails_forever`), and a part
+that comes after its ticket is added to it as the caller's message."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import structlog
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.service import Apply, Context
+from processors.helpdesk.inbound.service import Announce, Apply, Context
 from processors.helpdesk.inbound.sms import from_number
+from storage.common.db import Database
 from storage.helpdesk import calls, customers, tickets
 from storage.helpdesk.calls import CallRecord
 from storage.helpdesk.inbound import Outcome
+
+log = structlog.get_logger("signalyard.processors.helpdesk")
 
 STATE_ORDER = {
     "calling": 0,
@@ -39,6 +49,11 @@ STATE_ORDER = {
 }
 """How far along a call a state is: the record keeps the furthest (a state of equal rank: the latest)."""
 DETAILS = ("direction", "target", "contact", "started_at", "answered_at", "duration")
+VOICEMAIL_WAIT = timedelta(minutes=10)
+"""How long a voicemail waits for its missing audio or transcription, from its call's last event, before its ticket is
+made of what came."""
+WAITING_EVERY_S = 30.0
+WAITING_AT_ONCE = 100
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +124,10 @@ def voicemail_ready(call: CallRecord) -> bool:
     return call.voicemail and call.recording_url is not None and call.transcription is not None and not call.ticket_id
 
 
+def _audio(call: CallRecord) -> list[dict[str, Any]]:
+    return [{"url": call.recording_url, "content_type": None, "type": "voicemail"}] if call.recording_url else []
+
+
 def _voicemail_ticket(
     connection: Connection, call: CallRecord, now: datetime, recorded: list[str]
 ) -> tickets.TicketRecord:
@@ -131,7 +150,6 @@ def _voicemail_ticket(
             now=now,
             recorded=recorded,
         )
-    audio = [{"url": call.recording_url, "content_type": None, "type": "voicemail"}] if call.recording_url else []
     return tickets.create(
         connection,
         organization_id,
@@ -140,7 +158,7 @@ def _voicemail_ticket(
         channel="voice",
         tags=["voicemail"],
         message=call.transcription or "(the voicemail has no transcription)",
-        attachments=audio,
+        attachments=_audio(call),
         actor_id=None,
         now=now,
         recorded=recorded,
@@ -179,9 +197,80 @@ def _call(event: Any, payload: dict[str, Any]) -> Apply:
             return Outcome(
                 f"new ticket: voicemail of call {call.call_id}", classification="voicemail", ticket_id=ticket.id
             )
+        if current is not None and current.ticket_id:
+            late = _late_part(connection, current.ticket_id, current, call, now=now, recorded=recorded)
+            if late is not None:
+                return late
         return Outcome(f"call {call.call_id} {given.state}{_waiting(call)}", classification="call")
 
     return apply
+
+
+def _late_part(
+    connection: Connection, ticket_id: str, before: CallRecord, call: CallRecord, *, now: datetime, recorded: list[str]
+) -> Outcome | None:
+    """A voicemail part that came after the wait made the ticket without it: added to the ticket as the caller's
+    message (the transcription as its text, the audio as its attachment)."""
+    text = call.transcription if before.transcription is None and call.transcription is not None else None
+    audio = _audio(call) if not before.recording_url and call.recording_url else []
+    ticket = tickets.get(connection, call.organization_id, ticket_id) if text is not None or audio else None
+    if ticket is None:
+        return None
+    conversation = tickets.add_conversation(
+        connection,
+        ticket,
+        author_type="customer",
+        author_id=ticket.customer_id,
+        body=text or ("(the voicemail's recording)" if text is None else "(the voicemail has no transcription)"),
+        internal=False,
+        attachments=audio,
+        now=now,
+        recorded=recorded,
+    )
+    part = "transcription" if text is not None else "audio"
+    return Outcome(
+        f"call {call.call_id}: its voicemail's {part}, added to its ticket",
+        classification="voicemail",
+        ticket_id=ticket.id,
+        conversation_id=conversation.id,
+    )
+
+
+def waiting_voicemails(connection: Connection, now: datetime) -> list[tuple[tickets.TicketRecord, list[str]]]:
+    """The tickets of the voicemails whose call has had no event for VOICEMAIL_WAIT, made of what came, each with the
+    webhook events it recorded."""
+    made = []
+    for call in calls.voicemails_waiting(connection, now - VOICEMAIL_WAIT, WAITING_AT_ONCE):
+        recorded: list[str] = []
+        ticket = _voicemail_ticket(connection, call, now, recorded)
+        calls.save(connection, replace(call, ticket_id=ticket.id, updated_at=now), new=False)
+        made.append((ticket, recorded))
+    return made
+
+
+async def make_waiting_voicemails(db: Database, announce: Announce, *, clock: Callable[[], datetime]) -> None:
+    """One pass, in one transaction (a call's event applied meanwhile waits for it, then finds the ticket made): the
+    tickets of the voicemails that waited long enough, their webhook events announced once committed."""
+    made = await db.write(waiting_voicemails, clock())
+    for ticket, recorded in made:
+        log.info("voicemail_ticket_after_wait", ticket_id=ticket.id)
+        for event_id in recorded:
+            try:
+                await announce(ticket.organization_id, event_id)
+            except Exception:  # committed: the events sweeper announces it later
+                log.warning("webhook_announce_failed", event_id=event_id, exc_info=True)
+
+
+async def waiting_voicemails_forever(
+    db: Database, announce: Announce, *, every_s: float = WAITING_EVERY_S, clock: Callable[[], datetime] | None = None
+) -> None:
+    """In a processors process: `make_waiting_voicemails` every `every_s`."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await make_waiting_voicemails(db, announce, clock=clock or (lambda: datetime.now(UTC)))
+        except Exception:  # a pass that fails is tried again at the next tick
+            log.exception("voicemail_wait_failed")
 
 
 def _sms(event: Any, payload: dict[str, Any]) -> Apply:

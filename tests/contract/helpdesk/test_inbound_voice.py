@@ -17,12 +17,14 @@ import json
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import httpx
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
+from processors.helpdesk.inbound.voice import VOICEMAIL_WAIT, make_waiting_voicemails
 from storage.helpdesk import calls
 from storage.helpdesk.inbound import EVENTS
 from tests.contract.helpdesk.inbound_desk import Desk, desk, unique_number, until
@@ -206,6 +208,68 @@ async def test_the_voicemail_sequence_makes_one_ticket_with_audio_and_transcript
     customers = {ticket["customer_id"] for ticket in tickets}
     assert len(customers) == 1  # the caller, known by their number
     assert (await line.desk.customer(customers.pop()))["phone"] == "+15550001234"
+
+
+async def test_a_voicemail_whose_transcription_never_comes_is_a_ticket_after_the_wait_and_a_late_one_is_added(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    """A provider that fails to transcribe must not lose the voicemail: once its call has had no event for the wait,
+    a pass of the processors' task (run here with its clock past the wait) makes the ticket of the audio alone; a
+    voicemail still within the wait is left waiting; the transcription that comes after is added to the ticket as the
+    caller's message, and a second pass makes nothing more."""
+    line = await phone(helpdesk_stack)
+    late, fresh = call_id(), call_id()
+    events = line.voicemail(late)
+    for state in ("voicemail", "voicemail_uploaded"):
+        assert (await line.post(events[state])).json() == {"status": "accepted"}
+    await line.desk.processed(2)
+    waiting = await helpdesk_stack.db.read(calls.of_call, line.desk.channel_id, late)
+    assert waiting is not None
+    await asyncio.sleep(0.05)
+    await line.post(line.voicemail(fresh)["voicemail"])
+    processed = await line.desk.processed(3)
+    assert f"call {late} voicemail_uploaded; voicemail waiting for its transcription" in [
+        event["outcome"] for event in processed
+    ]
+    assert await line.desk.tickets() == []
+
+    clock = waiting.updated_at + VOICEMAIL_WAIT + timedelta(milliseconds=10)
+    announced: list[str] = []
+
+    async def announce(_organization_id: str, event_id: str) -> None:
+        announced.append(event_id)
+
+    await make_waiting_voicemails(helpdesk_stack.db, announce, clock=lambda: clock)
+    [ticket] = await line.desk.tickets()
+    assert (ticket["subject"], ticket["channel"], ticket["tags"]) == (
+        "Voicemail from Grace Hopper",
+        "voice",
+        ["voicemail"],
+    )
+    [message] = await line.desk.conversations(ticket["id"])
+    assert message.body == "(the voicemail has no transcription)"
+    assert message.attachments == [{"url": RECORDING.format(call_id=late), "content_type": None, "type": "voicemail"}]
+    made = await helpdesk_stack.db.read(calls.of_call, line.desk.channel_id, late)
+    assert made is not None
+    assert made.ticket_id == ticket["id"]
+    still = await helpdesk_stack.db.read(calls.of_call, line.desk.channel_id, fresh)
+    assert still is not None
+    assert still.ticket_id is None  # its call's last event is within the wait
+
+    await line.post(events["transcription"])
+    processed = await line.desk.processed(4)
+    [event] = [e for e in processed if e["dedup_key"] == f"call:{late}:transcription"]
+    assert event["outcome"] == f"call {late}: its voicemail's transcription, added to its ticket"
+    # (the ticket's first message is dated by the pass's clock, past the wait: found by id, not by order)
+    [added] = [c for c in await line.desk.conversations(ticket["id"]) if c.id == event["conversation_id"]]
+    assert (added.body, added.author_type, added.author_id) == (
+        f"Hi, this is Grace about call {late}.",
+        "customer",
+        ticket["customer_id"],
+    )
+    await make_waiting_voicemails(helpdesk_stack.db, announce, clock=lambda: clock)
+    assert [t["id"] for t in await line.desk.tickets()] == [ticket["id"]]
+    assert len(await line.desk.conversations(ticket["id"])) == 2
 
 
 def partition_key_of(connection: Connection, event_id: str) -> str:
