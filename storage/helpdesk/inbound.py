@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, cast
 
 from sqlalchemy import Table, and_, bindparam, select, update
@@ -100,6 +100,32 @@ def key_of_detail(
         .limit(1)
     ).first()
     return str(found.dedup_key) if found else None
+
+
+_STORED = select(EVENTS.c.partition_key, EVENTS.c.created_at).where(
+    EVENTS.c.channel_id == bindparam("channel_id"), EVENTS.c.dedup_key == bindparam("dedup_key")
+)
+_SENT_BETWEEN = select(EVENTS.c.id).where(
+    EVENTS.c.channel_id == bindparam("channel_id"),
+    EVENTS.c.partition_key == bindparam("partition_key"),
+    EVENTS.c.created_at >= bindparam("since"),
+    EVENTS.c.created_at < bindparam("until"),
+)
+
+
+def after_quiet(connection: Connection, channel_id: str, dedup_key: str, quiet: timedelta) -> bool:
+    """Whether the channel's stored event `dedup_key` is its sender's first (its partition key's) for `quiet`: no
+    earlier event of that sender came within `quiet` before it. The same answer for a retry of the event."""
+    stored = connection.execute(_STORED, {"channel_id": channel_id, "dedup_key": dedup_key[:255]}).first()
+    if stored is None:
+        return True
+    params = {
+        "channel_id": channel_id,
+        "partition_key": stored.partition_key,
+        "since": stored.created_at - quiet,
+        "until": stored.created_at,
+    }
+    return connection.execute(_SENT_BETWEEN.limit(1), params).first() is None
 
 
 @dataclass(frozen=True, slots=True)

@@ -267,6 +267,8 @@ class InboundEvent(Base):
         UniqueConstraint("channel_id", "dedup_key", name="uq_helpdesk_inbound_events_dedup"),
         Index("ix_helpdesk_inbound_events_outbox", "state", "published_at"),
         Index("ix_helpdesk_inbound_events_listing", "organization_id", "created_at", "id"),
+        # A sender's earlier messages to a channel (an SMS auto-reply goes only to the first after a quiet spell).
+        Index("ix_helpdesk_inbound_events_sender", "channel_id", "partition_key", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

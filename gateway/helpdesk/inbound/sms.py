@@ -7,10 +7,13 @@ the channel's `auth_token`, of the URL the provider called (the helpdesk's publi
 string if any) followed by every POST parameter sorted by name, each name followed by its value (the `twilio`
 package's RequestValidator computes it). The scheme signs no timestamp, so it has no replay window: a replayed call is
 a duplicate of its MessageSid and stores nothing new. The answer is TwiML, `text/xml`: the channel's `auto_reply`
-setting in a `<Message>`, or an empty `<Response/>`, once the message is stored (a retry gets the same answer)."""
+setting in a `<Message>` for a sender's first message after AUTO_REPLY_QUIET without one (so a machine that answers
+our auto-reply does not loop with it, and a customer who texts three times is answered once), else an empty
+`<Response/>`; once the message is stored (a retry gets the same answer)."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlparse
 from xml.sax.saxutils import escape
@@ -22,6 +25,7 @@ from twilio.request_validator import RequestValidator, add_port, remove_port
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, equal, refused
+from storage.helpdesk import inbound as inbound_events
 
 PATH = "/api/webhooks/sms"
 FORM = "application/x-www-form-urlencoded"
@@ -29,6 +33,8 @@ MAX_BODY_BYTES = 256 * 1024
 """An SMS call's form, at most (a message's text, its media URLs, the provider's own fields)."""
 MAX_FIELDS = 1000
 TWIML_HEAD = '<?xml version="1.0" encoding="UTF-8"?>'
+AUTO_REPLY_QUIET = timedelta(hours=1)
+"""How long a sender must have sent nothing to the channel for its message to be answered with the auto-reply."""
 
 
 def twiml(auto_reply: Any) -> str:
@@ -92,16 +98,22 @@ async def sms(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
     media = params.get("NumMedia", "0") or "0"
     if not media.isdigit():
         raise refused(400, f"NumMedia {media!r} is not a count")
+    dedup_key = params.get("MessageSid", "").strip()
     await inbound.accept(
         channel,
         "sms",
-        dedup_key=params.get("MessageSid", "").strip(),
+        dedup_key=dedup_key,
         body=body,
         content_type=FORM,
         partition_key=f"{channel.organization_id}:sms:{sender}",
         details={"to": to},
     )
-    return Response(twiml(channel.settings.get("auto_reply")), media_type="text/xml", status_code=200)
+    auto_reply = channel.settings.get("auto_reply")
+    if auto_reply and not await inbound.db.read(
+        inbound_events.after_quiet, channel.channel_id, dedup_key, AUTO_REPLY_QUIET
+    ):
+        auto_reply = None  # the sender's previous message came less than AUTO_REPLY_QUIET before this one
+    return Response(twiml(auto_reply), media_type="text/xml", status_code=200)
 
 
 ROUTES = [sms]

@@ -17,8 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import update
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection
 
+from storage.helpdesk.inbound import EVENTS
 from storage.helpdesk.tickets import TICKETS
 from tests.contract.helpdesk.inbound_desk import Desk, desk, unique_number, until
 from tests.helpdesk_stack import HelpdeskStack
@@ -120,6 +122,36 @@ async def test_a_replayed_or_retried_call_is_acknowledged_with_the_same_answer_a
     assert (event["provider"], event["dedup_key"]) == ("sms", params["MessageSid"])
     assert await line.desk.stored() == 1
     assert len(await line.desk.tickets()) == 1
+
+
+async def test_the_auto_reply_goes_to_a_sender_s_first_message_after_an_hour_without_one(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    """A machine that answers our auto-reply, or a customer who texts three times, is answered once: the auto-reply
+    goes only to a sender's first message after an hour in which they sent none. A retry of an answered message is
+    answered again; another sender is answered."""
+    line = await sms_line(helpdesk_stack, auto_reply="Got it")
+    replied, silent = f"{HEAD}<Response><Message>Got it</Message></Response>", f"{HEAD}<Response/>"
+    sender = unique_number()
+    first = line.message(sender, "Hi, my parcel is late")
+    assert (await line.send(first)).text == replied
+    assert (await line.send(line.message(sender, "Auto: thanks for your message!"))).text == silent
+    assert (await line.send(line.message(sender, "Auto: thanks for your message!"))).text == silent
+    assert (await line.send(first)).text == replied  # the provider's retry of the first
+    assert (await line.send(line.message(unique_number(), "Hello"))).text == replied
+
+    def an_hour_ago(connection: Connection) -> None:  # the messages so far, as the database would keep them then
+        stored = connection.execute(
+            select(EVENTS.c.id, EVENTS.c.created_at).where(EVENTS.c.channel_id == line.desk.channel_id)
+        )
+        for event_id, created_at in list(stored):
+            moved = update(EVENTS).where(EVENTS.c.id == event_id).values(created_at=created_at - timedelta(minutes=61))
+            connection.execute(moved)
+
+    await helpdesk_stack.db.write(an_hour_ago)
+    assert (await line.send(line.message(sender, "Any news?"))).text == replied
+    assert (await line.send(line.message(sender, "Hello?"))).text == silent
+    assert await line.desk.stored() == 6
 
 
 async def test_a_malformed_call_is_a_clear_4xx_and_stores_nothing(helpdesk_stack: HelpdeskStack) -> None:
