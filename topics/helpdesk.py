@@ -88,6 +88,16 @@ class InboundReceived(msgspec.Struct, frozen=True, kw_only=True):
     """email_a | email_b | email_c | email_d | sms | business_messaging | page_messaging | voice | commerce |
     commerce_privacy | payments | payments_connect | chat | email_provider | marketplace"""
 
+    @classmethod
+    def of(cls, event: Any) -> InboundReceived:
+        """The message of a stored event (the gateway's `Received`, or its row in `helpdesk_inbound_events`)."""
+        return cls(
+            event_id=event.id,
+            organization_id=event.organization_id,
+            channel_id=event.channel_id,
+            provider=event.provider,
+        )
+
 
 class HelpdeskTopics(msgspec.Struct, frozen=True):
     """The helpdesk topics' names under an optional prefix (one deployment, or one test, per prefix)."""

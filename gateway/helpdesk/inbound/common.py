@@ -151,19 +151,7 @@ class Inbound:
     async def _store(self, batch: list[inbound.Received]) -> list[bool]:
         # Two calls of one round with the same (channel, key): the first is stored, the second is its retry.
         stored = await self.db.write(inbound.store, _first_of_each(batch))
-        messages = [
-            (
-                InboundReceived(
-                    event_id=event.id,
-                    organization_id=event.organization_id,
-                    channel_id=event.channel_id,
-                    provider=event.provider,
-                ),
-                event.partition_key.encode(),
-            )
-            for event in batch
-            if event.id in stored
-        ]
+        messages = [(InboundReceived.of(event), event.partition_key.encode()) for event in batch if event.id in stored]
         if messages:
             await self._slots.acquire()
             publishing = asyncio.get_running_loop().create_task(self._publish(messages))

@@ -170,9 +170,6 @@ def inbound_outbox(topics: HelpdeskTopics) -> Outbox:
     publish was lost, or its processor died) is published again."""
 
     def message(row: Any) -> tuple[msgspec.Struct, str, bytes]:
-        received = InboundReceived(
-            event_id=row.id, organization_id=row.organization_id, channel_id=row.channel_id, provider=row.provider
-        )
-        return received, topics.inbound, row.partition_key.encode()
+        return InboundReceived.of(row), topics.inbound, row.partition_key.encode()
 
     return Outbox("helpdesk-inbound", inbound.EVENTS, inbound.OUTBOX_COLUMNS, message)
