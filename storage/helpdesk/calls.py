@@ -35,12 +35,18 @@ class CallRecord:
 
 
 FIELDS: tuple[str, ...] = CallRecord.__slots__  # type: ignore[attr-defined]
-_OF_CALL = select(CALLS).where(CALLS.c.channel_id == bindparam("channel_id"), CALLS.c.call_id == bindparam("call_id"))
+_OF_CALL = (
+    select(CALLS)
+    .where(CALLS.c.channel_id == bindparam("channel_id"), CALLS.c.call_id == bindparam("call_id"))
+    .with_for_update()
+)
 _CHANGED = ("state", "details", "voicemail", "recording_url", "transcription", "ticket_id", "updated_at")
 
 
 def of_call(connection: Connection, channel_id: str, call_id: str) -> CallRecord | None:
-    """The channel's record of the provider's call `call_id`, if any of its events came."""
+    """The channel's record of the provider's call `call_id`, if any of its events came; locked to the end of the
+    transaction (PostgreSQL), so that an event and the voicemails' wait change a call one after the other (on SQLite
+    the write lock does it)."""
     row = connection.execute(_OF_CALL, {"channel_id": channel_id, "call_id": call_id}).first()
     return CallRecord(**{name: getattr(row, name) for name in FIELDS}) if row else None
 
@@ -54,11 +60,13 @@ _WAITING = (
     )
     .order_by(CALLS.c.updated_at)
     .limit(bindparam("limit"))
+    .with_for_update(skip_locked=True)
 )
 
 
 def voicemails_waiting(connection: Connection, before: datetime, limit: int) -> list[CallRecord]:
-    """Calls with a voicemail that made no ticket yet, whose last event came before `before`: the oldest first."""
+    """Calls with a voicemail that made no ticket yet, whose last event came before `before`: the oldest first, locked
+    (PostgreSQL; a call an event is changing now is left for the next pass)."""
     rows = connection.execute(_WAITING, {"before": before, "limit": limit})
     return [CallRecord(**{name: getattr(row, name) for name in FIELDS}) for row in rows]
 
