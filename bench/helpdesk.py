@@ -309,6 +309,41 @@ def deliveries_of(
 # ------------------------------------------------------------------------------------------------ orchestration
 
 
+async def closed_then_open(
+    args: argparse.Namespace,
+    phase: Callable[..., Awaitable[Phase]],
+    servers: tuple[Server, Server],
+    phases: list[Phase],
+    unit: str,
+) -> tuple[Phase, Phase | None]:
+    """`phase` (a benchmark's own, appending to `phases`) in closed loops at each concurrency, the stack then the bare
+    endpoint of `servers`, then in an open loop on the stack at half its best rate: the stack's best closed loop, and
+    the open loop (None when the stack answered nothing)."""
+    stack, bare = servers
+    for concurrency in args.concurrency:
+        for server in (stack, bare):
+            log(f"closed loop: {server.name}, concurrency {concurrency}, {args.duration:g}s")
+            await phase(server, concurrency)
+    best = max((p for p in phases if p.target == "stack"), key=lambda p: p.throughput)
+    half_rate = best.throughput / 2
+    if half_rate <= 0:
+        return best, None
+    log(f"open loop: stack at {half_rate:.1f} {unit}/s (half of {best.throughput:.1f}), {args.duration:g}s")
+    return best, await phase(stack, rate=half_rate)
+
+
+async def floors(
+    args: argparse.Namespace, stack: Server, hop_wait_ms: int, hop: str
+) -> tuple[list[Phase], list[Phase]]:
+    """The transport floor on the stack's broker: publishes and their acknowledgements at the closed loops'
+    concurrencies, and `hop` (a consumer group fetching with a `hop_wait_ms` wait) one event at a time."""
+    log("transport floor: publishes and their acks alone on the stack's broker (kafka_floor.py --hops 0)")
+    closed = await transport_floor(args, stack, ["--hops", "0"])
+    log(f"{hop} alone, one event at a time (kafka_floor.py --hops 1 --wait-ms {hop_wait_ms})")
+    hops = ["--hops", "1", "--wait-ms", str(hop_wait_ms)]
+    return closed, await transport_floor(args, stack, hops, concurrency=[1], mode="hop")
+
+
 def stack_env(args: argparse.Namespace, data_dir: Path, port: int) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
@@ -466,26 +501,11 @@ class Bench:
 
     async def measure(self) -> dict[str, Any]:
         args = self.args
-        for concurrency in args.concurrency:
-            for server in (self.stack, self.bare):
-                log(f"closed loop: {server.name}, concurrency {concurrency}, {args.duration:g}s")
-                await self.phase(server, concurrency)
-
-        best = max((p for p in self.phases if p.target == "stack"), key=lambda p: p.throughput)
+        best, open_phase = await closed_then_open(args, self.phase, (self.stack, self.bare), self.phases, "creates")
         half_rate = best.throughput / 2
-        open_phase = open_deliveries = None
-        if half_rate > 0:
-            log(f"open loop: stack at {half_rate:.1f} creates/s (half of {best.throughput:.1f}), {args.duration:g}s")
-            open_phase = await self.phase(self.stack, rate=half_rate)
-            open_deliveries = self.deliveries[-1]
-
-        log("transport floor: publishes and their acks alone on the stack's broker (kafka_floor.py --hops 0)")
-        self.phases += await transport_floor(args, self.stack, ["--hops", "0"])
-        log(f"the fan-out's hop alone, one event at a time (kafka_floor.py --hops 1 --wait-ms {FANOUT_WAIT_MS})")
-        hop = await transport_floor(
-            args, self.stack, ["--hops", "1", "--wait-ms", str(FANOUT_WAIT_MS)], concurrency=[1], mode="hop"
-        )
-        self.phases += hop
+        open_deliveries = self.deliveries[-1] if open_phase is not None else None
+        closed, hop = await floors(args, self.stack, FANOUT_WAIT_MS, "the fan-out's hop")
+        self.phases += closed + hop
         await self.arrivals.fetch()
         counts = self.arrivals.counts
 

@@ -55,7 +55,7 @@ import msgspec
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from helpdesk import Arrivals, Deliveries, Keys, deliveries_of, stack_env  # noqa: E402
+from helpdesk import Arrivals, Deliveries, Keys, closed_then_open, deliveries_of, floors, stack_env  # noqa: E402
 from phone import (  # noqa: E402
     AiohttpHttp,
     Answer,
@@ -78,7 +78,6 @@ from phone import (  # noqa: E402
     ratios,
     redacted,
     signalyard_command,
-    transport_floor,
     verdict,
     wait_ready,
 )
@@ -474,26 +473,11 @@ class Bench:
 
     async def measure(self) -> dict[str, Any]:
         args = self.args
-        for concurrency in args.concurrency:
-            for server in (self.stack, self.bare):
-                log(f"closed loop: {server.name}, concurrency {concurrency}, {args.duration:g}s")
-                await self.phase(server, concurrency)
-
-        best = max((p for p in self.phases if p.target == "stack"), key=lambda p: p.throughput)
+        best, open_phase = await closed_then_open(args, self.phase, (self.stack, self.bare), self.phases, "mails")
         half_rate = best.throughput / 2
-        open_phase = open_tickets = None
-        if half_rate > 0:
-            log(f"open loop: stack at {half_rate:.1f} mails/s (half of {best.throughput:.1f}), {args.duration:g}s")
-            open_phase = await self.phase(self.stack, rate=half_rate)
-            open_tickets = self.tickets[-1]
-
-        log("transport floor: publishes and their acks alone on the stack's broker (kafka_floor.py --hops 0)")
-        self.phases += await transport_floor(args, self.stack, ["--hops", "0"])
-        log(f"the inbound processors' hop alone, one event at a time (--hops 1 --wait-ms {FETCH_MAX_WAIT_MS})")
-        hop = await transport_floor(
-            args, self.stack, ["--hops", "1", "--wait-ms", str(FETCH_MAX_WAIT_MS)], concurrency=[1], mode="hop"
-        )
-        self.phases += hop
+        open_tickets = self.tickets[-1] if open_phase is not None else None
+        closed, hop = await floors(args, self.stack, FETCH_MAX_WAIT_MS, "the inbound processors' hop")
+        self.phases += closed + hop
         await self.visible.fetch()
         counts = self.visible.counts
 
