@@ -2,9 +2,11 @@
 
 - **Signature.** `payment-signature` in Stripe's format (`t=<unix>,v1=<hex HMAC-SHA256 of "{t}.{raw body}">`),
   checked by the official `stripe` library (`stripe.WebhookSignature.verify_header`) with a 300 s tolerance: an
-  older timestamp is a replay (401). The secrets are the platform's, one per endpoint:
-  `SIGNALYARD_HELPDESK_STRIPE_WEBHOOK_SECRET` and `SIGNALYARD_HELPDESK_STRIPE_CONNECT_WEBHOOK_SECRET`; an endpoint
-  whose secret is not configured receives nothing (404).
+  older timestamp is a replay (401). The library lets any later timestamp through; here, as for every other signed
+  timestamp, the window has two sides: one more than 300 s ahead of our clock is refused too (401). The secrets are
+  the platform's, one per endpoint: `SIGNALYARD_HELPDESK_STRIPE_WEBHOOK_SECRET` and
+  `SIGNALYARD_HELPDESK_STRIPE_CONNECT_WEBHOOK_SECRET`; an endpoint whose secret is not configured receives nothing
+  (404).
 - **Payments** are the platform's own billing events (paid plans): they belong to no channel, and are stored under
   the platform channel `platform-payments` (`workspaces.PLATFORM_PAYMENTS_CHANNEL`) with the organization they
   concern: the one a checkout session names (`client_reference_id`, metadata `organization_id`), or a subscription's
@@ -23,7 +25,7 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, refused
+from gateway.helpdesk.inbound.common import Inbound, fresh, refused
 from storage.helpdesk import workspaces
 from storage.helpdesk.channels import Routed
 
@@ -59,6 +61,9 @@ def _verified_event(body: bytes, header: str | None, secret: str | None, endpoin
         raise refused(401, f"{SIGNATURE} does not verify: {error.user_message or error}") from None
     except UnicodeDecodeError:
         raise refused(400, "The body is not UTF-8") from None
+    signed_at = next((part[2:] for part in (header or "").split(",") if part.startswith("t=")), "")
+    if not fresh(signed_at, window_s=TOLERANCE_S):
+        raise refused(401, f"{SIGNATURE}'s timestamp is more than {TOLERANCE_S} s ahead of this server's clock")
     try:
         event = json.loads(body)
     except ValueError:

@@ -211,6 +211,11 @@ async def test_a_wrong_signature_or_a_replayed_timestamp_is_401_and_stores_nothi
     replayed = await send(billing, sent, timestamp=int(time.time()) - 301)
     assert replayed.status_code == 401
     assert "tolerance" in replayed.json()["error"]["message"]
+    ahead = await send(billing, sent, timestamp=int(time.time()) + 360)  # signed with the secret, dated ahead
+    assert (ahead.status_code, ahead.json()["error"]["message"]) == (
+        401,
+        "payment-signature's timestamp is more than 300 s ahead of this server's clock",
+    )
     unsigned = await billing.client.post(PATH, json=sent)
     assert unsigned.status_code == 401
     connect_secret_on_payments = await send(billing, sent, secret=CONNECT_SECRET)
