@@ -270,6 +270,8 @@ class WebhookReceiver:
         chunks = []
         while True:
             message = await receive()
+            if message["type"] == "http.disconnect":
+                return  # the sender went away before its body ended (a killed process): no request came
             chunks.append(message.get("body", b""))
             if not message.get("more_body"):
                 break
