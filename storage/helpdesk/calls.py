@@ -48,7 +48,11 @@ def of_call(connection: Connection, channel_id: str, call_id: str) -> CallRecord
     transaction (PostgreSQL), so that an event and the voicemails' wait change a call one after the other (on SQLite
     the write lock does it)."""
     row = connection.execute(_OF_CALL, {"channel_id": channel_id, "call_id": call_id}).first()
-    return CallRecord(**{name: getattr(row, name) for name in FIELDS}) if row else None
+    return _record(row) if row else None
+
+
+def _record(row: Any) -> CallRecord:
+    return CallRecord(**{name: getattr(row, name) for name in FIELDS})
 
 
 _WAITING = (
@@ -68,7 +72,7 @@ def voicemails_waiting(connection: Connection, before: datetime, limit: int) -> 
     """Calls with a voicemail that made no ticket yet, whose last event came before `before`: the oldest first, locked
     (PostgreSQL; a call an event is changing now is left for the next pass)."""
     rows = connection.execute(_WAITING, {"before": before, "limit": limit})
-    return [CallRecord(**{name: getattr(row, name) for name in FIELDS}) for row in rows]
+    return [_record(row) for row in rows]
 
 
 def save(connection: Connection, call: CallRecord, *, new: bool) -> None:

@@ -148,12 +148,17 @@ class InboundProcessor:
             outcome, recorded = await self.writes.write(_conditionally, row.id, apply, now)
         except inbound.ProcessedAlready:
             return  # a redelivered message, or another member's
-        for event_id in recorded:
-            try:
-                await self.announce(row.organization_id, event_id)
-            except Exception:  # committed: the events sweeper announces it later
-                log.warning("webhook_announce_failed", event_id=event_id, exc_info=True)
+        await announce_all(self.announce, row.organization_id, recorded)
         log.info("inbound_processed", event_id=row.id, provider=row.provider, outcome=outcome.outcome)
+
+
+async def announce_all(announce: Announce, organization_id: str, event_ids: list[str]) -> None:
+    """Announce webhook events a committed change recorded; one that fails is left to the events sweeper."""
+    for event_id in event_ids:
+        try:
+            await announce(organization_id, event_id)
+        except Exception:  # committed: the events sweeper announces it later
+            log.warning("webhook_announce_failed", event_id=event_id, exc_info=True)
 
 
 def _conditionally(connection: Connection, event_id: str, apply: Apply, now: datetime) -> tuple[Outcome, list[str]]:

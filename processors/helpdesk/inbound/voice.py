@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.service import Announce, Apply, Context
+from processors.helpdesk.inbound.service import Announce, Apply, Context, announce_all
 from processors.helpdesk.inbound.sms import from_number
 from storage.common.db import Database
 from storage.helpdesk import calls, customers, tickets
@@ -254,11 +254,7 @@ async def make_waiting_voicemails(db: Database, announce: Announce, *, clock: Ca
     made = await db.write(waiting_voicemails, clock())
     for ticket, recorded in made:
         log.info("voicemail_ticket_after_wait", ticket_id=ticket.id)
-        for event_id in recorded:
-            try:
-                await announce(ticket.organization_id, event_id)
-            except Exception:  # committed: the events sweeper announces it later
-                log.warning("webhook_announce_failed", event_id=event_id, exc_info=True)
+        await announce_all(announce, ticket.organization_id, recorded)
 
 
 async def waiting_voicemails_forever(
