@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,6 +24,7 @@ from gateway.phone.schemas import VerifyRequest
 from storage.phone import requests
 from storage.phone.tenants import KeyOwner
 from topics.phone import SKU, VerificationRequested
+from wire.ids import new_uuid
 
 MAX_BODY_BYTES = 16 * 1024
 """The largest valid verify body is under 1 KiB; a longer one answers 413 before its excess is read."""
@@ -94,7 +94,7 @@ class VerifyController(Controller):
             await phone.enforcement.spend_cap(owner)
 
         now = datetime.now(UTC)
-        request_id = str(uuid.uuid4())
+        request_id = new_uuid()
         phone_e164 = phonenumbers.format_number(number, phonenumbers.PhoneNumberFormat.E164)
         row: dict[str, Any] = {
             "id": request_id,

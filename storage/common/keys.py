@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -29,6 +28,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base
 from topics.common.environment import ENVIRONMENTS
+from wire.ids import new_uuid
 
 
 class ApiKey(Base):
@@ -87,7 +87,7 @@ def create_key(
     if environment not in ENVIRONMENTS:
         raise ValueError(f"environment must be one of {', '.join(ENVIRONMENTS)}")
     key = new_key(prefix, environment)
-    key_id = key_id or str(uuid.uuid4())
+    key_id = key_id or new_uuid()
     connection.execute(
         insert(KEYS).values(
             id=key_id,

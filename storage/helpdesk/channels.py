@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -20,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.common.secrets import Cipher, seal, unseal
 from storage.helpdesk.models import Channel, ChannelAddress
+from wire.ids import new_uuid
 
 CHANNELS = cast(Table, Channel.__table__)
 ADDRESSES = cast(Table, ChannelAddress.__table__)
@@ -124,7 +124,7 @@ def create(
     now: datetime,
 ) -> ChannelRecord:
     """A new channel of the organization; AddressTaken when one of its addresses routes to a live channel."""
-    channel_id = str(uuid.uuid4())
+    channel_id = new_uuid()
     connection.execute(
         insert(CHANNELS).values(
             id=channel_id,

@@ -4,7 +4,6 @@ aggregate (section 2.3 names none)."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,6 +17,7 @@ from storage.common import webhooks
 from storage.common.paging import newest_first
 from storage.helpdesk.models import Customer, CustomerIdentity
 from topics.helpdesk import WEBHOOKS
+from wire.ids import new_uuid
 
 CUSTOMERS = cast(Table, Customer.__table__)
 IDENTITIES = cast(Table, CustomerIdentity.__table__)
@@ -95,7 +95,7 @@ def create(
 ) -> CustomerRecord:
     """A new customer and its `customer.created` event; EmailTaken when the address has one already."""
     address = email.lower() if email is not None else None
-    customer = CustomerRecord(str(uuid.uuid4()), organization_id, address, name, phone, False, now, now)
+    customer = CustomerRecord(new_uuid(), organization_id, address, name, phone, False, now, now)
     try:
         connection.execute(_INSERT, {n: getattr(customer, n) for n in CustomerRecord.__slots__})  # type: ignore[attr-defined]
     except IntegrityError:

@@ -4,7 +4,6 @@ are neither skipped nor repeated."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,6 +16,7 @@ from storage.common import later
 from storage.common.paging import newest_first
 from storage.helpdesk.identity import USERS
 from storage.helpdesk.models import Event
+from wire.ids import new_uuid
 
 EVENTS = cast(Table, Event.__table__)
 AggregateType = Literal["ticket", "conversation", "user", "organization"]
@@ -59,7 +59,7 @@ def row(
     """One event of `aggregate` (type, id), as `record_rows` writes it."""
     aggregate_type, aggregate_id = aggregate
     return {
-        "id": str(uuid.uuid4()),
+        "id": new_uuid(),
         "organization_id": organization_id,
         "aggregate_type": aggregate_type,
         "aggregate_id": aggregate_id,

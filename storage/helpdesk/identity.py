@@ -5,7 +5,6 @@ token are conditional updates: of two requests racing on one token, exactly one 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from storage.common.db import per_dialect
 from storage.helpdesk.models import Link, Mail, RefreshToken, Session, User
+from wire.ids import new_uuid
 
 USERS = cast(Table, User.__table__)
 SESSIONS = cast(Table, Session.__table__)
@@ -63,7 +63,7 @@ def signed_in_by_email(connection: Connection, email: str, now: datetime) -> Use
     if found is None:  # two links of one new address opened at once: the second insert does nothing
         connection.execute(
             _INSERT_USER[connection.dialect.name].values(
-                id=str(uuid.uuid4()),
+                id=new_uuid(),
                 email=address,
                 email_verified=True,
                 name="",
@@ -108,7 +108,7 @@ def update_profile(connection: Connection, user_id: str, changes: Mapping[str, A
 
 def start_session(connection: Connection, user_id: str, refresh_hash: str, now: datetime) -> str:
     """A new session for the user, its first refresh token current; returns the session's id."""
-    session_id = str(uuid.uuid4())
+    session_id = new_uuid()
     connection.execute(insert(SESSIONS).values(id=session_id, user_id=user_id, created_at=now))
     connection.execute(insert(REFRESH_TOKENS).values(token_hash=refresh_hash, session_id=session_id, issued_at=now))
     return session_id
@@ -276,7 +276,7 @@ class MailRecord:
 
 
 def keep_mail(connection: Connection, recipient: str, subject: str, body: str, now: datetime) -> str:
-    mail_id = str(uuid.uuid4())
+    mail_id = new_uuid()
     connection.execute(
         insert(MAILS).values(
             id=mail_id, recipient=recipient.strip().lower(), subject=subject, body=body, created_at=now

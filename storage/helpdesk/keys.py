@@ -3,7 +3,6 @@ key store with the scopes chosen for them."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -14,6 +13,7 @@ from sqlalchemy.engine import Connection, Row
 
 from storage.common import keys
 from storage.helpdesk.workspaces import ORGANIZATIONS
+from wire.ids import new_uuid
 
 SERVICE = "helpdesk"
 KEY_PREFIX = "hd"
@@ -84,7 +84,7 @@ def create_key(
         environment="live",
         prefix=KEY_PREFIX,
         scopes=list(dict.fromkeys(scopes)),
-        key_id=str(uuid.uuid4()),
+        key_id=new_uuid(),
         name=name,
         rate_limits=rate_limits or dict(DEFAULT_RATE_LIMITS),
         now=now,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +27,7 @@ from storage.helpdesk.identity import MAILS
 from storage.helpdesk.models import Call, Order
 from storage.helpdesk.tickets import CONVERSATIONS, TICKETS
 from topics.helpdesk import WEBHOOKS
+from wire.ids import new_uuid
 
 ORDERS = cast(Table, Order.__table__)
 CALLS = cast(Table, Call.__table__)
@@ -81,7 +81,7 @@ def save(
     order's events are processed one after the other (they share a partition)."""
     current = get(connection, channel_id, order_id)
     if current is None:
-        record = OrderRecord(str(uuid.uuid4()), organization_id, channel_id, customer_id, order_id, details, now, now)
+        record = OrderRecord(new_uuid(), organization_id, channel_id, customer_id, order_id, details, now, now)
         connection.execute(insert(ORDERS).values({n: getattr(record, n) for n in OrderRecord.__slots__}))  # type: ignore[attr-defined]
         return record
     customer_id = customer_id or current.customer_id

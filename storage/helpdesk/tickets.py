@@ -17,7 +17,6 @@ writes nothing."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -34,6 +33,7 @@ from storage.helpdesk.identity import USERS
 from storage.helpdesk.models import Conversation, Ticket
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from topics.helpdesk import WEBHOOKS
+from wire.ids import new_uuid
 
 TICKETS = cast(Table, Ticket.__table__)
 CONVERSATIONS = cast(Table, Conversation.__table__)
@@ -248,7 +248,7 @@ def create(
     assignee_name = _assignee_name(connection, organization_id, assignee_id) if assignee_id else None
     unique_tags = list(dict.fromkeys(tags))
     ticket = TicketRecord(
-        str(uuid.uuid4()),
+        new_uuid(),
         organization_id,
         _next_number(connection, organization_id),
         subject,
@@ -412,7 +412,7 @@ def _conversation(
     """The conversation, its events in `log`."""
     ticket, now = log.ticket, log.now
     conversation = ConversationRecord(
-        str(uuid.uuid4()), ticket.id, author_type, author_id, body, internal, now, message_id, list(attachments)
+        new_uuid(), ticket.id, author_type, author_id, body, internal, now, message_id, list(attachments)
     )
     fields = {name: getattr(conversation, name) for name in ConversationRecord.__slots__}  # type: ignore[attr-defined]
     log.connection.execute(_INSERT_CONVERSATION, {"organization_id": ticket.organization_id, **fields})

@@ -14,7 +14,6 @@ each event only if it is newer than the one that set the state."""
 from __future__ import annotations
 
 import secrets
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,6 +28,7 @@ from storage.common.db import Database
 from storage.helpdesk import events
 from storage.helpdesk.identity import USERS, UserRecord, user_by_id
 from storage.helpdesk.models import Organization
+from wire.ids import new_uuid
 
 ORGANIZATIONS = cast(Table, Organization.__table__)
 SLUG_LENGTH = 48
@@ -136,7 +136,7 @@ def complete_signup(
     slug = next((candidate for candidate in candidates if candidate not in taken), None)
     if slug is None:
         raise NoSlug(organization_name)
-    organization_id = str(uuid.uuid4())
+    organization_id = new_uuid()
     billing_status = BILLING_NONE if plan == FREE_PLAN else BILLING_INCOMPLETE
     connection.execute(
         insert(ORGANIZATIONS).values(

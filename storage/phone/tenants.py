@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -15,6 +14,7 @@ from storage.common.db import per_dialect
 from storage.phone.catalog import ALL_SCOPES
 from storage.phone.models import Price, Tenant
 from topics.common.environment import Environment
+from wire.ids import new_uuid
 
 SERVICE = "phone"
 KEY_PREFIX = "sy"
@@ -41,7 +41,7 @@ _TENANTS, _PRICES = cast(Table, Tenant.__table__), cast(Table, Price.__table__)
 def create_tenant(
     connection: Connection, name: str, *, skus: list[str] | None = None, spend_cap_microdollars: int | None = None
 ) -> str:
-    tenant_id = str(uuid.uuid4())
+    tenant_id = new_uuid()
     connection.execute(
         insert(_TENANTS).values(
             id=tenant_id,

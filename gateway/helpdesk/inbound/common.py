@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import hmac
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -25,6 +24,7 @@ from storage.common.secrets import Cipher
 from storage.helpdesk import channels, inbound
 from storage.helpdesk.channels import Routed
 from topics.helpdesk import InboundReceived
+from wire.ids import new_uuid
 
 log = structlog.get_logger("signalyard.gateway.helpdesk.inbound")
 
@@ -123,7 +123,7 @@ class Inbound:
         if not dedup_key:
             raise refused(400, "The call carries no id to tell it apart from a retry")
         received = inbound.Received(
-            id=str(uuid.uuid4()),
+            id=new_uuid(),
             organization_id=channel.organization_id,
             channel_id=channel.channel_id,
             provider=provider,
