@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, bindparam, select, update
+from sqlalchemy import Table, and_, bindparam, select, text, update
 from sqlalchemy.engine import Connection
 
 from storage.common import later
 from storage.common.db import per_dialect
 from storage.common.paging import newest_first
-from storage.helpdesk.models import InboundEvent
+from storage.helpdesk.models import SMS_ONLY, InboundEvent
 
 EVENTS = cast(Table, InboundEvent.__table__)
 PENDING, PROCESSED = "pending", "processed"
@@ -106,6 +106,7 @@ _STORED = select(EVENTS.c.partition_key, EVENTS.c.created_at).where(
     EVENTS.c.channel_id == bindparam("channel_id"), EVENTS.c.dedup_key == bindparam("dedup_key")
 )
 _SENT_BETWEEN = select(EVENTS.c.id).where(
+    text(SMS_ONLY),
     EVENTS.c.channel_id == bindparam("channel_id"),
     EVENTS.c.partition_key == bindparam("partition_key"),
     EVENTS.c.created_at >= bindparam("since"),
@@ -114,8 +115,8 @@ _SENT_BETWEEN = select(EVENTS.c.id).where(
 
 
 def after_quiet(connection: Connection, channel_id: str, dedup_key: str, quiet: timedelta) -> bool:
-    """Whether the channel's stored event `dedup_key` is its sender's first (its partition key's) for `quiet`: no
-    earlier event of that sender came within `quiet` before it. The same answer for a retry of the event."""
+    """Whether the channel's stored SMS `dedup_key` is its sender's first (its partition key's) for `quiet`: no earlier
+    SMS of that sender came within `quiet` before it. The same answer for a retry of the SMS."""
     stored = connection.execute(_STORED, {"channel_id": channel_id, "dedup_key": dedup_key[:255]}).first()
     if stored is None:
         return True

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Index, Integer, LargeBinary, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Boolean, Index, Integer, LargeBinary, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base
@@ -258,6 +258,10 @@ class ChannelAddress(Base):
     channel_id: Mapped[str] = mapped_column(String(36))
 
 
+SMS_ONLY = "provider = 'sms'"
+"""The partial index's condition: a query that would use it says it too (a literal, not a bound parameter)."""
+
+
 class InboundEvent(Base):
     """A provider's call as it came, stored (with its de-duplication key) before it is acknowledged; the outbox of
     `helpdesk.inbound.received`, and then the record of what it became."""
@@ -267,8 +271,15 @@ class InboundEvent(Base):
         UniqueConstraint("channel_id", "dedup_key", name="uq_helpdesk_inbound_events_dedup"),
         Index("ix_helpdesk_inbound_events_outbox", "state", "published_at"),
         Index("ix_helpdesk_inbound_events_listing", "organization_id", "created_at", "id"),
-        # A sender's earlier messages to a channel (an SMS auto-reply goes only to the first after a quiet spell).
-        Index("ix_helpdesk_inbound_events_sender", "channel_id", "partition_key", "created_at"),
+        # A sender's earlier SMS to a channel (an SMS auto-reply goes only to the first after a quiet spell).
+        Index(
+            "ix_helpdesk_inbound_events_sms_sender",
+            "channel_id",
+            "partition_key",
+            "created_at",
+            sqlite_where=text(SMS_ONLY),
+            postgresql_where=text(SMS_ONLY),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
