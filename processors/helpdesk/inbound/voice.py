@@ -248,7 +248,9 @@ def waiting_voicemails(connection: Connection, now: datetime) -> list[tuple[tick
     return made
 
 
-async def make_waiting_voicemails(db: Database, announce: Announce, *, clock: Callable[[], datetime]) -> None:
+async def make_waiting_voicemails(
+    db: Database, announce: Announce, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+) -> None:
     """One pass, in one transaction (a call's event applied meanwhile waits for it, then finds the ticket made): the
     tickets of the voicemails that waited long enough, their webhook events announced once committed."""
     made = await db.write(waiting_voicemails, clock())
@@ -257,14 +259,12 @@ async def make_waiting_voicemails(db: Database, announce: Announce, *, clock: Ca
         await announce_all(announce, ticket.organization_id, recorded)
 
 
-async def waiting_voicemails_forever(
-    db: Database, announce: Announce, *, every_s: float = WAITING_EVERY_S, clock: Callable[[], datetime] | None = None
-) -> None:
+async def waiting_voicemails_forever(db: Database, announce: Announce, *, every_s: float = WAITING_EVERY_S) -> None:
     """In a processors process: `make_waiting_voicemails` every `every_s`."""
     while True:
         await asyncio.sleep(every_s)
         try:
-            await make_waiting_voicemails(db, announce, clock=clock or (lambda: datetime.now(UTC)))
+            await make_waiting_voicemails(db, announce)
         except Exception:  # a pass that fails is tried again at the next tick
             log.exception("voicemail_wait_failed")
 
