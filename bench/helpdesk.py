@@ -553,10 +553,17 @@ class Bench:
             await close()
 
 
-async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
+async def run_bench(
+    make: Callable[[argparse.Namespace, list[Server], Path], Any],
+    args: argparse.Namespace,
+    servers: list[Server],
+    workdir: Path,
+) -> dict[str, Any]:
+    """A benchmark's `Bench` (`make(args, servers, workdir)`) started, measured and closed: its figures, with when and
+    on what machine they were taken."""
     started = datetime.now(UTC)
     load_before = os.getloadavg()
-    bench = Bench(args, servers, workdir)
+    bench = make(args, servers, workdir)
     try:
         await bench.start()
         figures = await bench.measure()
@@ -570,6 +577,46 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
     }
 
 
+async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
+    return await run_bench(Bench, args, servers, workdir)
+
+
+def latency_table(
+    rows: list[dict[str, Any]], labels: tuple[str, str, str, str], keys: tuple[str, str, str]
+) -> list[str]:
+    """The second table of a report: per run, what the stack took in and what came out of it, and its latency.
+    `labels`: the in and out counts', the sent-to-out p99's and the observer's CPU column headers; `keys`: the in
+    count's, the out count's and the observer's CPU's keys in `rows`."""
+    taken, came, sent, observer = labels
+    taken_key, came_key, cpu_key = keys
+    lines = [
+        f"{'mode':<6} {'conc':>5} {'rate':>7} {taken:>8} {came:>9} {'p50 ms':>8} {'p99 ms':>8}"
+        f" {'max ms':>8}  {sent:>14} {'drained s':>9} {observer:>10}"
+    ]
+    for row in rows:
+        lines.append(
+            f"{row['mode']:<6} {row['concurrency'] or '-':>5} {row['rate'] or '-':>7} {row[taken_key]:>8}"
+            f" {row[came_key]:>9} {ms_text(row['p50_ms']):>8} {ms_text(row['p99_ms']):>8} {ms_text(row['max_ms']):>8}"
+            f"  {ms_text(row['sent_p99_ms']):>14}"
+            f" {'-' if row['drain_s'] is None else format(row['drain_s'], '.2f'):>9} {row[cpu_key]:>10.0f}"
+        )
+    return lines
+
+
+def rate_lines(result: dict[str, Any], unit: str, per: str) -> list[str]:
+    """The stack's best rate, the ratio at RATIO_CONCURRENCY against its target, and the transport ceiling (`unit`:
+    what is counted a second; `per`: one publish per what)."""
+    ratio, ceiling = result["ratio_at_32"], result["transport_ceiling_at_32"]
+    return [
+        f"stack max rate = {result['max_rate']:.1f} {unit}/s"
+        f" (closed loop, concurrency {result['max_rate_concurrency']})",
+        f"ratio@{RATIO_CONCURRENCY} = {'n/a' if ratio is None else f'{ratio:.3f}'} (target >= {RATIO_TARGET:.2f})"
+        f"  {verdict(result['ratio_met'])}",
+        f"transport ceiling@{RATIO_CONCURRENCY} = {'n/a' if ceiling is None else f'{ceiling:.3f}'}"
+        f" (kafka / bare: acknowledged publishes, one per {per})",
+    ]
+
+
 def report(result: dict[str, Any]) -> str:
     settings = result["settings"]
     lines = [
@@ -580,19 +627,14 @@ def report(result: dict[str, Any]) -> str:
         *phase_table(result["phases"]),
         "",
         "deliveries of the stack's creates (ticket.created; latency: create answered -> delivery received):",
-        f"{'mode':<6} {'conc':>5} {'rate':>7} {'creates':>8} {'delivered':>9} {'p50 ms':>8} {'p99 ms':>8}"
-        f" {'max ms':>8}  {'sent->recv p99':>14} {'drained s':>9} {'recv cpu%':>9}",
+        *latency_table(
+            result["deliveries"],
+            ("creates", "delivered", "sent->recv p99", "recv cpu%"),
+            ("created", "delivered", "receiver_cpu_percent"),
+        ),
     ]
-    for d in result["deliveries"]:
-        lines.append(
-            f"{d['mode']:<6} {d['concurrency'] or '-':>5} {d['rate'] or '-':>7} {d['created']:>8} {d['delivered']:>9}"
-            f" {ms_text(d['p50_ms']):>8} {ms_text(d['p99_ms']):>8} {ms_text(d['max_ms']):>8}"
-            f"  {ms_text(d['sent_p99_ms']):>14}"
-            f" {'-' if d['drain_s'] is None else format(d['drain_s'], '.2f'):>9} {d['receiver_cpu_percent']:>9.0f}"
-        )
     idle = result["idle_stack_cpu_percent_during_bare"]
     counts = result["receiver_counts"]
-    ratio, ceiling = result["ratio_at_32"], result["transport_ceiling_at_32"]
     open_phase, open_deliveries = result["open_loop"], result["open_loop_deliveries"]
     lines += [
         "",
@@ -605,12 +647,7 @@ def report(result: dict[str, Any]) -> str:
         f"receiver: {counts.get('ticket_created', 0)} ticket.created deliveries, {counts.get('repeated', 0)} repeated,"
         f" {counts.get('bad_signature', 0)} bad signatures, {counts.get('unsigned', 0)} unsigned",
         "",
-        f"stack max rate = {result['max_rate']:.1f} creates/s"
-        f" (closed loop, concurrency {result['max_rate_concurrency']})",
-        f"ratio@{RATIO_CONCURRENCY} = {'n/a' if ratio is None else f'{ratio:.3f}'} (target >= {RATIO_TARGET:.2f})"
-        f"  {verdict(result['ratio_met'])}",
-        f"transport ceiling@{RATIO_CONCURRENCY} = {'n/a' if ceiling is None else f'{ceiling:.3f}'}"
-        " (kafka / bare: acknowledged publishes, one per create, against bare creates)",
+        *rate_lines(result, "creates", "create, against bare creates"),
     ]
     if hop := result["fanout_hop_ms"]:
         lines.append(

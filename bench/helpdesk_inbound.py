@@ -55,7 +55,18 @@ import msgspec
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from helpdesk import Arrivals, Deliveries, Keys, closed_then_open, deliveries_of, floors, stack_env  # noqa: E402
+from helpdesk import (  # noqa: E402
+    Arrivals,
+    Deliveries,
+    Keys,
+    closed_then_open,
+    deliveries_of,
+    floors,
+    latency_table,
+    rate_lines,
+    run_bench,
+    stack_env,
+)
 from phone import (  # noqa: E402
     AiohttpHttp,
     Answer,
@@ -70,7 +81,6 @@ from phone import (  # noqa: E402
     free_port,
     idle_stack_cpu,
     log,
-    machine,
     ms_text,
     open_loop,
     parse,
@@ -531,20 +541,7 @@ def tickets_of(found: Deliveries) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
-    started = datetime.now(UTC)
-    load_before = os.getloadavg()
-    bench = Bench(args, servers, workdir)
-    try:
-        await bench.start()
-        figures = await bench.measure()
-    finally:
-        await bench.aclose()
-    return {
-        **figures,
-        "started_at": started.isoformat(),
-        "finished_at": datetime.now(UTC).isoformat(),
-        "machine": machine(load_before, args.client),
-    }
+    return await run_bench(Bench, args, servers, workdir)
 
 
 def report(result: dict[str, Any]) -> str:
@@ -558,19 +555,14 @@ def report(result: dict[str, Any]) -> str:
         "",
         f"tickets of the stack's accepted mails (latency: 200 read -> ticket readable, polled every"
         f" {settings['poll_ms']:g} ms):",
-        f"{'mode':<6} {'conc':>5} {'rate':>7} {'accepted':>8} {'visible':>9} {'p50 ms':>8} {'p99 ms':>8}"
-        f" {'max ms':>8}  {'sent->vis p99':>14} {'drained s':>9} {'watch cpu%':>10}",
+        *latency_table(
+            result["tickets"],
+            ("accepted", "visible", "sent->vis p99", "watch cpu%"),
+            ("accepted", "visible", "watcher_cpu_percent"),
+        ),
     ]
-    for t in result["tickets"]:
-        lines.append(
-            f"{t['mode']:<6} {t['concurrency'] or '-':>5} {t['rate'] or '-':>7} {t['accepted']:>8} {t['visible']:>9}"
-            f" {ms_text(t['p50_ms']):>8} {ms_text(t['p99_ms']):>8} {ms_text(t['max_ms']):>8}"
-            f"  {ms_text(t['sent_p99_ms']):>14}"
-            f" {'-' if t['drain_s'] is None else format(t['drain_s'], '.2f'):>9} {t['watcher_cpu_percent']:>10.0f}"
-        )
     idle = result["idle_stack_cpu_percent_during_bare"]
     counts = result["watcher_counts"]
-    ratio, ceiling = result["ratio_at_32"], result["transport_ceiling_at_32"]
     open_phase, open_tickets = result["open_loop"], result["open_loop_tickets"]
     lines += [
         "",
@@ -585,12 +577,7 @@ def report(result: dict[str, Any]) -> str:
         f" {counts.get('poll_errors', 0)} poll errors",
         f"{result['api_check']}",
         "",
-        f"stack max rate = {result['max_rate']:.1f} mails/s"
-        f" (closed loop, concurrency {result['max_rate_concurrency']})",
-        f"ratio@{RATIO_CONCURRENCY} = {'n/a' if ratio is None else f'{ratio:.3f}'} (target >= {RATIO_TARGET:.2f})"
-        f"  {verdict(result['ratio_met'])}",
-        f"transport ceiling@{RATIO_CONCURRENCY} = {'n/a' if ceiling is None else f'{ceiling:.3f}'}"
-        " (kafka / bare: acknowledged publishes, one per accepted mail, against bare accepts)",
+        *rate_lines(result, "mails", "accepted mail, against bare accepts"),
     ]
     if hop := result["inbound_hop_ms"]:
         lines.append(
