@@ -112,15 +112,17 @@ class BatchedWrites:
     its arguments (it is: see `Database`).
 
     `most` bounds a round's units: on SQLite a round holds the database's one write lock from its first write to its
-    commit, and other writers (another process's) wait that long. A round also ends early, after the unit under way,
-    when another writer queues for the lock (`Database.writer_waits`); its other units go in the next transaction.
-    (A round that kept the lock a few milliseconds more, for fewer commits, cost the gateway's inbound stores more
-    than it saved: bench/helpdesk_inbound.py, docs/operations.md "SQLite writers take turns".)"""
+    commit. A round also ends early, after the unit under way, when another writer queues for the lock
+    (`Database.writer_waits`); its other units go in the next transaction. With `defer`, a round writes its units'
+    log rows (storage/common/later.py) together, `defer` units' rows at a time: what a queued writer waits for at the
+    end of a round is at most that many units' rows, however long the round. (A round that wrote all its units' rows
+    at its end cost the gateway's inbound stores more than its fewer commits saved: bench/helpdesk_inbound.py,
+    docs/operations.md "SQLite writers take turns".)"""
 
-    def __init__(self, db: Database, *, most: int | None = None, defer: bool = False) -> None:
+    def __init__(self, db: Database, *, most: int | None = None, defer: int = 0) -> None:
         self.db = db
         self.defer = defer
-        """Whether a round writes its units' log rows (storage/common/later.py) together at its end."""
+        """How many units' log rows a round writes together; 0: each unit writes its own as it goes."""
         self._rounds: GroupCommit[Callable[[Connection], Any], Any] = GroupCommit(self._flush, most=most)
 
     async def write(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -149,4 +151,6 @@ class BatchedWrites:
                 outcomes.append(unit(connection))
                 if self.db.writer_waits():
                     break
+                if self.defer and len(outcomes) % self.defer == 0:
+                    later.flush(connection)
         return outcomes

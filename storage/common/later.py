@@ -2,8 +2,9 @@
 each append a few rows to the same log tables (the helpdesk's activity log, outgoing webhook events) and settle their
 inbound event makes those writes as one statement per table when the round ends, rather than one per unit: on SQLite
 the statements, more than the rows, are what a unit costs while it holds the database's one write lock
-(bench/helpdesk_inbound.py). And what every unit asks alike (which webhook events the owner's endpoints subscribe to)
-is read once per round.
+(bench/helpdesk_inbound.py). What every unit asks alike (which webhook events the owner's endpoints subscribe to) is
+read once per round. And a counter kept in a row (an organization's last ticket number) is taken once per round and
+counted on in memory, its last value written at the end.
 
 Only tables that nothing in the transaction reads back are written late. A function that does read such a table
 within a transaction that may defer (the reopen limit reads the activity log, erasure scrubs both tables) calls
@@ -30,6 +31,10 @@ class _Later:
         """statement -> its rows, in the order they were added (dicts keep the order of first use)."""
         self.updates: dict[Update, list[tuple[dict[str, Any], Callable[[], Exception]]]] = {}
         self.read: dict[Hashable, Any] = {}
+        self.counters: dict[Hashable, int] = {}
+        """key -> the counter's value, once taken in this transaction."""
+        self.unwritten: dict[Hashable, Callable[[int], object]] = {}
+        """key -> how to write the counter's value, for those counted on in memory since the last flush."""
 
     def flush(self, connection: Connection) -> None:
         rows, self.rows = self.rows, {}
@@ -38,6 +43,9 @@ class _Later:
         updates, self.updates = self.updates, {}
         for update_, each in updates.items():
             _update(connection, update_, each)
+        unwritten, self.unwritten = self.unwritten, {}
+        for key, write in unwritten.items():
+            write(self.counters[key])
 
 
 def _update(
@@ -83,6 +91,22 @@ def once(connection: Connection, key: Hashable, read: Callable[[], T]) -> T:
     if key not in later.read:
         later.read[key] = read()
     return later.read[key]  # type: ignore[no-any-return]
+
+
+def count(connection: Connection, key: Hashable, take: Callable[[], int], write: Callable[[int], object]) -> int:
+    """A counter's next value. `take()` adds one to the counter in its row and returns the new value, locking the row
+    until the transaction ends; in a deferring transaction it is called the first time only, then the value goes up
+    by one in memory each time (nobody else can take it meanwhile), and `write(value)` stores the last value at the
+    end."""
+    later: _Later | None = connection.info.get(_KEY)
+    if later is None:
+        return take()
+    if key not in later.counters:
+        later.counters[key] = take()
+    else:
+        later.counters[key] += 1
+        later.unwritten[key] = write
+    return later.counters[key]
 
 
 def flush(connection: Connection) -> None:

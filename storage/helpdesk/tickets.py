@@ -148,6 +148,11 @@ _NEXT_NUMBER = (
     .values(last_ticket_number=ORGANIZATIONS.c.last_ticket_number + 1)
     .returning(ORGANIZATIONS.c.last_ticket_number)
 )
+_SET_NUMBER = (
+    update(ORGANIZATIONS)
+    .where(ORGANIZATIONS.c.id == bindparam("organization_id"))
+    .values(last_ticket_number=bindparam("number"))
+)
 _INSERT = insert(TICKETS)
 _INSERT_CONVERSATION = insert(CONVERSATIONS)
 _TOUCH = update(TICKETS).where(TICKETS.c.id == bindparam("ticket_id")).values(updated_at=bindparam("now"))
@@ -169,8 +174,15 @@ def _assignee_name(connection: Connection, organization_id: str, user_id: str) -
 
 def _next_number(connection: Connection, organization_id: str) -> int:
     """The organization's next ticket number. The increment locks the organization's row until the transaction ends,
-    so concurrent creates take turns: no number is given twice, and a rolled-back create gives its number back."""
-    return int(connection.execute(_NEXT_NUMBER, {"organization_id": organization_id}).scalar_one())
+    so concurrent creates take turns: no number is given twice, and a rolled-back create gives its number back. A
+    round of inbound events (a deferring transaction) takes the number once and counts on in memory."""
+    params = {"organization_id": organization_id}
+    return later.count(
+        connection,
+        ("ticket number", organization_id),
+        lambda: int(connection.execute(_NEXT_NUMBER, params).scalar_one()),
+        lambda number: connection.execute(_SET_NUMBER, params | {"number": number}),
+    )
 
 
 class _Log:

@@ -103,7 +103,7 @@ async def test_an_erasure_later_in_a_deferring_round_scrubs_the_log_rows_its_ear
     """A round's units write their activity and webhook events at the round's end; an erasure in the same round
     (a commerce redaction after that customer's mail) still finds and scrubs what the earlier unit logged."""
     organization = await organization_of_its_own(db)
-    writes = BatchedWrites(db, defer=True)
+    writes = BatchedWrites(db, defer=16)
     email = f"ana.{uuid.uuid4().hex[:8]}@customers.example"
     now = datetime.now(UTC)
 
@@ -156,7 +156,7 @@ async def test_one_unit_of_a_deferring_round_that_finds_its_event_processed_is_r
     ]
     await db.write(inbound.store, stored)
     await db.write(inbound.settle, stored[1].id, inbound.Outcome("new ticket"), now)  # taken by another member
-    writes = BatchedWrites(db, defer=True)
+    writes = BatchedWrites(db, defer=16)
 
     def mail(connection: Connection, event: inbound.Received) -> str:
         ticket = tickets.create(
@@ -185,3 +185,53 @@ async def test_one_unit_of_a_deferring_round_that_finds_its_event_processed_is_r
     texts = await db.read(logged, organization)
     assert sum("m0@customers.example" in text for text in texts) >= 2
     assert not [text for text in texts if "m1@customers.example" in text]
+
+
+async def test_a_round_longer_than_its_deferred_units_numbers_and_logs_every_ticket(db: Database) -> None:
+    """A round takes the organization's ticket number once and counts on in memory, and writes its log rows a few
+    units at a time: each ticket of a round of five, written two units' rows at a time, has its own number, its
+    `created` activity row and its `ticket.created` event; the next create, outside any round, numbers on from the
+    stored counter."""
+    organization = await organization_of_its_own(db)
+    writes = BatchedWrites(db, defer=2)
+    now = datetime.now(UTC)
+
+    def create(connection: Connection, n: int) -> int:
+        ticket = tickets.create(
+            connection,
+            organization,
+            subject=f"Order {n}",
+            customer_email=f"c{n}@customers.example",
+            actor_id=None,
+            now=now,
+            recorded=[],
+        )
+        return ticket.number
+
+    numbers = await asyncio.gather(*(writes.write(create, n) for n in range(5)))
+    after = await db.write(create, 5)
+
+    def stored(connection: Connection) -> tuple[list[int], int, int, int]:
+        numbers = connection.execute(
+            select(tickets.TICKETS.c.number).where(tickets.TICKETS.c.organization_id == organization)
+        ).scalars()
+        last = connection.execute(
+            select(ORGANIZATIONS.c.last_ticket_number).where(ORGANIZATIONS.c.id == organization)
+        ).scalar_one()
+        created = connection.execute(
+            select(events.EVENTS.c.id).where(
+                events.EVENTS.c.organization_id == organization,
+                events.EVENTS.c.aggregate_type == "ticket",
+                events.EVENTS.c.event_type == "created",
+            )
+        ).all()
+        hooks = connection.execute(
+            select(webhooks.EVENTS.c.id).where(
+                webhooks.EVENTS.c.owner_id == organization, webhooks.EVENTS.c.type == "ticket.created"
+            )
+        ).all()
+        return sorted(numbers), last, len(created), len(hooks)
+
+    assert sorted(numbers) == [1, 2, 3, 4, 5]
+    assert after == 6
+    assert await db.read(stored) == ([1, 2, 3, 4, 5, 6], 6, 6, 6)

@@ -41,9 +41,12 @@ TRANSIENT = (SQLAlchemyError, OSError)
 BLOB_ATTEMPTS = 3
 REOPENS_PER_HOUR = 3
 CLOSED = ("resolved", "closed")
-ROUND_UNITS = 16
-"""The most events applied in one transaction: a round holds SQLite's write lock, which the gateways need to store
-the next events (bench/helpdesk_inbound.py measures the trade)."""
+ROUND_UNITS = 64
+"""The most events applied in one transaction. A round holds SQLite's write lock, which the gateways need to store
+the next events, but it gives way as soon as a gateway queues for it (BatchedWrites)."""
+DEFERRED_UNITS = 16
+"""A round writes its events' activity rows, webhook events and settles DEFERRED_UNITS events at a time: a gateway
+that queues for the lock waits at most for that many events' rows (bench/helpdesk_inbound.py measures the trade)."""
 Announce = Callable[[str, str], Awaitable[None]]
 """announce(organization id, webhook event id), once the change has committed."""
 
@@ -116,7 +119,7 @@ class InboundProcessor:
         self.context = context
         self.handlers = handlers
         self.announce = announce
-        self.writes = BatchedWrites(context.db, most=ROUND_UNITS, defer=True)
+        self.writes = BatchedWrites(context.db, most=ROUND_UNITS, defer=DEFERRED_UNITS)
 
     async def handle_batch(self, batch: Sequence[InboundReceived]) -> None:
         self.context.next_batch()
