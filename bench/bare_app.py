@@ -89,7 +89,7 @@ def sample_ticket() -> bytes:
     """A Ticket as the helpdesk's create answers it (used when no --response is given)."""
     import msgspec
 
-    from gateway.helpdesk.tickets import ticket_object
+    from gateway.helpdesk.rest.tickets import ticket_object
     from storage.helpdesk.tickets import TicketRecord
 
     now = datetime.now(UTC)

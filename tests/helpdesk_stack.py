@@ -21,16 +21,16 @@ from cryptography.fernet import Fernet, MultiFernet
 from litestar.types import ASGIApp
 
 from gateway.common.webhooks import WebhookStore
+from gateway.helpdesk.accounts.billing import Billing
+from gateway.helpdesk.accounts.signin import Identity
 from gateway.helpdesk.app import create_helpdesk_app
 from gateway.helpdesk.auth import HelpdeskAuthenticator
-from gateway.helpdesk.billing import Billing
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.inbound.common import Inbound
-from gateway.helpdesk.signin import Identity
 from signalyard.registry import helpdesk
 from signalyard.service import Service
 from storage.common import webhooks
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics
@@ -127,7 +127,7 @@ class HelpdeskStack(ServiceStack):
 
     async def mailed_link(self, email: str) -> str:
         """The path of the newest link mailed to `email` (the development outbox keeps every mail)."""
-        (mail, *_) = await self.db.read(identity.kept_mails, email)
+        (mail, *_) = await self.db.read(accounts.kept_mails, email)
         found = LINK.search(mail.body)
         assert found, mail.body
         return found.group(1)

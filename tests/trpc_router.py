@@ -11,7 +11,7 @@ import msgspec
 from litestar import Litestar
 from litestar.datastructures import Cookie
 
-from gateway.helpdesk.trpc import Call, Procedure, ProcedureError, trpc_route
+from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError, trpc_route
 
 MOMENT = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)
 

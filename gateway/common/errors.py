@@ -14,6 +14,8 @@ import structlog
 from litestar import Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 
+from operations.common.errors import Kind, OperationError
+
 log = structlog.get_logger("signalyard.gateway")
 T = TypeVar("T")
 
@@ -45,11 +47,28 @@ class ErrorStyle(Protocol):
     def internal(self) -> ServiceError: ...
 
 
-def exception_handlers(style: ErrorStyle) -> dict[Any, Any]:
-    """Litestar exception handlers that answer every error in the service's envelope; a 500 never shows internals."""
+REFUSED: Mapping[Kind, int] = {
+    "invalid": 400,
+    "not_found": 404,
+    "forbidden": 403,
+    "conflict": 409,
+    "precondition": 412,
+    "too_large": 413,
+}
+"""The HTTP status of each kind of refusal an operation raises (operations.common.errors)."""
+
+
+def exception_handlers(style: ErrorStyle, refused: Callable[[int, str], ServiceError] | None = None) -> dict[Any, Any]:
+    """Litestar exception handlers that answer every error in the service's envelope; a 500 never shows internals.
+    `refused(status, message)`: the envelope of an operation's refusal, for a service whose routes call operations."""
 
     def on_service_error(_: Request[Any, Any, Any], error: ServiceError) -> Response[Any]:
         return error.response()
+
+    def on_refused(request: Request[Any, Any, Any], error: OperationError) -> Response[Any]:
+        if refused is None:
+            return on_unexpected(request, error)
+        return refused(REFUSED[error.kind], error.message).response()
 
     def on_unexpected(request: Request[Any, Any, Any], error: Exception) -> Response[Any]:
         log.exception("unhandled_error", path=request.url.path, error_type=type(error).__name__)
@@ -67,7 +86,12 @@ def exception_handlers(style: ErrorStyle) -> dict[Any, Any]:
             return style.bad_request(error.status_code, str(error.detail)).response()
         return on_unexpected(request, error)
 
-    return {ServiceError: on_service_error, HTTPException: on_http_exception, Exception: on_unexpected}
+    return {
+        ServiceError: on_service_error,
+        OperationError: on_refused,
+        HTTPException: on_http_exception,
+        Exception: on_unexpected,
+    }
 
 
 def decode_body(

@@ -8,15 +8,25 @@ from collections.abc import Mapping
 from litestar.types import ASGIApp, ControllerRouterHandler
 
 from gateway.common.app import GatewayApp, Readiness
-from gateway.helpdesk import channels, docs, events, keys, signin, signup, webhooks
+from gateway.helpdesk import docs
+from gateway.helpdesk.accounts import signin, signup
 from gateway.helpdesk.auth import HelpdeskAuthenticator
-from gateway.helpdesk.customers import CustomersController
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.errors import EXCEPTION_HANDLERS
 from gateway.helpdesk.inbound import routes as inbound_routes
-from gateway.helpdesk.members import Members
-from gateway.helpdesk.tickets import TicketsController
-from gateway.helpdesk.trpc import Procedure, trpc_route
+from gateway.helpdesk.procedures import channels as channel_procedures
+from gateway.helpdesk.procedures import customers as customer_procedures
+from gateway.helpdesk.procedures import events as event_procedures
+from gateway.helpdesk.procedures import keys as key_procedures
+from gateway.helpdesk.procedures import tickets as ticket_procedures
+from gateway.helpdesk.procedures import webhooks as webhook_procedures
+from gateway.helpdesk.procedures.access import Admission
+from gateway.helpdesk.procedures.wire import Procedure, trpc_route
+from gateway.helpdesk.rest.channels import ChannelsController, InboundMessagesController
+from gateway.helpdesk.rest.customers import CustomersController
+from gateway.helpdesk.rest.events import EventsController
+from gateway.helpdesk.rest.tickets import TicketsController
+from gateway.helpdesk.rest.webhooks import WEBHOOK_ROUTES
 
 MAX_BODY_BYTES = 1024 * 1024
 INBOUND_ROUTES: list[ControllerRouterHandler] = inbound_routes.ROUTES
@@ -25,39 +35,47 @@ not in the OpenAPI document (they speak each provider's format)."""
 REST_ROUTES: list[ControllerRouterHandler] = [
     TicketsController,
     CustomersController,
-    events.EventsController,
-    webhooks.WEBHOOK_ROUTES,
-    channels.ChannelsController,
-    channels.InboundMessagesController,
+    EventsController,
+    WEBHOOK_ROUTES,
+    ChannelsController,
+    InboundMessagesController,
 ]
 
 
 def procedures(helpdesk: HelpdeskGateway) -> Mapping[str, Procedure]:
     """Every procedure, by name."""
-    identity = helpdesk.identity
-    members = Members(identity)
+    desk = helpdesk.desk
     return {
-        **signin.procedures(identity),
-        **signup.procedures(identity, helpdesk.billing),
-        **events.procedures(identity),
-        **webhooks.procedures(members, helpdesk.webhooks),
-        **keys.procedures(members, helpdesk.db),
-        **channels.procedures(members, helpdesk),
+        **signin.procedures(helpdesk.accounts),
+        **signup.procedures(helpdesk.accounts, helpdesk.billing),
+        **event_procedures.procedures(desk),
+        **ticket_procedures.procedures(desk),
+        **customer_procedures.procedures(desk),
+        **webhook_procedures.procedures(desk),
+        **key_procedures.procedures(desk),
+        **channel_procedures.procedures(desk),
     }
 
 
 def create_helpdesk_app(
     helpdesk: HelpdeskGateway, authenticator: HelpdeskAuthenticator, readiness: Readiness
 ) -> ASGIApp:
+    accounts = helpdesk.accounts
+    admit = Admission(accounts.db, accounts.sessions)
     app = GatewayApp(
         "helpdesk",
-        [*REST_ROUTES, *INBOUND_ROUTES, trpc_route(procedures(helpdesk)), *signin.link_routes(helpdesk.identity)],
+        [
+            *REST_ROUTES,
+            *INBOUND_ROUTES,
+            trpc_route(procedures(helpdesk), admit),
+            *signin.link_routes(accounts),
+        ],
         docs.DOCUMENT,
         EXCEPTION_HANDLERS,
         MAX_BODY_BYTES,
     )
     return app.build(
-        given={"helpdesk": helpdesk, "webhook_store": helpdesk.webhooks, "inbound": helpdesk.inbound},
+        given={"desk": helpdesk.desk, "webhook_endpoints": helpdesk.desk.webhooks, "inbound": helpdesk.inbound},
         authenticator=authenticator,
         readiness=readiness,
         on_shutdown=[

@@ -13,6 +13,7 @@ from litestar.connection import ASGIConnection
 from gateway.common.auth import KeyAuthenticator, KeyHeader, LastUsed, Principal, Refusal, Scopes
 from gateway.common.limits import RateLimits
 from gateway.helpdesk.errors import HelpdeskError
+from operations.common.actors import Actor
 from storage.common.db import Database
 from storage.helpdesk import keys
 from storage.helpdesk.keys import KeyOwner
@@ -66,3 +67,8 @@ class HelpdeskAuthenticator:
 
     async def ping(self) -> None:
         await self.limits.ping()
+
+
+def actor_of(request: ASGIConnection[Any, HelpdeskPrincipal, Any, Any]) -> Actor:
+    """Who a REST request acts for: its key, in the key's organization."""
+    return Actor(request.user.owner_id, key_id=request.user.account.key_id)

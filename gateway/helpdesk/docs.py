@@ -13,18 +13,12 @@ from gateway.common.app import ApiDocument
 from gateway.helpdesk.auth import KEY_HEADER
 from gateway.helpdesk.errors import CODES, ErrorBody, Problem
 from gateway.helpdesk.schemas import (
-    LINE,
-    TEXT,
-    AddConversation,
     ChannelCreated,
     ChannelDeleted,
     ChannelList,
     ChannelObject,
     Conversation,
     ConversationList,
-    CreateChannel,
-    CreateCustomer,
-    CreateTicket,
     Customer,
     CustomerList,
     Event,
@@ -32,9 +26,12 @@ from gateway.helpdesk.schemas import (
     InboundMessageList,
     Ticket,
     TicketList,
-    UpdateCustomer,
-    UpdateTicket,
 )
+from operations.helpdesk.channels import CreateChannel
+from operations.helpdesk.conversations import AddConversation
+from operations.helpdesk.customers import CreateCustomer, UpdateCustomer
+from operations.helpdesk.fields import LINE, TEXT
+from operations.helpdesk.tickets import CreateTicket, UpdateTicket
 from storage.helpdesk import channels
 
 DOCUMENT = ApiDocument(

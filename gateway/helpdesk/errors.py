@@ -11,7 +11,7 @@ import msgspec
 from litestar import Request, Response
 
 from gateway.common.errors import ServiceError, exception_handlers, field_of, readable
-from gateway.helpdesk.trpc import TRPC_BASE, ProcedureError, error_response
+from gateway.helpdesk.procedures.wire import TRPC_BASE, ProcedureError, error_response
 
 CODES = {
     400: "invalid_request",
@@ -20,6 +20,7 @@ CODES = {
     404: "not_found",
     405: "method_not_allowed",
     409: "conflict",
+    412: "precondition_failed",
     413: "payload_too_large",
     415: "unsupported_media_type",
     429: "rate_limited",
@@ -80,7 +81,7 @@ class HelpdeskErrors:
 
 
 ERRORS = HelpdeskErrors()
-_REST = exception_handlers(ERRORS)
+_REST = exception_handlers(ERRORS, HelpdeskError)
 _PROCEDURE_CODES = {404: "NOT_FOUND", 405: "METHOD_NOT_SUPPORTED", 413: "PAYLOAD_TOO_LARGE"}
 
 

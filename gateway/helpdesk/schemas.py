@@ -1,44 +1,28 @@
-"""Request and response bodies of the helpdesk's REST API (`/api/v1`, docs/helpdesk.md "REST API"): snake_case fields
-as the contract's resources (section 2) have them."""
+"""The bodies the helpdesk answers with, over REST (`/api/v1`, docs/helpdesk.md "REST API") and from its procedures:
+snake_case fields as the contract's resources (section 2) have them, each made from its storage record (`of`). What
+operations take as input is theirs (operations/helpdesk)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Literal
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
 import msgspec
 
-from topics.helpdesk import EventType
+from operations.common.webhooks import Tested
+from operations.helpdesk.channels import ChannelKindName
+from operations.helpdesk.fields import Channel, Priority, Status, Uuid
+from storage.common.webhooks import Endpoint
+from storage.helpdesk import channels, customers, events, inbound, tickets
+from wire.timestamps import iso
 
-Uuid = Annotated[
-    str,
-    msgspec.Meta(
-        pattern=r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
-        examples=["3f1c9a0b-7d2e-4e8a-9c3b-5d6f7a8e9b0c"],
-    ),
-]
 Timestamp = Annotated[
     str, msgspec.Meta(extra_json_schema={"format": "date-time", "examples": ["2026-11-25T10:15:02Z"]})
 ]
-Status = Literal["open", "pending", "resolved", "closed"]
-Priority = Literal["low", "normal", "high", "urgent"]
-Channel = Literal["api", "email", "sms", "chat", "voice", "web", "messaging", "social", "commerce", "marketplace"]
-LINE = r"^[^\x00-\x1f\x7f]*$"
-"""One line of text: no control characters (PostgreSQL stores no NUL in text, and a name or subject holds no
-line breaks)."""
-TEXT = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
-"""Text over lines: tabs and line breaks, no other control character."""
-EMAIL_PATTERN = r"^[^@\x00-\x20\x7f]+@[^@\x00-\x20\x7f]+\.[^@\x00-\x20\x7f]+$"
-r"""Something, `@`, something with a dot, none of it spaces or control characters (written without `\s`, which
-regex engines read differently)."""
-Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL_PATTERN, examples=["ada@example.com"])]
-PersonName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, pattern=LINE, examples=["Ada Lovelace"])]
-Phone = Annotated[str, msgspec.Meta(max_length=32, pattern=r"^\+?[0-9 ()\-.]{3,31}$", examples=["+14155550100"])]
-Subject = Annotated[
-    str, msgspec.Meta(min_length=1, max_length=255, pattern=LINE, examples=["My order has not arrived"])
-]
-Tag = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[^\x00-\x20\x7f,]+$", examples=["shipping"])]
-Tags = Annotated[list[Tag], msgspec.Meta(max_length=20)]
-Body = Annotated[str, msgspec.Meta(min_length=1, max_length=65536, pattern=TEXT, examples=["It was due on Monday."])]
+
+
+def _iso(moment: datetime) -> str:
+    return iso(moment, "milliseconds")
 
 
 class Customer(msgspec.Struct, kw_only=True):
@@ -52,25 +36,23 @@ class Customer(msgspec.Struct, kw_only=True):
     created_at: Timestamp
     updated_at: Timestamp
 
+    @classmethod
+    def of(cls, customer: customers.CustomerRecord) -> Customer:
+        return cls(
+            id=customer.id,
+            email=customer.email,
+            name=customer.name,
+            phone=customer.phone,
+            bouncing=customer.bouncing,
+            created_at=_iso(customer.created_at),
+            updated_at=_iso(customer.updated_at),
+        )
+
 
 class CustomerList(msgspec.Struct, kw_only=True):
     data: list[Customer]
     has_more: bool
     next_cursor: str | None
-
-
-class CreateCustomer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    email: Email
-    name: PersonName
-    phone: Phone | None = None
-
-
-class UpdateCustomer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Absent fields stay as they are; `phone: null` removes the phone number."""
-
-    email: Email | msgspec.UnsetType = msgspec.UNSET
-    name: PersonName | msgspec.UnsetType = msgspec.UNSET
-    phone: Phone | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class Ticket(msgspec.Struct, kw_only=True):
@@ -87,40 +69,28 @@ class Ticket(msgspec.Struct, kw_only=True):
     created_at: Timestamp
     updated_at: Timestamp
 
+    @classmethod
+    def of(cls, ticket: tickets.TicketRecord) -> Ticket:
+        return cls(
+            id=ticket.id,
+            number=ticket.number,
+            subject=ticket.subject,
+            status=ticket.status,  # type: ignore[arg-type]
+            priority=ticket.priority,  # type: ignore[arg-type]
+            channel=ticket.channel,  # type: ignore[arg-type]
+            customer_id=ticket.customer_id,
+            customer_email=ticket.customer_email,
+            assignee_id=ticket.assignee_id,
+            tags=ticket.tags,
+            created_at=_iso(ticket.created_at),
+            updated_at=_iso(ticket.updated_at),
+        )
+
 
 class TicketList(msgspec.Struct, kw_only=True):
     data: list[Ticket]
     has_more: bool
     next_cursor: str | None
-
-
-class CreateTicket(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """The customer by `customer_id`, or by `customer_email` (made when new, named `customer_name`)."""
-
-    one_of_required: ClassVar = (("customer_id",), ("customer_email",))
-    dependent_required: ClassVar = {"customer_name": ("customer_email",)}
-
-    subject: Subject
-    customer_id: Uuid | msgspec.UnsetType = msgspec.UNSET
-    customer_email: Email | msgspec.UnsetType = msgspec.UNSET
-    customer_name: PersonName | msgspec.UnsetType = msgspec.UNSET
-    message: Body | None = None
-    """The customer's first message, stored as the ticket's first reply."""
-    priority: Priority = "normal"
-    status: Status = "open"
-    channel: Channel = "api"
-    assignee_id: Uuid | None = None
-    tags: Tags = msgspec.field(default_factory=list)
-
-
-class UpdateTicket(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Absent fields stay as they are; `assignee_id: null` unassigns; `tags` replaces the tags."""
-
-    subject: Subject | msgspec.UnsetType = msgspec.UNSET
-    status: Status | msgspec.UnsetType = msgspec.UNSET
-    priority: Priority | msgspec.UnsetType = msgspec.UNSET
-    assignee_id: Uuid | msgspec.UnsetType | None = msgspec.UNSET
-    tags: Tags | msgspec.UnsetType = msgspec.UNSET
 
 
 class Conversation(msgspec.Struct, kw_only=True):
@@ -132,22 +102,23 @@ class Conversation(msgspec.Struct, kw_only=True):
     internal: bool
     created_at: Timestamp
 
+    @classmethod
+    def of(cls, conversation: tickets.ConversationRecord) -> Conversation:
+        return cls(
+            id=conversation.id,
+            ticket_id=conversation.ticket_id,
+            author_type=conversation.author_type,  # type: ignore[arg-type]
+            author_id=conversation.author_id,
+            body=conversation.body,
+            internal=conversation.internal,
+            created_at=_iso(conversation.created_at),
+        )
+
 
 class ConversationList(msgspec.Struct, kw_only=True):
     data: list[Conversation]
     has_more: bool
     next_cursor: str | None
-
-
-class AddConversation(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A reply (to the customer) or, with `internal: true`, a note only agents see. `author_type: customer` records
-    the customer's own message (an integration relaying it)."""
-
-    never_together: ClassVar = {"author_type": "customer", "internal": True}
-
-    body: Body
-    internal: bool = False
-    author_type: Literal["agent", "customer"] = "agent"
 
 
 class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -162,40 +133,24 @@ class Event(msgspec.Struct, kw_only=True, omit_defaults=True):
     created_at: Timestamp
     actor: dict[str, Any] | None = None
 
+    @classmethod
+    def of(cls, event: events.EventRecord) -> Event:
+        return cls(
+            id=event.id,
+            aggregate_type=event.aggregate_type,  # type: ignore[arg-type]
+            aggregate_id=event.aggregate_id,
+            event_type=event.event_type,
+            event_data=event.event_data,
+            actor_id=event.actor_id,
+            created_at=_iso(event.created_at),
+            actor=event.actor,
+        )
+
 
 class EventList(msgspec.Struct, kw_only=True):
     data: list[Event]
     has_more: bool
     next_cursor: str | None
-
-
-WebhookEvent = EventType
-Url = Annotated[
-    str,
-    msgspec.Meta(
-        min_length=1,
-        max_length=2048,
-        pattern=r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?(/[!-~]*)?$",
-        description="An http or https URL on a public host",
-        examples=["https://hooks.example.com/helpdesk"],
-    ),
-]
-
-
-class CreateWebhook(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    url: Url
-    events: Annotated[list[WebhookEvent], msgspec.Meta(min_length=1, max_length=8)]
-    secret: (
-        Annotated[str, msgspec.Meta(min_length=8, max_length=256, pattern=LINE, examples=["s3cr3t-signing-key"])] | None
-    ) = None
-    enabled: bool = True
-
-
-class UpdateWebhook(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Absent fields stay as they are."""
-
-    events: Annotated[list[WebhookEvent], msgspec.Meta(min_length=1, max_length=8)] | None = None
-    enabled: bool | None = None
 
 
 class Webhook(msgspec.Struct, kw_only=True):
@@ -207,6 +162,17 @@ class Webhook(msgspec.Struct, kw_only=True):
     enabled: bool
     status: Literal["active", "disabled", "failed"]
     created_at: Timestamp
+
+    @classmethod
+    def of(cls, endpoint: Endpoint) -> Webhook:
+        return cls(
+            id=endpoint.id,
+            url=endpoint.url,
+            events=endpoint.events,
+            enabled=endpoint.enabled,
+            status=endpoint.status,  # type: ignore[arg-type]
+            created_at=_iso(endpoint.created_at),
+        )
 
 
 class WebhookList(msgspec.Struct, kw_only=True):
@@ -229,37 +195,21 @@ class WebhookTested(msgspec.Struct, kw_only=True):
     status: int | None
     error: str | None
 
-
-ChannelKindName = Literal[
-    "email",
-    "sms",
-    "business_messaging",
-    "page_messaging",
-    "voice",
-    "commerce",
-    "payments",
-    "chat",
-    "email_provider",
-    "marketplace",
-]
-Address = Annotated[str, msgspec.Meta(min_length=1, max_length=320, pattern=LINE, examples=["support@acme.example"])]
-
-
-class CreateChannel(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A channel of one kind: the addresses that route to it (an inbound address, a phone number, an id), the secrets
-    its provider issued, and its settings. The secrets the helpdesk makes for it are in the answer, once."""
-
-    kind: ChannelKindName
-    name: PersonName
-    addresses: Annotated[list[Address], msgspec.Meta(max_length=20)] = msgspec.field(default_factory=list)
-    secrets: dict[
-        Annotated[str, msgspec.Meta(max_length=64, pattern=LINE)],
-        Annotated[str, msgspec.Meta(min_length=1, max_length=4096, pattern=LINE)],
-    ] = msgspec.field(default_factory=dict)
-    settings: dict[
-        Annotated[str, msgspec.Meta(max_length=64, pattern=LINE)],
-        Annotated[str, msgspec.Meta(max_length=1600, pattern=TEXT)],
-    ] = msgspec.field(default_factory=dict)
+    @classmethod
+    def of(cls, tested: Tested) -> WebhookTested:
+        outcome = tested.outcome
+        if outcome is None:
+            return cls(
+                id=tested.endpoint_id, event_id=tested.event_id, success=False, status=None, error="no answer yet"
+            )
+        success = outcome.status_code is not None and 200 <= outcome.status_code < 300
+        return cls(
+            id=tested.endpoint_id,
+            event_id=tested.event_id,
+            success=success,
+            status=outcome.status_code,
+            error=outcome.error,
+        )
 
 
 class ChannelObject(msgspec.Struct, kw_only=True):
@@ -273,10 +223,26 @@ class ChannelObject(msgspec.Struct, kw_only=True):
     secret_names: list[str]
     created_at: Timestamp
 
+    @classmethod
+    def of(cls, channel: channels.ChannelRecord) -> ChannelObject:
+        return cls(
+            id=channel.id,
+            kind=channel.kind,  # type: ignore[arg-type]
+            name=channel.name,
+            addresses=[address for _, address in channel.addresses],
+            settings=channel.settings,
+            secret_names=channel.secret_names,
+            created_at=_iso(channel.created_at),
+        )
+
 
 class ChannelCreated(ChannelObject, kw_only=True):
     secrets: dict[str, str]
     """The secrets the helpdesk made for the channel (a forwarder secret, a verify token, a URL token): shown once."""
+
+    @classmethod
+    def made(cls, channel: channels.ChannelRecord, generated: dict[str, str]) -> ChannelCreated:
+        return cls(**msgspec.structs.asdict(ChannelObject.of(channel)), secrets=generated)
 
 
 class ChannelList(msgspec.Struct, kw_only=True):
@@ -302,6 +268,22 @@ class InboundMessage(msgspec.Struct, kw_only=True):
     outcome: str | None
     created_at: Timestamp
     processed_at: Timestamp | None
+
+    @classmethod
+    def of(cls, event: inbound.EventRecord) -> InboundMessage:
+        return cls(
+            id=event.id,
+            channel_id=event.channel_id,
+            provider=event.provider,
+            dedup_key=event.dedup_key,
+            state=event.state,  # type: ignore[arg-type]
+            classification=event.classification,
+            ticket_id=event.ticket_id,
+            conversation_id=event.conversation_id,
+            outcome=event.outcome,
+            created_at=_iso(event.created_at),
+            processed_at=_iso(event.processed_at) if event.processed_at else None,
+        )
 
 
 class InboundMessageList(msgspec.Struct, kw_only=True):

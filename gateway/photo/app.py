@@ -29,7 +29,7 @@ APP = GatewayApp(
 
 def create_photo_app(gateway: PhotoGateway, authenticator: PhotoAuthenticator, readiness: Readiness) -> ASGIApp:
     return APP.build(
-        given={"photo": gateway, "webhook_store": gateway.webhooks},
+        given={"photo": gateway, "webhook_endpoints": gateway.webhooks},
         authenticator=authenticator,
         readiness=readiness,
         on_shutdown=[authenticator.last_used.flush],

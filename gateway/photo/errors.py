@@ -69,4 +69,4 @@ class PhotoErrors:
 
 
 ERRORS = PhotoErrors()
-EXCEPTION_HANDLERS = exception_handlers(ERRORS)
+EXCEPTION_HANDLERS = exception_handlers(ERRORS, PhotoError)

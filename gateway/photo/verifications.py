@@ -18,6 +18,7 @@ from gateway.photo.auth import VERIFICATIONS_READ, VERIFICATIONS_WRITE, PhotoPri
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import ERRORS, PhotoError
 from gateway.photo.schemas import ReviewRequest, VerificationList
+from operations.common.changes import announce
 from storage.common import webhooks
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner
@@ -104,7 +105,7 @@ class VerificationsController(Controller):
             return verifications.verification_of(await _own(photo, owner, verification_id), photo.urls)
         event_id, updated = stored
         if event_id is not None:  # None: no endpoint subscribes to it
-            await photo.publish_event(owner.customer_id, event_id)
+            await announce(photo.publish_event, owner.customer_id, [event_id])
         return updated
 
 

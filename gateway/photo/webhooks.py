@@ -8,6 +8,7 @@ from gateway.photo import docs
 from gateway.photo.auth import WEBHOOKS_READ, WEBHOOKS_WRITE
 from gateway.photo.errors import ERRORS, PhotoError
 from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookDeleted, WebhookEndpoint, WebhookList
+from operations.common.webhooks import Words
 from storage.common.webhooks import Endpoint
 from storage.photo.verifications import iso
 from topics.photo import EVENTS, WEBHOOKS
@@ -36,6 +37,13 @@ def _created(endpoint: Endpoint, secret: str | None) -> WebhookCreated:
     )
 
 
+WORDS = Words(
+    not_found="No webhook endpoint with that id on this account",
+    limit_reached="An account can have at most {limit} webhook endpoints; delete one first",
+    inactive="This webhook endpoint is disabled",
+)
+
+
 def _explain(message: str) -> PhotoError:
     """What a create body got wrong, in the contract's words for `url` and `events`."""
     if "`$.url`" in message and "missing" not in message:
@@ -43,20 +51,6 @@ def _explain(message: str) -> PhotoError:
     if "events" in message and "Expected" not in message and "length" not in message:
         return PhotoError(400, "events must name known event types: " + ", ".join(EVENTS))
     return ERRORS.invalid_body(message)
-
-
-class _Errors:
-    def invalid(self, message: str) -> PhotoError:
-        return PhotoError(400, message)
-
-    def not_found(self) -> PhotoError:
-        return PhotoError(404, "No webhook endpoint with that id on this account")
-
-    def limit_reached(self, limit: int) -> PhotoError:
-        return PhotoError(409, f"An account can have at most {limit} webhook endpoints; delete one first")
-
-    def inactive(self) -> PhotoError:
-        return PhotoError(409, "This webhook endpoint is disabled")
 
 
 WEBHOOK_ROUTES = endpoint_routes(
@@ -73,7 +67,6 @@ WEBHOOK_ROUTES = endpoint_routes(
         deleted=lambda endpoint_id: WebhookDeleted(id=endpoint_id, deleted=True),
         tested=None,
         types={"created": WebhookCreated, "listed": WebhookList, "shown": WebhookEndpoint, "deleted": WebhookDeleted},
-        errors=_Errors(),
         style=ERRORS,
         explain=_explain,
         error_responses=docs.errors,

@@ -4,7 +4,6 @@ verdict with its `verification.completed` webhook event, announce it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +12,7 @@ import msgspec
 import structlog
 from sqlalchemy.engine import Connection
 
+from operations.common.changes import PublishEvent, announce
 from processors.common.metrics import PROCESSED
 from processors.common.outbox import Outbox, Publish
 from processors.photo.checks import CheckPool
@@ -26,8 +26,6 @@ from wire.signed_urls import SignedUrls
 log = structlog.get_logger("signalyard.processors.photo")
 
 _encode = msgspec.json.Encoder().encode
-PublishEvent = Callable[[str, str], Awaitable[None]]
-"""publish_event(customer id, event id)"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +125,7 @@ class PhotoProcessor:
         except Exception:  # a waiting gateway confirms from storage once its wait ends
             log.exception("publish_completed_failed", verification_id=message.verification_id)
         if event_id is not None:
-            try:
-                await self.publish_event(message.customer_id, event_id)
-            except Exception:  # the event row is the outbox: its sweeper announces it again
-                log.exception("publish_event_failed", event_id=event_id)
+            await announce(self.publish_event, message.customer_id, [event_id])
 
 
 def photo_outbox(config: PhotoProcessorConfig) -> Outbox:

@@ -15,18 +15,19 @@ from litestar.types import ASGIApp
 from sqlalchemy.engine import Connection
 
 from gateway.common.limits import RateLimits
-from gateway.common.webhooks import WebhookStore
+from gateway.helpdesk.accounts.billing import Billing
+from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
+from gateway.helpdesk.accounts.sessions import Sessions
+from gateway.helpdesk.accounts.signin import Accounts, limits_unavailable, sign_in_limited
+from gateway.helpdesk.accounts.social import SocialProvider
 from gateway.helpdesk.app import create_helpdesk_app
 from gateway.helpdesk.auth import HelpdeskAuthenticator
-from gateway.helpdesk.billing import Billing
 from gateway.helpdesk.deps import HelpdeskGateway
-from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.inbound import marketplace, payments
 from gateway.helpdesk.inbound.common import Inbound
-from gateway.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
-from gateway.helpdesk.sessions import Sessions
-from gateway.helpdesk.signin import Identity, limits_unavailable, sign_in_limited
-from gateway.helpdesk.social import SocialProvider
+from operations.common.changes import PublishEvent
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from processors.common.outbox import Sweeper, relay_forever
 from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
 from processors.helpdesk.inbound.handlers import HANDLERS
@@ -42,7 +43,7 @@ from storage.common import keys as key_store
 from storage.common import webhooks
 from storage.common.blobs import BlobStore, open_blobs
 from storage.common.db import Database
-from storage.helpdesk import channels, identity, keys, workspaces
+from storage.helpdesk import accounts, channels, keys, workspaces
 from topics import helpdesk as helpdesk_topics
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics, InboundReceived
 
@@ -93,7 +94,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
     social = None
     if s.oidc_issuer and s.oidc_client_id and s.oidc_client_secret:
         social = SocialProvider(s.oidc_issuer, s.oidc_client_id, s.oidc_client_secret, public_url, key)
-    identity_deps = Identity(
+    accounts_deps = Accounts(
         db=p.db,
         sessions=Sessions(p.db, AccessTokens(key), secure=public_url.startswith("https://")),
         passwords=_passwords(s),
@@ -106,9 +107,6 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
     if s.stripe_secret_key:
         billing = Billing(s.stripe_api_base, s.stripe_secret_key, public_url)
 
-    async def announce(organization_id: str, event_id: str) -> None:
-        await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
-
     topics = HelpdeskTopics(p.settings.topic_prefix)
 
     async def publish_inbound(messages: Sequence[tuple[InboundReceived, bytes]]) -> None:
@@ -117,15 +115,30 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
     authenticator = HelpdeskAuthenticator(p.db, p.settings.redis_url)
     cipher = secrets.secrets_cipher(p.settings)
     helpdesk = HelpdeskGateway(
-        db=p.db,
-        identity=identity_deps,
-        announce=announce,
-        webhooks=WebhookStore(p.db, cipher, p.settings.webhook_allow_private_targets),
+        desk=_desk(p),
+        accounts=accounts_deps,
         inbound=Inbound(p.db, cipher, publish_inbound, public_url=public_url, providers=_inbound_providers(p, s)),
         billing=billing,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
     return create_helpdesk_app(helpdesk, authenticator, readiness)
+
+
+def _publish_event(p: Platform) -> PublishEvent:
+    async def publish_event(organization_id: str, event_id: str) -> None:
+        await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
+
+    return publish_event
+
+
+def _desk(p: Platform) -> Helpdesk:
+    """The operations' parts, in a gateway or a processors process."""
+    return Helpdesk(
+        p.db,
+        _publish_event(p),
+        secrets.secrets_cipher(p.settings),
+        allow_private_targets=p.settings.webhook_allow_private_targets,
+    )
 
 
 def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
@@ -136,9 +149,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     blobs = blob_store(p.settings, s)
     p.closers.append(blobs.close)
 
-    async def announce(organization_id: str, event_id: str) -> None:
-        await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
-
+    announce = _publish_event(p)
     processor = InboundProcessor(Context(p.db, blobs), HANDLERS, announce)
     p.broker.include_router(inbound_router(processor, topics))
     sweeper = Sweeper(
@@ -172,7 +183,7 @@ async def demo(db: Database, data_dir: Path, s: HelpdeskSettings) -> list[tuple[
 
 
 def _demo_organization(connection: Connection, password_hash: str, now: datetime) -> str:
-    user = identity.signed_in_by_email(connection, DEMO_EMAIL, now)
+    user = accounts.signed_in_by_email(connection, DEMO_EMAIL, now)
     workspace = workspaces.existing(connection, user.id) or workspaces.complete_signup(
         connection,
         user.id,
@@ -182,7 +193,7 @@ def _demo_organization(connection: Connection, password_hash: str, now: datetime
         now=now,
         slugs=workspaces.slug_candidates,
     )
-    identity.set_password_hash(connection, user.id, password_hash, now)
+    accounts.set_password_hash(connection, user.id, password_hash, now)
     return keys.create_key(connection, workspace.organization_id, name="demo key", scopes=["*"], now=now)[1]
 
 
@@ -198,7 +209,7 @@ def example(base: str, demo_lines: list[tuple[str, str]]) -> str:
 
 
 async def mails(db: Database, args: argparse.Namespace) -> None:
-    kept = await db.read(identity.kept_mails, args.to, args.limit)
+    kept = await db.read(accounts.kept_mails, args.to, args.limit)
     if not kept:
         print("no kept mail" + (f" to {args.to}" if args.to else ""))
     for mail in kept:

@@ -15,11 +15,12 @@ from litestar.types import ASGIApp
 from sqlalchemy.engine import Connection
 
 from gateway.common.waiter import ResultWaiter
-from gateway.common.webhooks import WebhookStore
 from gateway.photo.app import create_photo_app
 from gateway.photo.auth import PhotoAuthenticator
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.images import IMAGES_PATH
+from gateway.photo.webhooks import WORDS
+from operations.common.webhooks import Endpoints
 from processors.common.outbox import Sweeper
 from processors.photo import retention
 from processors.photo.checks import CheckPool
@@ -34,7 +35,7 @@ from storage.common.blobs import BlobStore, open_blobs
 from storage.common.db import Database
 from storage.photo import customers, verifications
 from topics import photo as photo_topics
-from topics.photo import PhotoTopics, VerificationRequested, partition_key
+from topics.photo import WEBHOOKS, PhotoTopics, VerificationRequested, partition_key
 from wire.signed_urls import SignedUrls
 
 log = structlog.get_logger("signalyard.photo")
@@ -79,7 +80,9 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
         publish=publish,
         publish_event=_publish_event(p),
         urls=_signer(p, s),
-        webhooks=WebhookStore(p.db, secrets.secrets_cipher(p.settings), p.settings.webhook_allow_private_targets),
+        webhooks=Endpoints(
+            p.db, WEBHOOKS, secrets.secrets_cipher(p.settings), WORDS, p.settings.webhook_allow_private_targets
+        ),
         wait_s=s.wait_ms / 1000,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 
 from storage.common import later
 from storage.common.paging import newest_first
-from storage.helpdesk.identity import USERS
+from storage.helpdesk.accounts import USERS
 from storage.helpdesk.models import Event
 from wire.ids import new_uuid
 

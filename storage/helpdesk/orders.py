@@ -22,8 +22,8 @@ from sqlalchemy.engine import Connection
 
 from storage.common import later, webhooks
 from storage.helpdesk import customers, events, inbound
+from storage.helpdesk.accounts import MAILS
 from storage.helpdesk.customers import CUSTOMERS, IDENTITIES
-from storage.helpdesk.identity import MAILS
 from storage.helpdesk.models import Call, Order
 from storage.helpdesk.tickets import CONVERSATIONS, TICKETS
 from topics.helpdesk import WEBHOOKS

@@ -29,7 +29,7 @@ from storage.common import later, webhooks
 from storage.common.models import json_list_has
 from storage.common.paging import newest_first
 from storage.helpdesk import customers, events
-from storage.helpdesk.identity import USERS
+from storage.helpdesk.accounts import USERS
 from storage.helpdesk.models import Conversation, Ticket
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from topics.helpdesk import WEBHOOKS

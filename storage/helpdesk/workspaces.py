@@ -26,7 +26,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.common.db import Database
 from storage.helpdesk import events
-from storage.helpdesk.identity import USERS, UserRecord, user_by_id
+from storage.helpdesk.accounts import USERS, UserRecord, user_by_id
 from storage.helpdesk.models import Organization
 from wire.ids import new_uuid
 

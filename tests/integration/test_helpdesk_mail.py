@@ -14,10 +14,10 @@ import pytest
 
 from gateway.common.limits import RateLimits
 from gateway.helpdesk import signin
-from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
-from gateway.helpdesk.mail import SmtpMail, SmtpServer
-from gateway.helpdesk.sessions import Sessions
-from gateway.helpdesk.signin import limits_unavailable, sign_in_limited
+from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
+from gateway.helpdesk.accounts.sessions import Sessions
+from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
+from operations.helpdesk.mail import SmtpMail, SmtpServer
 from storage.common.db import Database
 from tests.helpdesk_stack import helpdesk_app
 from tests.peers.smtp import SmtpPeer

@@ -19,13 +19,13 @@ import pytest
 
 from gateway.common.limits import RateLimits
 from gateway.helpdesk import signin
-from gateway.helpdesk.identity import AccessTokens, PasswordCost, Passwords
-from gateway.helpdesk.mail import KeptMail
-from gateway.helpdesk.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
-from gateway.helpdesk.signin import limits_unavailable, sign_in_limited
-from gateway.helpdesk.social import SocialProvider
+from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
+from gateway.helpdesk.accounts.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
+from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
+from gateway.helpdesk.accounts.social import SocialProvider
+from operations.helpdesk.mail import KeptMail
 from storage.common.db import Database
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 from tests.helpdesk_stack import helpdesk_app
 from tests.peers.oidc import OidcProvider
 
@@ -166,7 +166,7 @@ async def test_the_whole_flow_signs_in_with_both_cookies_and_goes_to_redirect_to
 
     user = data(await browser.client.get("/api/trpc/auth.getUser"))
     assert user["email"] == address.lower()
-    stored = await db.read(identity.user_by_email, address)
+    stored = await db.read(accounts.user_by_email, address)
     assert stored is not None
     assert stored.email_verified
 
@@ -282,7 +282,7 @@ async def test_an_unverified_or_missing_email_does_not_sign_in(browser: Browser,
     code, message = refused(await browser.sign_in())
     assert code == "email_not_verified"
     assert "not verified" in message
-    assert await db.read(identity.user_by_email, address) is None  # no account made
+    assert await db.read(accounts.user_by_email, address) is None  # no account made
 
     browser.provider.approve(address)
     browser.provider.tamper(email=None)

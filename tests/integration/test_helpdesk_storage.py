@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from gateway.helpdesk.identity import digest, opaque
+from gateway.helpdesk.accounts.credentials import digest, opaque
 from storage.common.db import Database
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 
 LINK_LIFETIME = timedelta(minutes=15)
 REFRESH = timedelta(days=30)
@@ -28,7 +28,7 @@ def address() -> str:
 def link(token: str, email: str, redirect_to: str, now: datetime) -> Callable[[Connection], None]:
     """A unit of work storing a sign-in link made `now`."""
     return functools.partial(
-        identity.create_link,
+        accounts.create_link,
         token_hash=digest(token),
         purpose="sign_in",
         email=email,
@@ -38,37 +38,37 @@ def link(token: str, email: str, redirect_to: str, now: datetime) -> Callable[[C
     )
 
 
-async def signed_in(db: Database) -> identity.UserRecord:
-    return await db.write(identity.signed_in_by_email, address(), datetime.now(UTC))
+async def signed_in(db: Database) -> accounts.UserRecord:
+    return await db.write(accounts.signed_in_by_email, address(), datetime.now(UTC))
 
 
 async def test_a_first_sign_in_makes_a_verified_user_and_a_second_finds_the_same_one(db: Database) -> None:
     email = address()
-    first = await db.write(identity.signed_in_by_email, email, datetime.now(UTC))
-    again = await db.write(identity.signed_in_by_email, email.upper(), datetime.now(UTC))
+    first = await db.write(accounts.signed_in_by_email, email, datetime.now(UTC))
+    again = await db.write(accounts.signed_in_by_email, email.upper(), datetime.now(UTC))
     assert first == again
     assert first.email == email.lower()
     assert first.email_verified
     assert (first.organization_id, first.role, first.password_hash) == (None, None, None)
-    assert await db.read(identity.user_by_email, f"  {email}  ") == first
+    assert await db.read(accounts.user_by_email, f"  {email}  ") == first
 
 
 async def test_rotation_makes_the_successor_current_and_a_reused_token_ends_the_session(db: Database) -> None:
     user = await signed_in(db)
     first, second, third = opaque("rt"), opaque("rt"), opaque("rt")
     now = datetime.now(UTC)
-    session = await db.write(identity.start_session, user.id, digest(first), now)
-    rotated = await db.write(identity.rotate, digest(first), digest(second), now, lifetime=REFRESH, grace=GRACE)
-    assert rotated == identity.Rotation("rotated", session, user.id)
-    assert await db.read(identity.alive, [session]) == {session}
+    session = await db.write(accounts.start_session, user.id, digest(first), now)
+    rotated = await db.write(accounts.rotate, digest(first), digest(second), now, lifetime=REFRESH, grace=GRACE)
+    assert rotated == accounts.Rotation("rotated", session, user.id)
+    assert await db.read(accounts.alive, [session]) == {session}
 
-    at_once = await db.write(identity.rotate, digest(first), digest(third), now, lifetime=REFRESH, grace=GRACE)
-    assert at_once == identity.Rotation("concurrent", session, user.id)  # sent together with the first: let through
+    at_once = await db.write(accounts.rotate, digest(first), digest(third), now, lifetime=REFRESH, grace=GRACE)
+    assert at_once == accounts.Rotation("concurrent", session, user.id)  # sent together with the first: let through
     later = now + GRACE + timedelta(seconds=1)  # the old one again, later: a stolen copy
-    reused = await db.write(identity.rotate, digest(first), digest(third), later, lifetime=REFRESH, grace=GRACE)
-    assert reused == identity.Rotation("reused", session, user.id)
-    assert await db.read(identity.alive, [session]) == set()
-    after = await db.write(identity.rotate, digest(second), digest(third), later, lifetime=REFRESH, grace=GRACE)
+    reused = await db.write(accounts.rotate, digest(first), digest(third), later, lifetime=REFRESH, grace=GRACE)
+    assert reused == accounts.Rotation("reused", session, user.id)
+    assert await db.read(accounts.alive, [session]) == set()
+    after = await db.write(accounts.rotate, digest(second), digest(third), later, lifetime=REFRESH, grace=GRACE)
     assert after.outcome == "refused"
 
 
@@ -76,34 +76,34 @@ async def test_requests_sent_together_with_one_token_rotate_it_once_and_keep_the
     user = await signed_in(db)
     token = opaque("rt")
     now = datetime.now(UTC)
-    session = await db.write(identity.start_session, user.id, digest(token), now)
+    session = await db.write(accounts.start_session, user.id, digest(token), now)
     outcomes = await asyncio.gather(
         *(
-            db.write(identity.rotate, digest(token), digest(opaque("rt")), now, lifetime=REFRESH, grace=GRACE)
+            db.write(accounts.rotate, digest(token), digest(opaque("rt")), now, lifetime=REFRESH, grace=GRACE)
             for _ in range(5)
         )
     )
     kinds = sorted(rotation.outcome for rotation in outcomes)
     assert kinds == ["concurrent"] * 4 + ["rotated"]
-    assert await db.read(identity.alive, [session]) == {session}
+    assert await db.read(accounts.alive, [session]) == {session}
 
 
 async def test_an_unknown_token_is_refused_and_a_revoked_session_stays_over(db: Database) -> None:
     user = await signed_in(db)
     token = opaque("rt")
     now = datetime.now(UTC)
-    session = await db.write(identity.start_session, user.id, digest(token), now)
-    other = await db.write(identity.start_session, user.id, digest(opaque("rt")), now)
+    session = await db.write(accounts.start_session, user.id, digest(token), now)
+    other = await db.write(accounts.start_session, user.id, digest(opaque("rt")), now)
     assert (
-        await db.write(identity.rotate, digest(opaque("rt")), digest(opaque("rt")), now, lifetime=REFRESH, grace=GRACE)
+        await db.write(accounts.rotate, digest(opaque("rt")), digest(opaque("rt")), now, lifetime=REFRESH, grace=GRACE)
     ).outcome == "refused"
-    assert await db.write(identity.revoke, session, "sign_out", now)
-    assert not await db.write(identity.revoke, session, "sign_out", now)
+    assert await db.write(accounts.revoke, session, "sign_out", now)
+    assert not await db.write(accounts.revoke, session, "sign_out", now)
     assert (
-        await db.write(identity.rotate, digest(token), digest(opaque("rt")), now, lifetime=REFRESH, grace=GRACE)
+        await db.write(accounts.rotate, digest(token), digest(opaque("rt")), now, lifetime=REFRESH, grace=GRACE)
     ).outcome == "refused"
-    assert await db.read(identity.alive, [session, other, str(uuid.uuid4())]) == {other}
-    assert await db.read(identity.alive, []) == set()
+    assert await db.read(accounts.alive, [session, other, str(uuid.uuid4())]) == {other}
+    assert await db.read(accounts.alive, []) == set()
 
 
 async def test_a_link_works_once_for_its_purpose_until_it_expires(db: Database) -> None:
@@ -112,19 +112,19 @@ async def test_a_link_works_once_for_its_purpose_until_it_expires(db: Database) 
     token, expired = opaque("link"), opaque("link")
     await db.write(link(token, email, "/tickets", now))
     await db.write(link(expired, email, "/", now - LINK_LIFETIME))
-    assert await db.write(identity.use_link, digest(token), "reset", now) is None  # another purpose
-    used = await db.write(identity.use_link, digest(token), "sign_in", now)
-    assert used == identity.LinkRecord("sign_in", email.lower(), "/tickets")
-    assert await db.write(identity.use_link, digest(token), "sign_in", now) is None  # once
-    assert await db.write(identity.use_link, digest(expired), "sign_in", now) is None
-    assert await db.write(identity.use_link, digest(opaque("link")), "sign_in", now) is None
+    assert await db.write(accounts.use_link, digest(token), "reset", now) is None  # another purpose
+    used = await db.write(accounts.use_link, digest(token), "sign_in", now)
+    assert used == accounts.LinkRecord("sign_in", email.lower(), "/tickets")
+    assert await db.write(accounts.use_link, digest(token), "sign_in", now) is None  # once
+    assert await db.write(accounts.use_link, digest(expired), "sign_in", now) is None
+    assert await db.write(accounts.use_link, digest(opaque("link")), "sign_in", now) is None
 
 
 async def test_a_link_clicked_twice_at_once_signs_in_once(db: Database) -> None:
     token = opaque("link")
     now = datetime.now(UTC)
     await db.write(link(token, address(), "/", now))
-    uses = await asyncio.gather(*(db.write(identity.use_link, digest(token), "sign_in", now) for _ in range(5)))
+    uses = await asyncio.gather(*(db.write(accounts.use_link, digest(token), "sign_in", now) for _ in range(5)))
     assert sum(use is not None for use in uses) == 1
 
 
@@ -132,10 +132,10 @@ async def test_kept_mail_is_listed_newest_first_per_recipient(db: Database) -> N
     to, other = address(), address()
     start = datetime.now(UTC)
     for minute, (recipient, subject) in enumerate([(to, "first"), (other, "else"), (to, "second")]):
-        await db.write(identity.keep_mail, recipient, subject, f"body of {subject}", start + timedelta(minutes=minute))
-    mails = await db.read(identity.kept_mails, to.upper())
+        await db.write(accounts.keep_mail, recipient, subject, f"body of {subject}", start + timedelta(minutes=minute))
+    mails = await db.read(accounts.kept_mails, to.upper())
     assert [(mail.recipient, mail.subject) for mail in mails] == [(to.lower(), "second"), (to.lower(), "first")]
-    everyone = await db.read(identity.kept_mails, None, 2)
+    everyone = await db.read(accounts.kept_mails, None, 2)
     assert [mail.subject for mail in everyone][:1] == ["second"]
 
 
@@ -143,8 +143,8 @@ async def test_a_refresh_token_older_than_its_lifetime_is_refused(db: Database) 
     user = await signed_in(db)
     token = opaque("rt")
     issued = datetime.now(UTC)
-    await db.write(identity.start_session, user.id, digest(token), issued)
+    await db.write(accounts.start_session, user.id, digest(token), issued)
     late = await db.write(
-        identity.rotate, digest(token), digest(opaque("rt")), issued + REFRESH, lifetime=REFRESH, grace=GRACE
+        accounts.rotate, digest(token), digest(opaque("rt")), issued + REFRESH, lifetime=REFRESH, grace=GRACE
     )
     assert late.outcome == "refused"

@@ -13,12 +13,12 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from storage.common.db import Database
-from storage.helpdesk import identity, workspaces
+from storage.helpdesk import accounts, workspaces
 from storage.helpdesk.workspaces import ORGANIZATIONS, SLUG_ATTEMPTS, Workspace
 
 
-async def verified_user(db: Database) -> identity.UserRecord:
-    return await db.write(identity.signed_in_by_email, f"{uuid.uuid4().hex[:12]}@example.com", datetime.now(UTC))
+async def verified_user(db: Database) -> accounts.UserRecord:
+    return await db.write(accounts.signed_in_by_email, f"{uuid.uuid4().hex[:12]}@example.com", datetime.now(UTC))
 
 
 async def signup(
@@ -85,13 +85,13 @@ async def test_when_every_slug_tried_is_taken_it_is_no_slug_and_nothing_is_writt
     user = await verified_user(db)
     with pytest.raises(workspaces.NoSlug):
         await signup(db, user.id, name, slugs=lambda _: taken)
-    assert (await db.read(identity.user_by_id, user.id)).organization_id is None  # type: ignore[union-attr]
+    assert (await db.read(accounts.user_by_id, user.id)).organization_id is None  # type: ignore[union-attr]
     assert await db.read(organizations_named(name)) == 0
 
 
 async def test_a_user_without_a_verified_address_gets_no_workspace(db: Database) -> None:
     user = await verified_user(db)
-    unverify = identity.USERS.update().where(identity.USERS.c.id == user.id).values(email_verified=False)
+    unverify = accounts.USERS.update().where(accounts.USERS.c.id == user.id).values(email_verified=False)
     await db.write(lambda connection: connection.execute(unverify))
     with pytest.raises(workspaces.NotVerified):
         await signup(db, user.id, "Unverified")
@@ -125,5 +125,5 @@ async def test_the_workspace_and_its_event_are_one_transaction(db: Database) -> 
 
     with pytest.raises(RuntimeError):
         await db.write(fails_after_the_claim)
-    assert (await db.read(identity.user_by_id, user.id)).organization_id is None  # type: ignore[union-attr]
+    assert (await db.read(accounts.user_by_id, user.id)).organization_id is None  # type: ignore[union-attr]
     assert await db.read(organizations_named(name)) == 0

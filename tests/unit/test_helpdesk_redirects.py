@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.helpdesk.redirects import MAX_LENGTH, is_safe_local_path
+from gateway.helpdesk.accounts.redirects import MAX_LENGTH, is_safe_local_path
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from gateway.helpdesk.trpc import MAX_BATCH, serialize
+from gateway.helpdesk.procedures.wire import MAX_BATCH, serialize
 from tests.trpc_router import MOMENT, app
 
 AT = "2026-11-25T06:30:15.123Z"  # MOMENT as JavaScript's Date.toISOString writes it

@@ -24,6 +24,7 @@ import structlog
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
+from operations.common.changes import PublishEvent, announce
 from processors.common.outbox import Outbox
 from storage.common.batching import BatchedWrites
 from storage.common.blobs import BlobStore
@@ -47,8 +48,8 @@ the next events, but it gives way as soon as a gateway queues for it (BatchedWri
 DEFERRED_UNITS = 16
 """A round writes its events' activity rows, webhook events and settles DEFERRED_UNITS events at a time: a gateway
 that queues for the lock waits at most for that many events' rows (bench/helpdesk_inbound.py measures the trade)."""
-Announce = Callable[[str, str], Awaitable[None]]
-"""announce(organization id, webhook event id), once the change has committed."""
+Announce = PublishEvent
+"""announce(organization id, webhook event id), once the change has committed (operations.common.changes)."""
 
 
 @dataclass
@@ -151,17 +152,8 @@ class InboundProcessor:
             outcome, recorded = await self.writes.write(_conditionally, row.id, apply, now)
         except inbound.ProcessedAlready:
             return  # a redelivered message, or another member's
-        await announce_all(self.announce, row.organization_id, recorded)
+        await announce(self.announce, row.organization_id, recorded)
         log.info("inbound_processed", event_id=row.id, provider=row.provider, outcome=outcome.outcome)
-
-
-async def announce_all(announce: Announce, organization_id: str, event_ids: list[str]) -> None:
-    """Announce webhook events a committed change recorded; one that fails is left to the events sweeper."""
-    for event_id in event_ids:
-        try:
-            await announce(organization_id, event_id)
-        except Exception:  # committed: the events sweeper announces it later
-            log.warning("webhook_announce_failed", event_id=event_id, exc_info=True)
 
 
 def _conditionally(connection: Connection, event_id: str, apply: Apply, now: datetime) -> tuple[Outcome, list[str]]:

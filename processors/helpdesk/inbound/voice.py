@@ -26,7 +26,8 @@ from typing import Any
 import structlog
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.service import Announce, Apply, Context, announce_all
+from operations.common.changes import announce
+from processors.helpdesk.inbound.service import Announce, Apply, Context
 from processors.helpdesk.inbound.sms import from_number
 from storage.common.db import Database
 from storage.helpdesk import calls, customers, tickets
@@ -249,14 +250,14 @@ def waiting_voicemails(connection: Connection, now: datetime) -> list[tuple[tick
 
 
 async def make_waiting_voicemails(
-    db: Database, announce: Announce, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    db: Database, publish_event: Announce, *, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 ) -> None:
     """One pass, in one transaction (a call's event applied meanwhile waits for it, then finds the ticket made): the
     tickets of the voicemails that waited long enough, their webhook events announced once committed."""
     made = await db.write(waiting_voicemails, clock())
     for ticket, recorded in made:
         log.info("voicemail_ticket_after_wait", ticket_id=ticket.id)
-        await announce_all(announce, ticket.organization_id, recorded)
+        await announce(publish_event, ticket.organization_id, recorded)
 
 
 async def waiting_voicemails_forever(db: Database, announce: Announce, *, every_s: float = WAITING_EVERY_S) -> None:

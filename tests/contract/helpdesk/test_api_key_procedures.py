@@ -15,7 +15,7 @@ from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from storage.common.keys import KEYS
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 from tests.helpdesk_stack import Browser, HelpdeskStack, data
 
 FORBIDDEN = (403, "FORBIDDEN", -32003)
@@ -150,8 +150,8 @@ async def test_another_organizations_key_is_not_found_and_keeps_working(
 def join_as_agent(connection: Connection, user_id: str, organization_id: str) -> None:
     """The user becomes an agent of the organization (no procedure invites members yet)."""
     connection.execute(
-        identity.USERS.update()
-        .where(identity.USERS.c.id == user_id)
+        accounts.USERS.update()
+        .where(accounts.USERS.c.id == user_id)
         .values(organization_id=organization_id, role="agent")
     )
 

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 from storage.helpdesk.events import EVENTS
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.helpdesk_stack import Browser, HelpdeskGatewayOnly, HelpdeskStack, data
@@ -197,7 +197,7 @@ async def test_a_paid_plan_without_a_payment_provider_is_precondition_failed_and
         for plan in ("pro", "business"):
             refused = await browser.call("auth.completeSignup", signup(plan, organization))
             assert refusal(refused) == PRECONDITION_FAILED, plan
-        user = await helpdesk_stack.db.read(identity.user_by_id, user_id)
+        user = await helpdesk_stack.db.read(accounts.user_by_id, user_id)
         assert user is not None
         assert (user.organization_id, user.role) == (None, None)
         assert await helpdesk_stack.db.read(organizations_named, organization) == []
@@ -252,6 +252,6 @@ async def test_an_api_key_never_authorizes_complete_signup_and_reaches_no_provid
             assert refusal(alone) == UNAUTHORIZED
     assert stripe.requests == []
     assert await paid.db.read(organizations_named, organization) == []
-    user = await paid.db.read(identity.user_by_id, user_id)
+    user = await paid.db.read(accounts.user_by_id, user_id)
     assert user is not None
     assert user.organization_id is None

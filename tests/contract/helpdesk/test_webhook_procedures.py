@@ -17,7 +17,7 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from storage.common.webhooks import WebhookEvent
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 from tests.helpdesk_stack import Browser, HelpdeskStack, data
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 
@@ -244,8 +244,8 @@ async def test_a_disabled_subscriptions_test_is_conflict_and_sends_nothing(
 def join_as_agent(connection: Connection, user_id: str, organization_id: str) -> None:
     """The user becomes an agent of the organization (no procedure invites members yet)."""
     connection.execute(
-        identity.USERS.update()
-        .where(identity.USERS.c.id == user_id)
+        accounts.USERS.update()
+        .where(accounts.USERS.c.id == user_id)
         .values(organization_id=organization_id, role="agent")
     )
 

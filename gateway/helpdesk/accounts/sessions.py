@@ -10,10 +10,10 @@ from datetime import UTC, datetime, timedelta
 
 from litestar.datastructures import Cookie
 
-from gateway.helpdesk.identity import AccessTokens, digest, opaque
+from gateway.helpdesk.accounts.credentials import AccessTokens, digest, opaque
 from storage.common.batching import GroupCommit
 from storage.common.db import Database
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 
 ACCESS_COOKIE, REFRESH_COOKIE = "hd-access-token", "hd-refresh-token"
 ACCESS_LIFETIME = timedelta(minutes=15)
@@ -57,7 +57,7 @@ class Sessions:
     async def start(self, user_id: str) -> Resolved:
         """A new session for a user who just proved who they are, and its cookies."""
         refresh = opaque("rt")
-        session_id = await self.db.write(identity.start_session, user_id, digest(refresh), self.clock())
+        session_id = await self.db.write(accounts.start_session, user_id, digest(refresh), self.clock())
         return Resolved(SignedIn(user_id, session_id), self._cookies(user_id, session_id, refresh))
 
     async def resolve(self, cookies: Mapping[str, str]) -> Resolved:
@@ -73,7 +73,7 @@ class Sessions:
             return Resolved(None)
         successor = opaque("rt")
         rotation = await self.db.write(
-            identity.rotate,
+            accounts.rotate,
             digest(refresh),
             digest(successor),
             self.clock(),
@@ -91,7 +91,7 @@ class Sessions:
 
     async def end(self, session_id: str) -> Sequence[Cookie]:
         """Sign out: the session is revoked at once; the cookies that clear the browser's."""
-        await self.db.write(identity.revoke, session_id, "sign_out", self.clock())
+        await self.db.write(accounts.revoke, session_id, "sign_out", self.clock())
         return self.cleared()
 
     def cleared(self) -> list[Cookie]:
@@ -109,5 +109,5 @@ class Sessions:
         )
 
     async def _look_up(self, session_ids: list[str]) -> list[bool]:
-        alive = await self.db.read(identity.alive, set(session_ids))
+        alive = await self.db.read(accounts.alive, set(session_ids))
         return [session_id in alive for session_id in session_ids]

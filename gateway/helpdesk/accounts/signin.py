@@ -26,16 +26,17 @@ from litestar.status_codes import HTTP_303_SEE_OTHER
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.common.limits import RateLimits
-from gateway.helpdesk.identity import Passwords, digest, opaque
-from gateway.helpdesk.mail import Mailer
-from gateway.helpdesk.redirects import is_safe_local_path
-from gateway.helpdesk.schemas import EMAIL_PATTERN, LINE
-from gateway.helpdesk.sessions import Resolved, Sessions, SignedIn
-from gateway.helpdesk.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
-from gateway.helpdesk.social import COOKIE as SOCIAL_COOKIE
-from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
+from gateway.helpdesk.accounts.credentials import Passwords, digest, opaque
+from gateway.helpdesk.accounts.redirects import is_safe_local_path
+from gateway.helpdesk.accounts.sessions import Sessions
+from gateway.helpdesk.accounts.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
+from gateway.helpdesk.accounts.social import COOKIE as SOCIAL_COOKIE
+from gateway.helpdesk.procedures.access import end_session
+from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError
+from operations.helpdesk.fields import EMAIL_PATTERN, LINE
+from operations.helpdesk.mail import Mailer
 from storage.common.db import Database
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 
 LINK_LIFETIME = timedelta(minutes=15)
 MAILS = {
@@ -102,7 +103,7 @@ MAX_PREFERENCES_BYTES = 16 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class Identity:
+class Accounts:
     """What the auth procedures need."""
 
     db: Database
@@ -129,35 +130,55 @@ def limits_unavailable() -> ProcedureError:
     return ProcedureError("INTERNAL_SERVER_ERROR", "Sign-in is unavailable for a moment: retry shortly")
 
 
-def user_view(user: identity.UserRecord) -> dict[str, Any]:
+class Success(msgspec.Struct):
+    success: bool = True
+
+
+class User(msgspec.Struct):
     """A User as section 2.1 has it."""
-    return {
-        "id": user.id,
-        "email": user.email,
-        "name": user.name,
-        "avatar_url": user.avatar_url,
-        "organization_id": user.organization_id,
-        "role": user.role,
-        "preferences": user.preferences,
-        "created_at": user.created_at,
-        "updated_at": user.updated_at,
-    }
+
+    id: str
+    email: str
+    name: str
+    avatar_url: str | None
+    organization_id: str | None
+    role: str | None
+    preferences: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, user: accounts.UserRecord) -> User:
+        return cls(
+            user.id,
+            user.email,
+            user.name,
+            user.avatar_url,
+            user.organization_id,
+            user.role,
+            user.preferences,
+            user.created_at,
+            user.updated_at,
+        )
 
 
-_SESSION = "helpdesk_session"
+class SignedInUser(msgspec.Struct):
+    id: str
+    email: str
+    created_at: datetime
 
 
-async def signed_in(call: Call, sessions: Sessions) -> SignedIn:
-    """Who the request's cookies sign in, resolved once per HTTP request (a batch's calls share it, so a transparent
-    refresh rotates the refresh token once); UNAUTHORIZED when nobody."""
-    resolved = call.request.state.get(_SESSION)
-    if resolved is None:
-        resolved = await sessions.resolve(call.request.cookies)
-        call.request.state[_SESSION] = resolved
-        call.cookies.extend(resolved.cookies)
-    if resolved.signed_in is None:
-        raise ProcedureError("UNAUTHORIZED", "Sign in first: no valid session")
-    return resolved.signed_in
+class PasswordSignIn(msgspec.Struct):
+    user: SignedInUser
+    success: bool = True
+
+
+class SocialStart(msgspec.Struct):
+    url: str
+
+
+class HasPassword(msgspec.Struct):
+    hasPassword: bool  # the contract's name
 
 
 def _client(call: Call) -> str:
@@ -165,15 +186,14 @@ def _client(call: Call) -> str:
     return call.request.client.host if call.request.client else "unknown"
 
 
-def procedures(deps: Identity) -> Mapping[str, Procedure]:
+def procedures(deps: Accounts) -> Mapping[str, Procedure]:
     db, sessions, passwords = deps.db, deps.sessions, deps.passwords
 
-    async def current(call: Call) -> tuple[SignedIn, identity.UserRecord]:
-        who = await signed_in(call, sessions)
-        user = await db.read(identity.user_by_id, who.user_id)
+    async def current(call: Call) -> accounts.UserRecord:
+        user = await db.read(accounts.user_by_id, call.signed_in.user_id)
         if user is None:
             raise ProcedureError("UNAUTHORIZED", "Sign in first: this account no longer exists")
-        return who, user
+        return user
 
     async def limited(procedure: str, email: str) -> None:
         """Each of the three procedures that mail or check a password allows 5 calls a minute per address."""
@@ -182,7 +202,7 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
     async def mail_link(purpose: Literal["sign_in", "reset"], email: str, redirect_to: str) -> None:
         token = opaque("link")
         await db.write(
-            identity.create_link,
+            accounts.create_link,
             digest(token),
             purpose,
             email=email,
@@ -201,12 +221,12 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
             "It works once. If you did not ask for it, ignore this mail.\n",
         )
 
-    async def sign_in_with_email(_: Call, given: SignInWithEmail) -> dict[str, bool]:
+    async def sign_in_with_email(_: Call, given: SignInWithEmail) -> Success:
         await limited("signInWithEmail", given.email)
         await mail_link("sign_in", given.email, given.redirectTo or "/")
-        return {"success": True}
+        return Success()
 
-    async def sign_in_with_social(call: Call, given: SignInWithSocial) -> dict[str, str]:
+    async def sign_in_with_social(call: Call, given: SignInWithSocial) -> SocialStart:
         await deps.limits.hit(f"helpdesk:signInWithSocial:{_client(call)}", [SIGN_IN_LIMIT])  # section 8: per IP
         if deps.social is None:
             raise ProcedureError(
@@ -222,48 +242,47 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
                 "or sign in with an email link or a password",
             ) from None
         call.cookies.append(cookie)
-        return {"url": url}
+        return SocialStart(url)
 
-    async def send_password_reset(_: Call, given: SendPasswordReset) -> dict[str, bool]:
+    async def send_password_reset(_: Call, given: SendPasswordReset) -> Success:
         await limited("sendPasswordReset", given.email)
-        if await db.read(identity.user_by_email, given.email) is not None:  # answered the same either way
+        if await db.read(accounts.user_by_email, given.email) is not None:  # answered the same either way
             await mail_link("reset", given.email, RESET_LANDING)
-        return {"success": True}
+        return Success()
 
-    async def sign_in_with_password(call: Call, given: SignInWithPassword) -> dict[str, Any]:
+    async def sign_in_with_password(call: Call, given: SignInWithPassword) -> PasswordSignIn:
         await deps.limits.hit(f"helpdesk:password-checks:{_client(call)}", [PASSWORD_CHECKS_PER_CLIENT])
         await limited("signInWithPassword", given.email)
-        user = await db.read(identity.user_by_email, given.email)
+        user = await db.read(accounts.user_by_email, given.email)
         # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
         if not await passwords.check(user.password_hash if user else None, given.password) or user is None:
             raise ProcedureError("UNAUTHORIZED", "Invalid email or password")
         if user.password_hash and passwords.outdated(user.password_hash):
-            await db.write(identity.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
+            await db.write(accounts.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
         started = await sessions.start(user.id)
         call.cookies.extend(started.cookies)
-        return {"success": True, "user": {"id": user.id, "email": user.email, "created_at": user.created_at}}
+        return PasswordSignIn(SignedInUser(user.id, user.email, user.created_at))
 
-    async def get_user(call: Call, _: None) -> dict[str, Any]:
-        return user_view((await current(call))[1])
+    async def get_user(call: Call, _: None) -> User:
+        return User.of(await current(call))
 
-    async def sign_out(call: Call, _: None) -> dict[str, bool]:
-        who = await signed_in(call, sessions)
-        call.cookies.extend(await sessions.end(who.session_id))
-        call.request.state[_SESSION] = Resolved(None)  # the calls after it in a batch are signed out too
-        return {"success": True}
+    async def sign_out(call: Call, _: None) -> Success:
+        call.cookies.extend(await sessions.end(call.signed_in.session_id))
+        end_session(call)
+        return Success()
 
-    async def has_password(call: Call, _: None) -> dict[str, bool]:
-        return {"hasPassword": (await current(call))[1].password_hash is not None}
+    async def has_password(call: Call, _: None) -> HasPassword:
+        return HasPassword((await current(call)).password_hash is not None)
 
-    async def set_password(call: Call, given: SetPassword) -> dict[str, bool]:
-        _, user = await current(call)
+    async def set_password(call: Call, given: SetPassword) -> Success:
+        user = await current(call)
         if user.password_hash is not None:
             raise ProcedureError("BAD_REQUEST", "This account has a password: change it with auth.changePassword")
-        await db.write(identity.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
-        return {"success": True}
+        await db.write(accounts.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
+        return Success()
 
-    async def change_password(call: Call, given: ChangePassword) -> dict[str, bool]:
-        who, user = await current(call)
+    async def change_password(call: Call, given: ChangePassword) -> Success:
+        user = await current(call)
         if user.password_hash is None:
             raise ProcedureError("BAD_REQUEST", "This account has no password yet: set one with auth.setPassword")
         await limited("changePassword", user.email)
@@ -271,29 +290,34 @@ def procedures(deps: Identity) -> Mapping[str, Procedure]:
             raise ProcedureError("UNAUTHORIZED", "The current password is wrong")
         new_hash = await passwords.hash(given.newPassword)
         await db.write(
-            identity.replace_password, user.id, new_hash, "password_changed", deps.clock(), keep=who.session_id
+            accounts.replace_password,
+            user.id,
+            new_hash,
+            "password_changed",
+            deps.clock(),
+            keep=call.signed_in.session_id,
         )
-        return {"success": True}
+        return Success()
 
-    async def update_profile(call: Call, given: UpdateProfile) -> dict[str, Any]:
-        _, user = await current(call)
+    async def update_profile(call: Call, given: UpdateProfile) -> User:
+        user = await current(call)
         changes = {name: value for name, value in msgspec.structs.asdict(given).items() if value is not msgspec.UNSET}
         if len(msgspec.json.encode(changes.get("preferences", {}))) > MAX_PREFERENCES_BYTES:
             raise ProcedureError("BAD_REQUEST", f"preferences must encode to at most {MAX_PREFERENCES_BYTES} bytes")
-        updated = await db.write(identity.update_profile, user.id, changes, deps.clock()) if changes else user
-        return user_view(updated)
+        updated = await db.write(accounts.update_profile, user.id, changes, deps.clock()) if changes else user
+        return User.of(updated)
 
     return {
-        "auth.signInWithEmail": Procedure("mutation", SignInWithEmail, sign_in_with_email),
-        "auth.signInWithPassword": Procedure("mutation", SignInWithPassword, sign_in_with_password),
-        "auth.getUser": Procedure("query", None, get_user),
-        "auth.signOut": Procedure("mutation", None, sign_out),
-        "auth.hasPassword": Procedure("query", None, has_password),
-        "auth.setPassword": Procedure("mutation", SetPassword, set_password),
-        "auth.changePassword": Procedure("mutation", ChangePassword, change_password),
-        "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile),
-        "auth.sendPasswordReset": Procedure("mutation", SendPasswordReset, send_password_reset),
-        "auth.signInWithSocial": Procedure("mutation", SignInWithSocial, sign_in_with_social),
+        "auth.signInWithEmail": Procedure("mutation", SignInWithEmail, sign_in_with_email, "public"),
+        "auth.signInWithPassword": Procedure("mutation", SignInWithPassword, sign_in_with_password, "public"),
+        "auth.getUser": Procedure("query", None, get_user, "signed_in"),
+        "auth.signOut": Procedure("mutation", None, sign_out, "signed_in"),
+        "auth.hasPassword": Procedure("query", None, has_password, "signed_in"),
+        "auth.setPassword": Procedure("mutation", SetPassword, set_password, "signed_in"),
+        "auth.changePassword": Procedure("mutation", ChangePassword, change_password, "signed_in"),
+        "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile, "signed_in"),
+        "auth.sendPasswordReset": Procedure("mutation", SendPasswordReset, send_password_reset, "public"),
+        "auth.signInWithSocial": Procedure("mutation", SignInWithSocial, sign_in_with_social, "public"),
     }
 
 
@@ -305,7 +329,7 @@ class LinkRefused(msgspec.Struct):
     error: dict[str, str]
 
 
-def link_routes(deps: Identity) -> list[Any]:
+def link_routes(deps: Accounts) -> list[Any]:
     """The GETs of mailed links. Used once, a link signs the browser in (both cookies, in this very response) and sends
     it on (303). A sign-in link goes to its `redirectTo` when that is a path of this site, else to `/`; its first use
     makes the account. A reset link removes the password and ends the account's other sessions, then goes to the page
@@ -317,14 +341,14 @@ def link_routes(deps: Identity) -> list[Any]:
 
     async def open_link(purpose: Literal["sign_in", "reset"], token: str) -> Response[Any]:
         now = deps.clock()
-        link = await deps.db.write(identity.use_link, digest(token), purpose, now) if token else None
+        link = await deps.db.write(accounts.use_link, digest(token), purpose, now) if token else None
         user = None
         if link is not None and purpose == "sign_in":
-            user = await deps.db.write(identity.signed_in_by_email, link.email, now)
+            user = await deps.db.write(accounts.signed_in_by_email, link.email, now)
         elif link is not None:
-            user = await deps.db.read(identity.user_by_email, link.email)
+            user = await deps.db.read(accounts.user_by_email, link.email)
             if user is not None:
-                await deps.db.write(identity.replace_password, user.id, None, "password_reset", now)
+                await deps.db.write(accounts.replace_password, user.id, None, "password_reset", now)
         if link is None or user is None:
             message = "This link is unknown, used or expired: ask for a new one"
             return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400, headers=PRIVATE)
@@ -363,7 +387,7 @@ def link_routes(deps: Identity) -> list[Any]:
         except SocialSignInError as refused:
             log.info("social_sign_in_refused", code=refused.code, reason=refused.message)
             return refusal(refused.code, refused.message, [cleared])
-        user = await deps.db.write(identity.signed_in_by_email, who.email, deps.clock())
+        user = await deps.db.write(accounts.signed_in_by_email, who.email, deps.clock())
         started = await deps.sessions.start(user.id)
         target = who.redirect_to if is_safe_local_path(who.redirect_to) else "/"
         return Response(

@@ -17,7 +17,7 @@ from typing import Any, Final
 import stripe
 import structlog
 
-log = structlog.get_logger("signalyard.gateway.helpdesk.billing")
+log = structlog.get_logger("signalyard.gateway.helpdesk.accounts.billing")
 
 DEFAULT_API_BASE: Final = "https://api.stripe.com"
 PAID_PLANS: Final = ("pro", "business")

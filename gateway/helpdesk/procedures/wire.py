@@ -6,6 +6,13 @@
   one result each, in order; its status is theirs when they agree, else 207.
 - Success is `{"result": {"data": {"json": ..., "meta": ...}}}`; an error `{"error": {"json": {"message", "code",
   "data": {"code", "httpStatus", "path"}}}}` with tRPC's numbers, except the rate limit's -32600 (helpdesk section 7).
+- A query's `input` is superjson (`{"json": ..., "meta": ...}`, as the stock client sends it) or, as section 4.1 has
+  it, the URL-encoded JSON of the input itself: an object whose keys are only `json` and `meta` is superjson.
+
+Each procedure declares who may call it (`access`): nobody in particular, anyone signed in, a member of an
+organization, or one of its admins. The wire admits the call before the procedure runs, in one place (`Admit`), and
+answers what an operation refuses (operations.common.errors) with its tRPC code. An input is an operation's typed
+input (snake_case, as REST takes it), read here in camelCase, as the contract's procedures are.
 
 Only what the wire needs of superjson is read and written: dates (`Date`) and absent values (`undefined`). No Python
 package implements superjson (PyPI's `superjson` is an unrelated library), so these few rules live here.
@@ -13,11 +20,12 @@ package implements superjson (PyPI's `superjson` is an unrelated library), so th
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 import structlog
@@ -29,6 +37,9 @@ from litestar.params import FromPath
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.common.errors import readable
+from gateway.helpdesk.accounts.sessions import SignedIn
+from operations.common.actors import Actor
+from operations.common.errors import Kind, NotFound, OperationError
 
 log = structlog.get_logger("signalyard.gateway.helpdesk")
 
@@ -61,6 +72,16 @@ Code = Literal[
     "TOO_MANY_REQUESTS",
     "INTERNAL_SERVER_ERROR",
 ]
+REFUSED: Mapping[Kind, Code] = {
+    "invalid": "BAD_REQUEST",
+    "not_found": "NOT_FOUND",
+    "forbidden": "FORBIDDEN",
+    "conflict": "CONFLICT",
+    "precondition": "PRECONDITION_FAILED",
+    "too_large": "PAYLOAD_TOO_LARGE",
+}
+"""An operation's refusal as a procedure answers it; another organization's entity (`NotFound.elsewhere`) is
+FORBIDDEN, as section 7 has it for the events procedures."""
 _ABSENT_INPUT = msgspec.UNSET
 """An input the client did not send (as opposed to one it sent as null)."""
 # More calls than this in one batch is a client gone wrong (@trpc/client's own batches are as long as a page's calls).
@@ -82,39 +103,70 @@ class ProcedureError(Exception):
         return CODES[self.code][1]
 
 
+Access = Literal["public", "signed_in", "member", "admin"]
+"""Who may call a procedure: anyone; anyone signed in (a session, with or without an organization); a member of an
+organization; an admin of one."""
+
+
 @dataclass(slots=True)
 class Call:
-    """One procedure call as its procedure sees it: the HTTP request it came in, and the cookies it sets."""
+    """One procedure call as its procedure sees it: the HTTP request it came in, the cookies it sets, and who it was
+    admitted as."""
 
     request: Request[Any, Any, Any]
     path: str
     cookies: list[Cookie] = field(default_factory=list)
+    session: SignedIn | None = None
+    """Set for every procedure but a public one."""
+    member: Actor | None = None
+    """Set for a member's or an admin's procedure."""
+
+    @property
+    def actor(self) -> Actor:
+        """The member the call acts for (a procedure whose access is `member` or `admin`)."""
+        assert self.member is not None, "the wire admits members before their procedure runs"
+        return self.member
+
+    @property
+    def signed_in(self) -> SignedIn:
+        assert self.session is not None, "the wire admits sessions before their procedure runs"
+        return self.session
+
+
+class Admit(Protocol):
+    """Admits a call to a procedure of `access`, setting `call.session` and `call.member`, or raises the
+    ProcedureError that refuses it (UNAUTHORIZED without a session, FORBIDDEN without the role)."""
+
+    async def __call__(self, call: Call, access: Access) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class Procedure:
-    """A query (GET) or mutation (POST). `input` is the type its input is converted to (a msgspec Struct), or None
-    for a procedure that takes none; `run` answers with anything msgspec encodes, datetimes included."""
+    """A query (GET) or mutation (POST). `input` is the msgspec Struct its input is read as (in camelCase), or None
+    for a procedure that takes none; `run` answers with a Struct (datetimes become Dates). `access`: who may call it."""
 
     kind: Literal["query", "mutation"]
-    input: type | None
+    input: type[msgspec.Struct] | None
     run: Callable[[Call, Any], Awaitable[Any]]
+    access: Access = "member"
 
 
 TRPC_BASE = "/api/trpc"
 
 
-def trpc_route(procedures: Mapping[str, Procedure], base: str = TRPC_BASE) -> HTTPRouteHandler:
+def trpc_route(procedures: Mapping[str, Procedure], admit: Admit, base: str = TRPC_BASE) -> HTTPRouteHandler:
     """The one route that serves every procedure under `base`."""
 
     @route(f"{base}/{{path:path}}", http_method=["GET", "POST"], include_in_schema=False, opt=NO_AUTHENTICATION)
     async def serve(request: Request[Any, Any, Any], path: FromPath[str]) -> Response[bytes]:
-        return await _serve(request, path.lstrip("/"), procedures)
+        return await _serve(request, path.lstrip("/"), procedures, admit)
 
     return serve
 
 
-async def _serve(request: Request[Any, Any, Any], path: str, procedures: Mapping[str, Procedure]) -> Response[bytes]:
+async def _serve(
+    request: Request[Any, Any, Any], path: str, procedures: Mapping[str, Procedure], admit: Admit
+) -> Response[bytes]:
     batch = request.query_params.get("batch") in ("1", "true")
     names = path.split(",") if batch else [path]
     try:
@@ -130,7 +182,7 @@ async def _serve(request: Request[Any, Any, Any], path: str, procedures: Mapping
     for index, name in enumerate(names):
         call = Call(request, name)
         try:
-            data = await _call(procedures.get(name), kind, call, inputs.get(index, _ABSENT_INPUT))
+            data = await _call(procedures.get(name), kind, call, inputs.get(index, _ABSENT_INPUT), admit)
         except ProcedureError as error:
             bodies.append(_error_body(error, name))
             statuses.append(error.status)
@@ -149,7 +201,7 @@ async def _inputs(request: Request[Any, Any, Any], batch: bool, count: int) -> d
         raise ProcedureError("BAD_REQUEST", f"A batch holds at most {MAX_BATCH} calls; this one holds {count}")
     if request.method == "GET":
         text = request.query_params.get("input")
-        raw: Any = _ABSENT_INPUT if text is None else _parse(text.encode())
+        raw: Any = _ABSENT_INPUT if text is None else _superjson(_parse(text.encode()), batch)
     else:
         content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if content_type != "application/json":
@@ -172,6 +224,15 @@ async def _inputs(request: Request[Any, Any, Any], batch: bool, count: int) -> d
     return {int(key): value for key, value in raw.items()}
 
 
+def _superjson(value: Any, batch: bool) -> Any:
+    """A query's input as superjson: the stock client's form, or the plain input section 4.1 describes, wrapped."""
+    if batch and isinstance(value, dict):
+        return {key: _superjson(item, False) for key, item in value.items()}
+    if isinstance(value, dict) and "json" in value and set(value) <= {"json", "meta"}:
+        return value
+    return {"json": value}
+
+
 def _parse(data: bytes) -> Any:
     try:
         return msgspec.json.decode(data)
@@ -179,7 +240,7 @@ def _parse(data: bytes) -> Any:
         raise ProcedureError("PARSE_ERROR", f"The input is not valid JSON: {error}") from error
 
 
-async def _call(procedure: Procedure | None, kind: str, call: Call, raw: Any) -> dict[str, Any]:
+async def _call(procedure: Procedure | None, kind: str, call: Call, raw: Any, admit: Admit) -> dict[str, Any]:
     """The call's answer as superjson (`json` and `meta`), or its ProcedureError."""
     if procedure is None:
         raise ProcedureError("NOT_FOUND", f'No procedure "{call.path}"')
@@ -187,20 +248,44 @@ async def _call(procedure: Procedure | None, kind: str, call: Call, raw: Any) ->
         method = "GET" if procedure.kind == "query" else "POST"
         wrong = call.request.method
         raise ProcedureError("METHOD_NOT_SUPPORTED", f'"{call.path}" is a {procedure.kind}: use {method}, not {wrong}')
+    await admit(call, procedure.access)
     value = None if raw is _ABSENT_INPUT else deserialize(raw)
     argument: Any = None
     if procedure.input is not None:
-        try:
-            argument = msgspec.convert({} if value is None else value, procedure.input)
-        except msgspec.ValidationError as error:
-            raise ProcedureError("BAD_REQUEST", f"Invalid input: {readable(str(error))}") from error
+        argument = read_input({} if value is None else value, procedure.input)
     try:
         return serialize(await procedure.run(call, argument))
     except ProcedureError:
         raise
+    except OperationError as refused:
+        elsewhere = isinstance(refused, NotFound) and refused.elsewhere
+        raise ProcedureError("FORBIDDEN" if elsewhere else REFUSED[refused.kind], refused.message) from None
     except Exception:
         log.exception("procedure_failed", procedure=call.path)
         raise ProcedureError("INTERNAL_SERVER_ERROR", "The procedure failed; it has been logged") from None
+
+
+def read_input(value: Any, struct: type[msgspec.Struct]) -> Any:
+    """`value` (camelCase) as the operation's input `struct` (snake_case); BAD_REQUEST naming the field it got wrong."""
+    try:
+        given = msgspec.convert(value, _camel_case(struct))
+    except msgspec.ValidationError as error:
+        raise ProcedureError("BAD_REQUEST", f"Invalid input: {readable(str(error))}") from error
+    return struct(**{name: getattr(given, name) for name in struct.__struct_fields__})
+
+
+@functools.cache
+def _camel_case(struct: type[msgspec.Struct]) -> type[msgspec.Struct]:
+    """The same fields and rules, named in camelCase (a field already so named stays as it is)."""
+    fields: list[Any] = []
+    for info in msgspec.structs.fields(struct):
+        if info.default is not msgspec.NODEFAULT:
+            fields.append((info.name, info.type, info.default))
+        elif info.default_factory is not msgspec.NODEFAULT:
+            fields.append((info.name, info.type, msgspec.field(default_factory=info.default_factory)))
+        else:
+            fields.append((info.name, info.type))
+    return msgspec.defstruct(struct.__name__, fields, rename="camel", forbid_unknown_fields=True, kw_only=True)
 
 
 def _error_body(error: ProcedureError, path: str) -> dict[str, Any]:

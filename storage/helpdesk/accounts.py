@@ -1,7 +1,7 @@
 """Helpdesk users, their sessions (refresh-token families), one-time links and kept mail: units of work.
 
-Every secret arrives here already hashed (`gateway.helpdesk.identity.digest`). Using a link and rotating a refresh
-token are conditional updates: of two requests racing on one token, exactly one wins."""
+Every secret arrives here already hashed (`gateway.helpdesk.accounts.credentials.digest`). Using a link and rotating a
+refresh token are conditional updates: of two requests racing on one token, exactly one wins."""
 
 from __future__ import annotations
 

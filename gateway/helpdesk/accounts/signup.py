@@ -9,14 +9,14 @@ and leaves the workspace `incomplete`: the next call resumes it with the same cu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
-from gateway.helpdesk.billing import Billing, PaymentSetupFailed
-from gateway.helpdesk.redirects import is_safe_local_path
-from gateway.helpdesk.signin import Identity, Name, Redirect, signed_in
-from gateway.helpdesk.trpc import Call, Procedure, ProcedureError
+from gateway.helpdesk.accounts.billing import Billing, PaymentSetupFailed
+from gateway.helpdesk.accounts.redirects import is_safe_local_path
+from gateway.helpdesk.accounts.signin import Accounts, Name, Redirect
+from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError
 from storage.helpdesk import workspaces
 
 
@@ -27,7 +27,28 @@ class CompleteSignup(msgspec.Struct, forbid_unknown_fields=True):
     redirectPath: Redirect = "/dashboard"  # the contract's name
 
 
-def procedures(deps: Identity, billing: Billing | None = None) -> Mapping[str, Procedure]:
+class SignupUser(msgspec.Struct):
+    id: str
+    email: str
+    name: str
+    organization_id: str | None
+    role: str | None
+
+
+class SignupOrganization(msgspec.Struct):
+    id: str
+    name: str
+    slug: str
+
+
+class Signup(msgspec.Struct, omit_defaults=True):
+    user: SignupUser
+    organization: SignupOrganization
+    requiresPayment: bool  # the contract's names
+    checkoutUrl: str | None = None
+
+
+def procedures(deps: Accounts, billing: Billing | None = None) -> Mapping[str, Procedure]:
     def no_provider(plan: str) -> ProcedureError:
         return ProcedureError(
             "PRECONDITION_FAILED", f"The {plan} plan needs a payment provider, and none is configured"
@@ -48,10 +69,10 @@ def procedures(deps: Identity, billing: Billing | None = None) -> Mapping[str, P
         except PaymentSetupFailed:
             raise ProcedureError("INTERNAL_SERVER_ERROR", "Payment setup could not start: retry") from None
 
-    async def complete_signup(call: Call, given: CompleteSignup) -> dict[str, Any]:
+    async def complete_signup(call: Call, given: CompleteSignup) -> Signup:
         if "authorization" in call.request.headers:
             raise ProcedureError("UNAUTHORIZED", "API keys do not authorize auth.completeSignup: sign in instead")
-        who = await signed_in(call, deps.sessions)
+        who = call.signed_in
         if not is_safe_local_path(given.redirectPath):
             raise ProcedureError("BAD_REQUEST", "redirectPath must be a path of this site, such as /dashboard")
         workspace = await deps.db.read(workspaces.existing, who.user_id)
@@ -76,17 +97,11 @@ def procedures(deps: Identity, billing: Billing | None = None) -> Mapping[str, P
         requires_payment = workspace.billing_status == workspaces.BILLING_INCOMPLETE
         checkout_url = await checkout(workspace) if requires_payment else None
         user = workspace.user
-        answer = {
-            "user": {
-                "id": user.id,
-                "email": user.email,
-                "name": user.name,
-                "organization_id": user.organization_id,
-                "role": user.role,
-            },
-            "organization": {"id": workspace.organization_id, "name": workspace.name, "slug": workspace.slug},
-            "requiresPayment": requires_payment,
-        }
-        return answer | ({"checkoutUrl": checkout_url} if checkout_url is not None else {})
+        return Signup(
+            SignupUser(user.id, user.email, user.name, user.organization_id, user.role),
+            SignupOrganization(workspace.organization_id, workspace.name, workspace.slug),
+            requires_payment,
+            checkout_url,
+        )
 
-    return {"auth.completeSignup": Procedure("mutation", CompleteSignup, complete_signup)}
+    return {"auth.completeSignup": Procedure("mutation", CompleteSignup, complete_signup, "signed_in")}

@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 import aiosmtplib
 
 from storage.common.db import Database
-from storage.helpdesk import identity
+from storage.helpdesk import accounts
 
 DEFAULT_PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
 
@@ -35,7 +35,7 @@ class KeptMail:
         self.clock = clock
 
     async def send(self, recipient: str, subject: str, body: str) -> None:
-        await self.db.write(identity.keep_mail, recipient, subject, body, self.clock())
+        await self.db.write(accounts.keep_mail, recipient, subject, body, self.clock())
 
 
 @dataclass(frozen=True, slots=True)

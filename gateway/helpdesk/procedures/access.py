@@ -1,0 +1,53 @@
+"""Who a procedure call acts for, decided in one place before any procedure runs (the wire calls `Admission`): the
+session its cookies sign in (UNAUTHORIZED without one), then, for a member's procedure, the user as a member of their
+organization (FORBIDDEN before signup completes), and for an admin's, one of its admins (FORBIDDEN otherwise).
+
+Sessions are resolved once per HTTP request (a batch's calls share it, so a transparent refresh rotates the refresh
+token once), and checked alive in storage on every request: a sign-out or a deactivation holds on the very next
+request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gateway.helpdesk.accounts.sessions import Resolved, Sessions, SignedIn
+from gateway.helpdesk.procedures.wire import Access, Call, ProcedureError
+from operations.common.actors import Actor
+from storage.common.db import Database
+from storage.helpdesk import accounts
+
+_RESOLVED = "helpdesk_session"
+
+
+def end_session(call: Call) -> None:
+    """The calls after this one in a batch are signed out too."""
+    call.request.state[_RESOLVED] = Resolved(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    db: Database
+    sessions: Sessions
+
+    async def __call__(self, call: Call, access: Access) -> None:
+        if access == "public":
+            return
+        call.session = await self._session(call)
+        if access == "signed_in":
+            return
+        user = await self.db.read(accounts.user_by_id, call.session.user_id)
+        if user is None or user.organization_id is None or user.role is None:
+            raise ProcedureError("FORBIDDEN", "Complete signup first: you belong to no organization yet")
+        call.member = Actor(user.organization_id, user.id, user.role)  # type: ignore[arg-type]
+        if access == "admin" and not call.member.is_admin:
+            raise ProcedureError("FORBIDDEN", "Only an admin of the organization may do this")
+
+    async def _session(self, call: Call) -> SignedIn:
+        resolved = call.request.state.get(_RESOLVED)
+        if resolved is None:
+            resolved = await self.sessions.resolve(call.request.cookies)
+            call.request.state[_RESOLVED] = resolved
+            call.cookies.extend(resolved.cookies)
+        if resolved.signed_in is None:
+            raise ProcedureError("UNAUTHORIZED", "Sign in first: no valid session")
+        return resolved.signed_in

@@ -1,0 +1,119 @@
+"""Tickets and their conversations over REST (`/api/v1/tickets`): list with filters and cursor paging, get, create,
+update; a ticket's replies and notes; a ticket's activity events. Another organization's ticket is as absent as a
+made-up id (404)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from litestar import Controller, Request, Response, get, patch, post
+from litestar.di import NamedDependency
+from litestar.params import FromPath, Parameter
+
+from gateway.common.auth import requires
+from gateway.common.errors import decode_body
+from gateway.helpdesk import docs
+from gateway.helpdesk.auth import HelpdeskPrincipal, actor_of
+from gateway.helpdesk.errors import ERRORS
+from gateway.helpdesk.rest.paging import Cursor, Limit, UuidFilter
+from gateway.helpdesk.schemas import Conversation, ConversationList, Event, EventList, Ticket, TicketList
+from operations.helpdesk import conversations, events, tickets
+from operations.helpdesk.conversations import AddConversation, ListConversations
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.events import ListTicketEvents
+from operations.helpdesk.fields import Priority, Status
+from operations.helpdesk.tickets import CreateTicket, ListTickets, UpdateTicket
+
+_decode_create = msgspec.json.Decoder(CreateTicket).decode
+_decode_update = msgspec.json.Decoder(UpdateTicket).decode
+_decode_conversation = msgspec.json.Decoder(AddConversation).decode
+
+
+class TicketsController(Controller):
+    path = "/api/v1/tickets"
+    tags = ["tickets"]
+
+    @get("/", guards=[requires("tickets:read")], **docs.LIST_TICKETS)
+    async def list_tickets(
+        self,
+        *,
+        request: Request[HelpdeskPrincipal, Any, Any],
+        desk: NamedDependency[Helpdesk],
+        status: Annotated[Status | None, Parameter(description="Tickets in this status")] = None,
+        priority: Annotated[Priority | None, Parameter(description="Tickets of this priority")] = None,
+        assignee_id: UuidFilter = None,
+        customer_id: UuidFilter = None,
+        tag: Annotated[str | None, Parameter(min_length=1, max_length=64, description="Tickets with this tag")] = None,
+        limit: Limit = 20,
+        cursor: Cursor = None,
+    ) -> TicketList:
+        given = ListTickets(
+            status=status,
+            priority=priority,
+            assignee_id=assignee_id,
+            customer_id=customer_id,
+            tag=tag,
+            limit=limit,
+            cursor=cursor,
+        )
+        page = await tickets.listing(desk, actor_of(request), given)
+        return TicketList(data=[Ticket.of(t) for t in page.items], has_more=page.has_more, next_cursor=page.next_cursor)
+
+    @post("/", guards=[requires("tickets:write")], **docs.CREATE_TICKET)
+    async def create_ticket(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk]
+    ) -> Response[Ticket]:
+        given = decode_body(_decode_create, await request.body(), ERRORS)
+        return Response(Ticket.of(await tickets.open_ticket(desk, actor_of(request), given)), status_code=201)
+
+    @get("/{ticket_id:str}", guards=[requires("tickets:read")], **docs.GET_TICKET)
+    async def get_ticket(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], ticket_id: FromPath[str]
+    ) -> Ticket:
+        return Ticket.of(await tickets.get(desk, actor_of(request), ticket_id))
+
+    @patch("/{ticket_id:str}", guards=[requires("tickets:write")], **docs.UPDATE_TICKET)
+    async def update_ticket(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], ticket_id: FromPath[str]
+    ) -> Ticket:
+        given = decode_body(_decode_update, await request.body(), ERRORS)
+        return Ticket.of(await tickets.change(desk, actor_of(request), ticket_id, given))
+
+    @get("/{ticket_id:str}/conversations", guards=[requires("conversations:read")], **docs.LIST_CONVERSATIONS)
+    async def list_conversations(
+        self,
+        *,
+        request: Request[HelpdeskPrincipal, Any, Any],
+        desk: NamedDependency[Helpdesk],
+        ticket_id: FromPath[str],
+        limit: Limit = 20,
+        cursor: Cursor = None,
+    ) -> ConversationList:
+        given = ListConversations(ticket_id=ticket_id, limit=limit, cursor=cursor)
+        page = await conversations.listing(desk, actor_of(request), given)
+        data = [Conversation.of(conversation) for conversation in page.items]
+        return ConversationList(data=data, has_more=page.has_more, next_cursor=page.next_cursor)
+
+    @post("/{ticket_id:str}/conversations", guards=[requires("conversations:write")], **docs.ADD_CONVERSATION)
+    async def add_conversation(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], ticket_id: FromPath[str]
+    ) -> Response[Conversation]:
+        given = decode_body(_decode_conversation, await request.body(), ERRORS)
+        conversation = await conversations.add(desk, actor_of(request), ticket_id, given)
+        return Response(Conversation.of(conversation), status_code=201)
+
+    @get("/{ticket_id:str}/events", guards=[requires("events:read")], **docs.LIST_TICKET_EVENTS)
+    async def list_ticket_events(
+        self,
+        *,
+        request: Request[HelpdeskPrincipal, Any, Any],
+        desk: NamedDependency[Helpdesk],
+        ticket_id: FromPath[str],
+        limit: Limit = 50,
+        cursor: Cursor = None,
+    ) -> EventList:
+        actor = actor_of(request)
+        await tickets.get(desk, actor, ticket_id)
+        page = await events.of_ticket(desk, actor, ListTicketEvents(ticket_id=ticket_id, limit=limit, cursor=cursor))
+        return EventList(data=[Event.of(e) for e in page.items], has_more=page.has_more, next_cursor=page.next_cursor)

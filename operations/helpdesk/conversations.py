@@ -1,0 +1,60 @@
+"""A ticket's conversations: replies (to the customer) and internal notes (agents only), listed newest first. A
+person's reply or note is theirs (`author_id`) and its events carry them as the actor."""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+import msgspec
+
+from operations.common.actors import Actor
+from operations.common.errors import Invalid
+from operations.common.pages import Page
+from operations.helpdesk import tickets as ticket_operations
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.fields import Body, Cursor, Limit, Uuid
+from storage.common.paging import CursorNotFound
+from storage.helpdesk import tickets
+from storage.helpdesk.tickets import ConversationRecord
+
+
+class AddConversation(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A reply (to the customer) or, with `internal: true`, a note only agents see. `author_type: customer` records
+    the customer's own message (an integration relaying it)."""
+
+    never_together: ClassVar = {"author_type": "customer", "internal": True}
+
+    body: Body
+    internal: bool = False
+    author_type: Literal["agent", "customer"] = "agent"
+
+
+class ListConversations(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    ticket_id: Uuid
+    limit: Limit = 20
+    cursor: Cursor | None = None
+
+
+async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversation) -> ConversationRecord:
+    ticket = await ticket_operations.own(desk, actor, ticket_id)
+    if given.author_type == "customer" and given.internal:
+        raise Invalid("An internal note is written by an agent: author_type customer cannot be internal")
+    return await desk.changes.run(
+        actor.organization_id,
+        tickets.add_conversation,
+        ticket,
+        author_type=given.author_type,
+        author_id=ticket.customer_id if given.author_type == "customer" else actor.user_id,
+        body=given.body,
+        internal=given.internal,
+        actor_id=actor.user_id,
+    )
+
+
+async def listing(desk: Helpdesk, actor: Actor, given: ListConversations) -> Page[ConversationRecord]:
+    ticket = await ticket_operations.own(desk, actor, given.ticket_id)
+    try:
+        found, has_more = await desk.db.read(tickets.conversations, ticket.id, limit=given.limit, cursor=given.cursor)
+    except CursorNotFound:
+        raise Invalid("cursor names no conversation of this ticket") from None
+    return Page(found, has_more)

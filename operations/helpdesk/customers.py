@@ -1,0 +1,91 @@
+"""Customers (contacts): one per address within an organization. A new one fires `customer.created`, a change
+`customer.updated`."""
+
+from __future__ import annotations
+
+import msgspec
+
+from operations.common.actors import Actor
+from operations.common.errors import Conflict, Invalid, NotFound
+from operations.common.inputs import given_fields
+from operations.common.pages import Page
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.fields import Cursor, Email, Limit, PersonName, Phone, is_uuid
+from storage.common.paging import CursorNotFound
+from storage.helpdesk import customers
+from storage.helpdesk.customers import CustomerRecord
+
+NOT_FOUND = "No customer with that id in this organization"
+
+
+class CreateCustomer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    email: Email
+    name: PersonName
+    phone: Phone | None = None
+
+
+class UpdateCustomer(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Absent fields stay as they are; `phone: null` removes the phone number."""
+
+    email: Email | msgspec.UnsetType = msgspec.UNSET
+    name: PersonName | msgspec.UnsetType = msgspec.UNSET
+    phone: Phone | msgspec.UnsetType | None = msgspec.UNSET
+
+
+class ListCustomers(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    email: Email | None = None
+    limit: Limit = 20
+    cursor: Cursor | None = None
+
+
+def _taken(email: str) -> Conflict:
+    return Conflict(f"Another customer of this organization has the address {email.lower()}")
+
+
+async def own(desk: Helpdesk, actor: Actor, customer_id: str) -> CustomerRecord:
+    found = await desk.db.read(customers.get, actor.organization_id, customer_id) if is_uuid(customer_id) else None
+    if found is None:
+        raise NotFound(NOT_FOUND)
+    return found
+
+
+async def create(desk: Helpdesk, actor: Actor, given: CreateCustomer) -> CustomerRecord:
+    try:
+        return await desk.changes.run(
+            actor.organization_id,
+            customers.create,
+            actor.organization_id,
+            email=given.email,
+            name=given.name,
+            phone=given.phone,
+        )
+    except customers.EmailTaken:
+        raise _taken(given.email) from None
+
+
+async def listing(desk: Helpdesk, actor: Actor, given: ListCustomers) -> Page[CustomerRecord]:
+    try:
+        found, has_more = await desk.db.read(
+            customers.listing, actor.organization_id, email=given.email, limit=given.limit, cursor=given.cursor
+        )
+    except CursorNotFound:
+        raise Invalid("cursor names no customer of this listing") from None
+    return Page(found, has_more)
+
+
+async def get(desk: Helpdesk, actor: Actor, customer_id: str) -> CustomerRecord:
+    return await own(desk, actor, customer_id)
+
+
+async def change(desk: Helpdesk, actor: Actor, customer_id: str, given: UpdateCustomer) -> CustomerRecord:
+    await own(desk, actor, customer_id)
+    fields = given_fields(given, UpdateCustomer)
+    try:
+        updated = await desk.changes.run(
+            actor.organization_id, customers.update_customer, actor.organization_id, customer_id, fields
+        )
+    except customers.EmailTaken:
+        raise _taken(str(fields.get("email", ""))) from None
+    if updated is None:
+        raise NotFound(NOT_FOUND)
+    return updated

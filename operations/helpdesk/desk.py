@@ -1,0 +1,41 @@
+"""What the helpdesk's operations are given, wired once by the launcher for a gateway or a processors process: the
+database, the changes runner (which announces webhook events), the cipher of channel and webhook secrets, the clock."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from cryptography.fernet import MultiFernet
+
+from operations.common.changes import Changes, PublishEvent
+from operations.common.webhooks import Endpoints, Words
+from storage.common.db import Database
+from topics.helpdesk import WEBHOOKS
+
+WORDS = Words(
+    not_found="No webhook subscription with that id in this organization",
+    limit_reached="An organization can have at most {limit} webhook subscriptions; delete one first",
+    inactive="This webhook subscription is disabled: enable it to send it a test event",
+)
+
+
+@dataclass(frozen=True)
+class Helpdesk:
+    db: Database
+    publish_event: PublishEvent
+    """Announces a recorded webhook event to the fan-out (operations.common.changes)."""
+    cipher: MultiFernet
+    allow_private_targets: bool = False
+    """Webhook targets may be private addresses (development and tests only)."""
+    clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
+
+    @functools.cached_property
+    def changes(self) -> Changes:
+        return Changes(self.db, self.publish_event, self.clock)
+
+    @functools.cached_property
+    def webhooks(self) -> Endpoints:
+        return Endpoints(self.db, WEBHOOKS, self.cipher, WORDS, self.allow_private_targets)

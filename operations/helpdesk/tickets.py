@@ -1,0 +1,172 @@
+"""Tickets: open one, list them (filtered, paged), read one, change it. Every change writes its activity events and
+webhook events in its own unit of work (storage/helpdesk/tickets.py says which); a person's change carries them as its
+actor."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import msgspec
+
+from operations.common.actors import Actor
+from operations.common.errors import Invalid, NotFound
+from operations.common.inputs import given_fields
+from operations.common.pages import Page
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.fields import (
+    Body,
+    Channel,
+    Cursor,
+    Email,
+    Limit,
+    PersonName,
+    Priority,
+    Status,
+    Subject,
+    Tag,
+    Tags,
+    Uuid,
+    is_uuid,
+)
+from storage.common.paging import CursorNotFound
+from storage.helpdesk import customers, tickets
+from storage.helpdesk.tickets import TicketRecord
+
+NOT_FOUND = "No ticket with that id in this organization"
+UNKNOWN_ASSIGNEE = "assignee_id names no active member of this organization"
+
+
+class CreateTicket(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The customer by `customer_id`, or by `customer_email` (made when new, named `customer_name`)."""
+
+    one_of_required: ClassVar = (("customer_id",), ("customer_email",))
+    dependent_required: ClassVar = {"customer_name": ("customer_email",)}
+
+    subject: Subject
+    customer_id: Uuid | msgspec.UnsetType = msgspec.UNSET
+    customer_email: Email | msgspec.UnsetType = msgspec.UNSET
+    customer_name: PersonName | msgspec.UnsetType = msgspec.UNSET
+    message: Body | None = None
+    """The customer's first message, stored as the ticket's first reply."""
+    priority: Priority = "normal"
+    status: Status = "open"
+    channel: Channel = "api"
+    assignee_id: Uuid | None = None
+    tags: Tags = msgspec.field(default_factory=list)
+
+
+class UpdateTicket(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Absent fields stay as they are; `assignee_id: null` unassigns; `tags` replaces the tags."""
+
+    subject: Subject | msgspec.UnsetType = msgspec.UNSET
+    status: Status | msgspec.UnsetType = msgspec.UNSET
+    priority: Priority | msgspec.UnsetType = msgspec.UNSET
+    assignee_id: Uuid | msgspec.UnsetType | None = msgspec.UNSET
+    tags: Tags | msgspec.UnsetType = msgspec.UNSET
+
+
+class ListTickets(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Filters combine; `cursor` is the `next_cursor` of the previous page."""
+
+    status: Status | None = None
+    priority: Priority | None = None
+    assignee_id: Uuid | None = None
+    customer_id: Uuid | None = None
+    tag: Tag | None = None
+    limit: Limit = 20
+    cursor: Cursor | None = None
+
+
+class TicketId(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    id: Uuid
+
+
+async def own(desk: Helpdesk, actor: Actor, ticket_id: str) -> TicketRecord:
+    """The organization's ticket (NotFound for another's, a deleted one, or an id that names none)."""
+    ticket = await desk.db.read(tickets.get, actor.organization_id, ticket_id) if is_uuid(ticket_id) else None
+    if ticket is None:
+        raise NotFound(NOT_FOUND)
+    return ticket
+
+
+async def open_ticket(desk: Helpdesk, actor: Actor, given: CreateTicket) -> TicketRecord:
+    """A ticket numbered next in the organization, for a customer by id or by address (made when new)."""
+    by_id, by_email = given.customer_id is not msgspec.UNSET, given.customer_email is not msgspec.UNSET
+    if by_id == by_email:
+        raise Invalid("Give the customer as customer_id or as customer_email (one of them)")
+    if by_id and given.customer_name is not msgspec.UNSET:
+        raise Invalid("customer_name names a new customer: give it with customer_email")
+    for attempt in range(2):  # made again once when a racing create made its new customer first (the second finds it)
+        try:
+            return await desk.changes.run(
+                actor.organization_id,
+                tickets.create,
+                actor.organization_id,
+                subject=given.subject,
+                customer_id=_given(given.customer_id),
+                customer_email=_given(given.customer_email),
+                customer_name=_given(given.customer_name),
+                priority=given.priority,
+                status=given.status,
+                channel=given.channel,
+                assignee_id=given.assignee_id,
+                tags=given.tags,
+                message=given.message,
+                actor_id=actor.user_id,
+            )
+        except customers.EmailTaken:
+            if attempt:
+                raise
+        except tickets.UnknownCustomer:
+            raise NotFound("customer_id names no customer of this organization") from None
+        except tickets.UnknownAssignee:
+            raise NotFound(UNKNOWN_ASSIGNEE) from None
+    raise AssertionError("unreachable")
+
+
+async def listing(desk: Helpdesk, actor: Actor, given: ListTickets) -> Page[TicketRecord]:
+    try:
+        found, has_more = await desk.db.read(
+            tickets.listing,
+            actor.organization_id,
+            status=given.status,
+            priority=given.priority,
+            assignee_id=given.assignee_id,
+            customer_id=given.customer_id,
+            tag=given.tag,
+            limit=given.limit,
+            cursor=given.cursor,
+        )
+    except CursorNotFound:
+        raise Invalid("cursor names no ticket of this listing") from None
+    return Page(found, has_more)
+
+
+async def get(desk: Helpdesk, actor: Actor, ticket_id: str) -> TicketRecord:
+    return await own(desk, actor, ticket_id)
+
+
+async def change(desk: Helpdesk, actor: Actor, ticket_id: str, given: UpdateTicket) -> TicketRecord:
+    """Apply the given fields; a change that changes nothing writes nothing."""
+    await own(desk, actor, ticket_id)
+    fields = given_fields(given, UpdateTicket)
+    if "assignee_id" in fields and fields["assignee_id"] is None:
+        fields["assignee_id"] = ""  # storage's "remove the assignee"
+    try:
+        ticket = await desk.changes.run(
+            actor.organization_id,
+            tickets.change,
+            actor.organization_id,
+            ticket_id,
+            tickets.Changes(**fields),
+            actor_id=actor.user_id,
+        )
+    except tickets.UnknownAssignee:
+        raise NotFound(UNKNOWN_ASSIGNEE) from None
+    if ticket is None:
+        raise NotFound(NOT_FOUND)
+    return ticket
+
+
+def _given(value: str | msgspec.UnsetType) -> str | None:
+    return None if value is msgspec.UNSET else value
