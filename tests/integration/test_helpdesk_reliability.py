@@ -33,16 +33,9 @@ from storage.helpdesk.tickets import TICKETS
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
+from tests.helpers import new_organization, signed_up, until
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 from topics.helpdesk import ActivityRecorded, HelpdeskTopics, InboundReceived, partition_key
-
-
-async def until(condition: Any, timeout_s: float, every_s: float = 0.2) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not await condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not reached within {timeout_s}s")
-        await asyncio.sleep(every_s)
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
@@ -83,8 +76,7 @@ async def test_processors_killed_mid_stream_every_ticket_is_still_delivered(
         running_stack(settings, broker_bootstrap, HelpdeskStack, with_processor=False) as gateway,
         gateway.browser() as browser,
     ):
-        await browser.sign_up()
-        key = await browser.api_key("*")
+        key = (await new_organization(browser)).key
         hook = {"url": plain_receiver.url(path), "events": ["ticket.created"], "secret": "kill-s3cret"}
         assert (await gateway.rest(key, "POST", "/webhooks", json=hook)).status_code == 201
         first = start_processors(env, log)
@@ -106,7 +98,7 @@ async def test_processors_killed_mid_stream_every_ticket_is_still_delivered(
         async def joined() -> bool:  # the first processors have joined the fan-out's group
             return len(await delivered()) >= 1
 
-        await until(joined, 60)
+        await until(joined, "the first processors delivered the first ticket", timeout_s=60)
 
         async def create_all() -> None:
             for chunk in range(1, total, 10):
@@ -118,7 +110,7 @@ async def test_processors_killed_mid_stream_every_ticket_is_still_delivered(
             async def some_delivered() -> bool:
                 return len(await delivered()) >= 15
 
-            await until(some_delivered, 60, every_s=0.02)
+            await until(some_delivered, "15 tickets delivered", timeout_s=60, every_s=0.02)
             first.send_signal(signal.SIGKILL)  # mid-stream: tickets are still being created and delivered
             first.wait()
             assert not creating.done(), "the kill came too late to interrupt anything"
@@ -131,7 +123,7 @@ async def test_processors_killed_mid_stream_every_ticket_is_still_delivered(
 
                 # A delivery the killed member had leased waits out its lease (90 s), and one whose attempt it broke
                 # off its first retry (1 min): the deadline covers both, on a machine busy with other workers.
-                await until(all_delivered, 240)
+                await until(all_delivered, f"all {total} tickets delivered", timeout_s=240)
             finally:
                 stop(second)
         finally:
@@ -143,9 +135,8 @@ async def test_processors_killed_mid_stream_every_ticket_is_still_delivered(
 
 
 async def test_stream_consumers_read_the_activity_log_from_its_topic(helpdesk_stack: HelpdeskStack) -> None:
-    async with helpdesk_stack.browser() as browser:
-        organization_id = (await browser.sign_up())["user"]["organization_id"]
-        key = await browser.api_key("*")
+    async with signed_up(helpdesk_stack) as organization:
+        organization_id, key = organization.id, organization.key
     consumer = AIOKafkaConsumer(
         helpdesk_stack.topics.activity,
         bootstrap_servers=helpdesk_stack.platform.bootstrap,
@@ -167,7 +158,7 @@ async def test_stream_consumers_read_the_activity_log_from_its_topic(helpdesk_st
             seen.extend(decode(record.value) for records in batches.values() for record in records)
             return {e.event_type for e in seen if e.aggregate_id == ticket_id} == {"created", "tagged"}
 
-        await until(both_seen, 30, every_s=0)
+        await until(both_seen, "the ticket's created and tagged events on the topic", every_s=0)
     finally:
         await consumer.stop()
     mine = [e for e in seen if e.aggregate_id == ticket_id]
@@ -225,7 +216,7 @@ async def test_messages_published_together_reach_the_partition_publish_chooses_f
                         seen[message.organization_id].append((record.partition, message.event_data["n"], content_type))
             return all(len(found) == 4 for found in seen.values())
 
-        await until(all_seen, 30, every_s=0)
+        await until(all_seen, "every key's four messages on the topic", every_s=0)
     finally:
         await consumer.stop()
     for found in seen.values():
@@ -352,7 +343,7 @@ async def test_inbound_processors_killed_mid_stream_every_stored_mail_becomes_ex
         async def joined() -> bool:
             return (await states()).get("processed", 0) >= 1
 
-        await until(joined, 60)
+        await until(joined, "the first processors processed the first mail", timeout_s=60)
 
         async def send_all() -> None:
             for sender in range(1, senders):
@@ -366,7 +357,7 @@ async def test_inbound_processors_killed_mid_stream_every_stored_mail_becomes_ex
             async def some_processed() -> bool:
                 return (await states()).get("processed", 0) >= 10
 
-            await until(some_processed, 60, every_s=0.02)
+            await until(some_processed, "10 mails processed", timeout_s=60, every_s=0.02)
             first.send_signal(signal.SIGKILL)
             first.wait()
             assert not sending.done(), "the kill came too late to interrupt anything"
@@ -377,7 +368,7 @@ async def test_inbound_processors_killed_mid_stream_every_stored_mail_becomes_ex
                 async def all_processed() -> bool:
                     return await states() == {"processed": 2 * senders}
 
-                await until(all_processed, 120)
+                await until(all_processed, f"all {2 * senders} mails processed", timeout_s=120)
             finally:
                 stop(second)
         finally:

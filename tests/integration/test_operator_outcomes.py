@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection
 from storage.phone import requests, tenants
 from storage.phone.models import LedgerEntry
 from tests.contract.phone.helpers import assert_error, person
+from tests.helpers import until
 from tests.integration.faults import ledger_refused, run_cli
 from tests.phone_stack import Stack
 from topics.phone import VerificationRequested
@@ -113,14 +114,13 @@ async def test_a_request_accepted_before_its_tenant_was_suspended_is_rejected_an
         stack.topics.requested,
         b"+12125550102",
     )
-    for _ in range(100):
+
+    async def decided() -> str | None:
         row = await stack.db.read(requests.get_request, request_id)
         assert row is not None
-        if row.state != "pending":
-            break
-        await asyncio.sleep(0.1)
-    assert row is not None
-    assert row.state == "rejected"
+        return None if row.state == "pending" else row.state
+
+    assert await until(decided, "the request decided") == "rejected"
 
     assert_error(await stack.get(tenant.test_key, f"/v1/requests/{request_id}"), 403, "tenant_suspended")
     await stack.db.write(tenants.update_tenant, tenant.id, status="active")

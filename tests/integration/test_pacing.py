@@ -5,7 +5,6 @@ These tests also fail if a FastStream or aiokafka upgrade removes what `pace` re
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -16,6 +15,7 @@ from fast_depends.msgspec import MsgSpecSerializer
 from faststream.kafka import KafkaBroker
 
 from tests.contract.phone.helpers import person, sandbox
+from tests.helpers import until
 from tests.phone_stack import Stack
 from topics.common.admin import ensure_topics
 from topics.common.client import batch_subscription
@@ -32,16 +32,6 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
-
-
-async def until(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
-    """Waits for `condition`; a generous bound only turns "never" into a failure that says what did not happen."""
-    try:
-        async with asyncio.timeout(timeout_s):
-            while not condition():
-                await asyncio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"never happened: {what}") from None
 
 
 def record_fetch_waits(consumer: Any) -> list[int]:

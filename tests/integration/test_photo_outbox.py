@@ -9,7 +9,6 @@ member of the processors' consumer group joining and leaving beside the session'
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -18,6 +17,7 @@ from sqlalchemy import update
 
 from storage.photo import verifications
 from tests.conftest import running_stack, stack_settings
+from tests.helpers import until
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import PhotoStack, jpeg
 from topics.photo import Environment, VerificationRequested, partition_key
@@ -48,13 +48,13 @@ async def published_ago(stack: PhotoStack, verification_id: str, ago: timedelta)
 
 
 async def settled(stack: PhotoStack, key: str, verification_id: str, timeout_s: float = 30) -> httpx.Response:
-    """GET /api/v1/verifications/{id} once it is no longer pending (or the deadline has passed)."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
+    """GET /api/v1/verifications/{id} once it is no longer pending."""
+
+    async def decided() -> httpx.Response | None:
         response = await stack.call(key, "GET", f"/api/v1/verifications/{verification_id}")
-        if response.json()["status"] != "pending" or asyncio.get_running_loop().time() > deadline:
-            return response
-        await asyncio.sleep(0.1)
+        return None if response.json()["status"] == "pending" else response
+
+    return await until(decided, f"verification {verification_id} no longer pending", timeout_s=timeout_s)
 
 
 async def test_a_lost_work_order_is_published_again_by_the_sweeper(

@@ -23,6 +23,7 @@ from storage.common.db import Database
 from storage.phone.models import LedgerEntry, PhoneRequest
 from tests.conftest import running_stack, stack_settings
 from tests.contract.phone.helpers import person
+from tests.helpers import until
 from tests.phone_stack import Stack
 
 
@@ -44,14 +45,6 @@ async def states(db: Database, tenant_id: str) -> dict[str, int]:
 async def ledger_rows(db: Database, tenant_id: str) -> list[Any]:
     entries = select(LedgerEntry).where(LedgerEntry.tenant_id == tenant_id)
     return await db.read(lambda connection: list(connection.execute(entries)))
-
-
-async def until(condition, timeout_s: float, every_s: float = 0.25) -> None:  # type: ignore[no-untyped-def]
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while not await condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"condition not reached within {timeout_s}s")
-        await asyncio.sleep(every_s)
 
 
 async def test_fifty_concurrent_identical_requests_get_identical_answers_and_one_ledger_row(stack: Stack) -> None:
@@ -95,7 +88,7 @@ async def test_the_processors_commit_what_they_processed_so_a_restart_does_not_r
             committed = await admin.list_consumer_group_offsets(group, partitions=partitions)
             return all(committed.get(tp) is not None and committed[tp].offset >= ends[tp] for tp in partitions)
 
-        await until(caught_up, timeout_s=5, every_s=0.1)
+        await until(caught_up, "the processors' group committed every offset", timeout_s=5)
     finally:
         await reader.stop()
         await admin.close()
@@ -124,7 +117,7 @@ async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_bi
         async def joined() -> bool:  # the first member has joined the group and is consuming
             return (await states(gateway.db, tenant.id)) == {"completed": 1}
 
-        await until(joined, 60)
+        await until(joined, "the first processor joined its group", timeout_s=60)
 
         async def send_all() -> None:
             for chunk in range(0, total, 30):
@@ -139,7 +132,7 @@ async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_bi
             async def some_done() -> bool:
                 return (await states(gateway.db, tenant.id)).get("completed", 0) >= 31
 
-            await until(some_done, 60, every_s=0.02)
+            await until(some_done, "31 requests completed", timeout_s=60, every_s=0.02)
             first.send_signal(signal.SIGKILL)  # mid-stream: requests are still arriving and being processed
             first.wait()
             assert not sending.done(), "the kill came too late to interrupt anything"
@@ -150,7 +143,7 @@ async def test_processor_killed_mid_stream_every_request_finishes_and_none_is_bi
                 async def all_done() -> bool:
                     return (await states(gateway.db, tenant.id)) == {"completed": total + 1}
 
-                await until(all_done, 120)
+                await until(all_done, f"all {total + 1} requests completed", timeout_s=120)
             finally:
                 second.terminate()
                 second.wait(15)
@@ -191,7 +184,7 @@ async def test_broker_restarted_with_its_memory_lost_the_sweeper_completes_every
         async def all_done() -> bool:
             return (await states(stack.db, tenant.id)) == {"completed": 20}
 
-        await until(all_done, 90)
+        await until(all_done, "all 20 requests completed", timeout_s=90)
         for response in responses:
             settled = await stack.settle(tenant.test_key, response.json()["request_id"])
             assert settled.status_code == 200

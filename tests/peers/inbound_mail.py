@@ -14,7 +14,6 @@ test of that code is not a test of itself. `Mailbox` is an organization with an 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -22,7 +21,7 @@ import json
 import secrets as random
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
@@ -30,7 +29,7 @@ from email.header import decode_header
 from email.message import EmailMessage, Message
 from email.parser import BytesParser
 from email.utils import getaddresses
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from cryptography.hazmat.primitives import hashes, serialization
@@ -43,9 +42,9 @@ from storage.common.blobs import BlobStore
 from storage.helpdesk import channels, inbound, tickets
 from storage.helpdesk.tickets import ConversationRecord
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import signed_up, until
 
 PATH = "/api/webhooks/inbound-email"
-T = TypeVar("T")
 
 FormField = tuple[str, bytes] | tuple[str, str, str, bytes]
 """(name, value) or (name, filename, content type, data)."""
@@ -321,16 +320,6 @@ def postmark_json(raw: bytes, *, original_recipient: str) -> bytes:
 # ------------------------------------------------------------------------------------------- the mailbox
 
 
-async def until(condition: Callable[[], Awaitable[T]], timeout_s: float = 30) -> T:
-    """The condition's first truthy value, polled until `timeout_s` (then its last value)."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
-
-
 @dataclass
 class Mailbox:
     """An organization (signed up through the browser) with an email channel at `address` that takes every kind:
@@ -346,9 +335,6 @@ class Mailbox:
 
     @classmethod
     async def open(cls, stack: HelpdeskStack, *more_addresses: str) -> Mailbox:
-        async with stack.browser() as browser:
-            organization = (await browser.sign_up())["organization"]["id"]
-            key = await browser.api_key("*")
         address = f"support-{uuid.uuid4().hex[:8]}@acme.example"
         sendgrid = SendgridKey()
         given = {
@@ -357,17 +343,18 @@ class Mailbox:
             "signing_key": f"key-{uuid.uuid4().hex}",
             "public_key": sendgrid.public_key,
         }
-        channel = await stack.db.write(
-            channels.create,
-            secrets.secrets_cipher(stack.settings.platform),
-            organization,
-            kind="email",
-            name="Support mailbox",
-            addresses=[("email", address), *(("email", more) for more in more_addresses)],
-            secrets=given,
-            now=datetime.now(UTC),
-        )
-        return cls(stack, key, organization, address, channel.id, given, sendgrid)
+        async with signed_up(stack) as organization:
+            channel = await stack.db.write(
+                channels.create,
+                secrets.secrets_cipher(stack.settings.platform),
+                organization.id,
+                kind="email",
+                name="Support mailbox",
+                addresses=[("email", address), *(("email", more) for more in more_addresses)],
+                secrets=given,
+                now=datetime.now(UTC),
+            )
+        return cls(stack, organization.key, organization.id, address, channel.id, given, sendgrid)
 
     async def another_channel(self, address: str) -> str:
         """A second email channel of the organization at `address` (the same forwarder secret); its id."""
@@ -450,9 +437,7 @@ class Mailbox:
             processed = [message for message in listed if message["state"] == "processed"]
             return listed if len(processed) >= count else []
 
-        found = await until(done, timeout_s)
-        assert found, f"fewer than {count} inbound messages processed: {await self.inbound_messages()}"
-        return found
+        return await until(done, f"{count} inbound messages of the channel processed", timeout_s=timeout_s)
 
     async def sent_reply(self, ticket_id: str, body: str, message_id: str) -> None:
         """An agent's reply on the ticket as the helpdesk sent it by mail: stored with its Message-ID (`<...>`)."""

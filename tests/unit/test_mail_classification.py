@@ -1,10 +1,14 @@
 """Inbound mail classification (docs/helpdesk.md, "Inbound email") on real-world-shaped mails
-(tests/fixtures/mail/): every class, the auto-reply signals one by one, the near misses that must stay customer
-messages, our own mail, and what a bounce says failed."""
+(tests/fixtures/mail/): every class, the auto-reply signals one by one, the kinds of automatic mail that carry no
+auto-reply header (bounces known by their envelope, their sender or what they return, list managers' loop alerts,
+sending services' notifications, read receipts), the near misses that must stay customer messages, mail that names no
+one to answer, our own mail, and what a bounce says failed."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,7 +71,8 @@ EXPECTED = {
 
 
 def test_every_fixture_has_its_expected_class() -> None:
-    assert sorted(EXPECTED) == sorted(path.name for path in FIXTURES.glob("*.eml"))
+    named = [*EXPECTED, *(name for name, _, _ in AUTOMATIC_MAIL)]
+    assert sorted(named) == sorted(path.name for path in FIXTURES.glob("*.eml"))
 
 
 @pytest.mark.parametrize(("name", "expected"), sorted(EXPECTED.items()), ids=sorted(EXPECTED))
@@ -81,6 +86,211 @@ def test_only_inbound_mail_and_voicemail_make_a_conversation_and_delayed_dsns_an
         mails.NO_TICKET
     )
     assert mails.BOUNCE not in mails.NO_TICKET  # a bounce is a note on its ticket
+
+
+# ----------------------------------------------------------- automatic mail without an auto-reply header
+
+
+@dataclass(frozen=True)
+class Case:
+    """A raw mail, the class it must get, and why."""
+
+    raw: bytes
+    expected: str
+    why: str
+
+
+AUTOMATIC_MAIL = [
+    (
+        "bounce_null_return_path_from.eml",
+        mails.BOUNCE,
+        "a From that is no mail system's address, but Return-Path <>: the null reverse-path marks a notification, and "
+        "nothing says it is an auto-reply",
+    ),
+    (
+        "bounce_null_return_path_auto_submitted.eml",
+        mails.BOUNCE,
+        "Return-Path <> and Auto-Submitted (as auto-responders send too), but its subject says delivery failed",
+    ),
+    (
+        "bounce_exchange_ndr_mixed.eml",
+        mails.BOUNCE,
+        "Exchange's plain multipart/mixed NDR: no DSN, no null reverse-path, but `Undeliverable:` on a returned mail",
+    ),
+    (
+        "bounce_report_without_status.eml",
+        mails.BOUNCE,
+        "a multipart/report of delivery status whose status part is missing: the original as message/rfc822 only",
+    ),
+    (
+        "bounce_postmaster_spelled_otherwise.eml",
+        mails.BOUNCE,
+        "from post_master@: a mail system's role address, however it is spelt",
+    ),
+    (
+        "auto_reply_mailman_loop.eml",
+        mails.AUTO_REPLY,
+        "a list manager's loop alert (from <list>-owner, X-Mailman-Version): it names no failed address, and nothing "
+        "must answer it",
+    ),
+    (
+        "auto_reply_listserv_loop.eml",
+        mails.AUTO_REPLY,
+        "LISTSERV's loop alert with Return-Path <> and the looping mail attached: a loop alert, not a bounce",
+    ),
+    (
+        "auto_reply_sympa_loop.eml",
+        mails.AUTO_REPLY,
+        "Sympa's loop alert, known by its address and X-Loop, though it has no other automatic header",
+    ),
+    (
+        "auto_reply_ses_notification.eml",
+        mails.AUTO_REPLY,
+        "a no-reply sender through Amazon SES, with an unsubscribe link: a system's notification",
+    ),
+    ("auto_reply_mailgun_noreply.eml", mails.AUTO_REPLY, "a noreply sender through Mailgun (X-Mailgun-*)"),
+    (
+        "auto_reply_sendgrid_donotreply.eml",
+        mails.AUTO_REPLY,
+        "a DoNotReply sender through SendGrid (X-SG-EID), with X-Auto-Response-Suppress",
+    ),
+    (
+        "auto_reply_list_notification.eml",
+        mails.AUTO_REPLY,
+        "a notification service's mail to its subscribers: List-Id and List-Unsubscribe together",
+    ),
+    (
+        "auto_reply_noreply_auto_generated.eml",
+        mails.AUTO_REPLY,
+        "a no-reply system sender with Auto-Submitted: auto-generated (RFC 3834 says so alone)",
+    ),
+    (
+        "auto_reply_sieve_vacation_null_path.eml",
+        mails.AUTO_REPLY,
+        "a vacation reply sent with Return-Path <>, answering our reply: an auto-reply, else its customer would be "
+        "marked bouncing",
+    ),
+    (
+        "auto_reply_read_receipt.eml",
+        mails.AUTO_REPLY,
+        "a read receipt (multipart/report of disposition-notification): a machine's report, not the customer's words",
+    ),
+    (
+        "inbound_list_unsubscribe_personal.eml",
+        mails.INBOUND,
+        "a person whose newsletter tool puts List-Unsubscribe and SendGrid's headers on every mail: no list (List-Id) "
+        "and a sender who reads answers",
+    ),
+    (
+        "inbound_company_relay_ses.eml",
+        mails.INBOUND,
+        "ordinary Outlook mail that the customer's company relays through Amazon SES, X-Auto-Response-Suppress and all",
+    ),
+    (
+        "inbound_form_noreply_reply_to.eml",
+        mails.INBOUND,
+        "a web form's mail sent as no-reply through Mailgun, naming the visitor in Reply-To: the visitor's message",
+    ),
+    (
+        "inbound_forwarded_bounce.eml",
+        mails.INBOUND,
+        "a customer forwarding a bounce as an attachment: `Fwd:` comes before the failed-delivery words",
+    ),
+    (
+        "inbound_undeliverable_parcel.eml",
+        mails.INBOUND,
+        "`Undeliverable address on ...` with a mail attached: the words go on, as a mail system's never do",
+    ),
+    (
+        "inbound_mentions_mail_loop.eml",
+        mails.INBOUND,
+        "a customer asking about a mail loop from owner@ (a shop's owner, not a list's <list>-owner)",
+    ),
+]
+
+
+def fixture_case(name: str, expected: str, why: str) -> Any:
+    return pytest.param(Case((FIXTURES / name).read_bytes(), expected, why), id=name.removesuffix(".eml"))
+
+
+SPELLED = (FIXTURES / "bounce_postmaster_spelled_otherwise.eml").read_bytes()
+
+
+def sent_by(sender: str) -> bytes:
+    return SPELLED.replace(b"post_master@mail.example.org", sender.encode())
+
+
+def inline(name: str, raw: bytes, expected: str, why: str) -> Any:
+    return pytest.param(Case(raw, expected, why), id=name)
+
+
+CASES = [
+    *(fixture_case(*case) for case in AUTOMATIC_MAIL),
+    *(
+        inline(f"sender-{sender}", sent_by(sender), mails.BOUNCE, "a postmaster or mailer-daemon, however it is spelt")
+        for sender in (
+            "post.master@mail.example.org",
+            "Postmaster-NoReply@mail.example.org",
+            "MAILER_DAEMON@mail.example.org",
+            "mailerdaemon@mail.example.org",
+            "Mailer-Daemon2@mail.example.org",
+            "bounces-postmaster@mail.example.org",
+        )
+    ),
+    inline(
+        "sender-postman",
+        sent_by("postman.pat@mail.example.org"),
+        mails.INBOUND,
+        "a person whose address starts like postmaster is no mail system",
+    ),
+    inline(
+        "from-without-an-address",
+        b"From: MAILER-DAEMON (Mail Delivery System)\nTo: support@acme.example\nSubject: failure notice\n\n"
+        b"<grace@example.com>:\nmailbox unknown\n",
+        mails.BOUNCE,
+        "a mailer daemon that gives a From without an address, known by its first word",
+    ),
+    inline(
+        "no-sender",
+        b"To: support@acme.example\nSubject: Printer on fire\nMessage-ID: <no-from-1@example.com>\n\nHelp!\n",
+        mails.INVALID,
+        "no From and no Reply-To: no one to answer",
+    ),
+    inline(
+        "sender-without-an-address",
+        b"From: Grace Hopper\nTo: support@acme.example\nSubject: Printer on fire\n\nHelp!\n",
+        mails.INVALID,
+        "a From that holds only a name",
+    ),
+    inline(
+        "broken-header-block",
+        b"this line is no header\nFrom: Grace Hopper <grace@example.com>\nTo: support@acme.example\n"
+        b"Subject: Printer on fire\n\nHelp!\n",
+        mails.INVALID,
+        "a header block broken before its From: the whole mail reads as text, with no sender",
+    ),
+    inline(
+        "no-sender-but-reply-to",
+        b"To: support@acme.example\nReply-To: vera@example.org\nSubject: Printer on fire\n\nHelp!\n",
+        mails.INBOUND,
+        "no From, but a Reply-To to answer",
+    ),
+    inline(
+        "no-sender-null-reverse-path",
+        b"Return-Path: <>\nTo: support@acme.example\nSubject: Delivery report\n\n<grace@example.com>: unknown\n",
+        mails.BOUNCE,
+        "no From with Return-Path <>: a mail system's notification, as before",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_each_kind_of_mail_gets_its_class(case: Case) -> None:
+    assert kind_of(mails.from_rfc822(case.raw)) == case.expected, case.why
+
+
+def test_a_mail_that_names_no_one_to_answer_makes_no_conversation() -> None:
+    assert mails.INVALID not in mails.MAKES_CONVERSATION
 
 
 # ------------------------------------------------------------------------------------ auto-reply signals
@@ -177,6 +387,55 @@ def test_a_subject_that_only_mentions_auto_replies_is_a_customer_message(subject
     assert kind_of(with_headers(subject=subject)) == mails.INBOUND
 
 
+# ----------------------------------------------------------------------------------------- sending marks
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected", "why"),
+    [
+        (["X-MS-Exchange-Message-Is-Ndr:"], mails.BOUNCE, "Exchange marks its own NDRs so"),
+        (["X-SES-Outgoing: 2024.05.23-54.240.8.12"], mails.INBOUND, "a company may relay its people's mail via SES"),
+        (["X-Mailgun-Sid: WyJ4Il0="], mails.INBOUND, "or through Mailgun"),
+        (["X-SG-EID: u001.eA=="], mails.INBOUND, "or through SendGrid"),
+        (["List-Unsubscribe: <https://letters.example/u/1>"], mails.INBOUND, "sales tools put it on one-to-one mail"),
+        (["List-Id: <printers.lists.example.org>"], mails.INBOUND, "a list's name alone, with no way to leave it"),
+        (["Feedback-ID: 1:2:3"], mails.INBOUND, "a feedback loop id alone"),
+        (
+            ["List-Id: <printers.lists.example.org>", "List-Unsubscribe: <mailto:leave@lists.example.org>"],
+            mails.AUTO_REPLY,
+            "mail a list sent to its subscribers",
+        ),
+    ],
+    ids=lambda value: "+".join(header.split(":")[0] for header in value) if isinstance(value, list) else "",
+)
+def test_a_sending_mark_on_a_person_s_mail(headers: list[str], expected: str, why: str) -> None:
+    assert kind_of(with_headers(*headers)) == expected, why
+
+
+@pytest.mark.parametrize(
+    ("sender", "headers", "expected", "why"),
+    [
+        ("no-reply@notify.example", ["X-SES-Outgoing: 1"], mails.AUTO_REPLY, "no one reads answers, and a service"),
+        ("noreply@notify.example", ["List-Unsubscribe: <https://n.example/u>"], mails.AUTO_REPLY, "and a list mark"),
+        ("do_not_reply@notify.example", ["X-Auto-Response-Suppress: All"], mails.AUTO_REPLY, "and Exchange's mark"),
+        ("no-reply@notify.example", [], mails.INBOUND, "a no-reply sender alone: nothing says a machine sent it"),
+        (
+            "no-reply@forms.example",
+            ["Reply-To: Vera Visitor <vera@example.org>", "X-SES-Outgoing: 1"],
+            mails.INBOUND,
+            "a form's mail that names the visitor to answer",
+        ),
+    ],
+)
+def test_a_no_reply_sender_is_a_notification_with_a_mark_of_a_sending(
+    sender: str, headers: list[str], expected: str, why: str
+) -> None:
+    raw = "".join(f"{line}\n" for line in headers).encode() + BASE.replace(b"grace@example.com", sender.encode(), 1)
+    mail = mails.from_rfc822(raw)
+    assert mail.sender == sender
+    assert kind_of(mail) == expected, why
+
+
 # ----------------------------------------------------------------------------------------------- our own
 
 
@@ -210,6 +469,16 @@ def test_a_mail_from_our_own_address_is_our_own_unless_it_names_someone_else_to_
         ("bounce_exchange_ndr.eml", ["pat.gone@contoso.example"], "ticket-1042.reply-1.9f8e7d@acme.example"),
         ("bounce_exim_x_failed_recipients.eml", ["grace@example.com"], "ticket-1042.reply-1.9f8e7d@acme.example"),
         ("bounce_qmail_plain.eml", ["grace@example.org"], "ticket-1042.reply-1.9f8e7d@acme.example"),
+        ("bounce_null_return_path_from.eml", ["grace@example.com"], "ticket-1042.reply-1.9f8e7d@acme.example"),
+        (
+            "bounce_null_return_path_auto_submitted.eml",
+            ["grace@example.org"],
+            "ticket-1042.reply-1.9f8e7d@acme.example",
+        ),
+        ("bounce_postmaster_spelled_otherwise.eml", ["grace@example.org"], "ticket-1042.reply-1.9f8e7d@acme.example"),
+        # no address in a form the bounce machine-reads: the handler marks the ticket's customer
+        ("bounce_exchange_ndr_mixed.eml", [], "ticket-1042.reply-1.9f8e7d@acme.example"),
+        ("bounce_report_without_status.eml", [], "ticket-1042.reply-1.9f8e7d@acme.example"),
     ],
 )
 def test_a_bounce_says_which_address_failed_and_which_mail_of_ours_it_returns(

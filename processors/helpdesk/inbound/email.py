@@ -4,10 +4,11 @@ every References id, a `[Ticket #<number>]` subject, a stored Message-ID) onto i
 
 A bounce becomes an internal note on the ticket of the mail it returns and marks the failed addresses bouncing;
 auto-replies, our own mail coming back (our header, one of the organization's own addresses as the sender, or the
-Message-ID of one of our own sent replies), delayed-delivery notices, delivery reports and feedback reports make no
-ticket. A mail already on its ticket (the same Message-ID, come again through another address or channel) adds
-nothing. A customer's reply reopens a resolved or closed ticket, at most REOPENS_PER_HOUR times an hour per ticket (the
-backstop against a loop with another machine)."""
+Message-ID of one of our own sent replies), delayed-delivery notices, delivery reports, feedback reports and mail that
+names no one to answer (invalid: no sender, or a header block too broken to show one) make no ticket. A mail already
+on its ticket (the same Message-ID, come again through another address or channel) adds nothing. A customer's reply
+reopens a resolved or closed ticket, at most REOPENS_PER_HOUR times an hour per ticket (the backstop against a loop
+with another machine)."""
 
 from __future__ import annotations
 
@@ -63,6 +64,8 @@ async def handle(context: Context, event: Any) -> Apply:
             return _bounce(connection, event, mail, now, recorded)
         if kind in mails.NO_TICKET:
             return Outcome(f"no ticket: {kind.replace('_', ' ')}", classification=kind)
+        if kind == mails.INVALID:
+            return Outcome("no ticket: the mail has no sender", classification=kind)
         return _message(connection, event, mail, own, kind=kind, attachments=attachments, now=now, recorded=recorded)
 
     return apply

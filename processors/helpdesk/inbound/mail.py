@@ -2,8 +2,8 @@
 a provider's fields: kind A's form, kind B's form, kind C's JSON), parsed with the standard library (`email`, policy
 `default`); every charset decoded, with the supersets real mailers mean (Shift_JIS as CP932, GB2312 as GB18030,
 ISO-2022-JP with its NEC and IBM extensions...), encoded words joined and decoded; its classification (section 4.6:
-inbound, bounce, auto_reply, outbound_copy, dialpad_voicemail, and the mail that makes no ticket); and what threads
-it. Pure: no storage, no I/O."""
+inbound, bounce, auto_reply, outbound_copy, dialpad_voicemail, invalid, and the mail that makes no ticket); and what
+threads it. Pure: no storage, no I/O."""
 
 from __future__ import annotations
 
@@ -23,12 +23,13 @@ from email.utils import formataddr, getaddresses
 from html.parser import HTMLParser
 from typing import Any
 
-INBOUND, BOUNCE, AUTO_REPLY, OUTBOUND_COPY, VOICEMAIL = (
+INBOUND, BOUNCE, AUTO_REPLY, OUTBOUND_COPY, VOICEMAIL, INVALID = (
     "inbound",
     "bounce",
     "auto_reply",
     "outbound_copy",
     "dialpad_voicemail",
+    "invalid",
 )
 DELAYED, DELIVERED, FEEDBACK_REPORT = "delayed_delivery", "delivery_report", "feedback_report"
 """Mail that is neither a message nor a bounce: a DSN saying delivery is only delayed, or that it succeeded, and an
@@ -90,7 +91,8 @@ class Mail:
     """A report's machine-readable part, as its field blocks (names lower-cased): a delivery status notification's
     per-message block then one per recipient, or an ARF report's one block."""
     report_type: str | None = None
-    """`delivery-status` or `feedback-report` for a multipart/report (or a report part found among attachments)."""
+    """A multipart/report's `report-type` (`delivery-status`, `feedback-report`, a read receipt's
+    `disposition-notification`...), or the type of a report part found among attachments."""
     reply_to: list[tuple[str, str]] = field(default_factory=list, repr=False)
     """(name, address) pairs of Reply-To, addresses lower-cased."""
 
@@ -736,13 +738,79 @@ _AUTO_SUBJECT = re.compile(
     re.IGNORECASE,
 )
 """The subjects auto-responders give in many languages: the words, then a colon (or nothing after them)."""
-_MAILER_DAEMON = re.compile(r"^(mailer-daemon|mailer_daemon|postmaster)@", re.IGNORECASE)
+_MAIL_SYSTEM = re.compile(r"^(postmaster|mailerdaemon)|(postmaster|mailerdaemon)$")
+"""A mail system's role address, on the local part squashed (`_squashed`): `post_master`, `MAILER_DAEMON`,
+`postmaster-noreply`, `bounces-mailer-daemon2`..."""
+_NO_REPLY = re.compile(r"no(t)?reply|dontreply")
+"""A sender that says answers go nowhere, on the local part squashed: `no-reply`, `noreply`, `do-not-reply`..."""
+_NON_DELIVERY_SUBJECT = re.compile(
+    r"^\s*("
+    r"undelivered\s+mail(\s+returned\s+to\s+sender)?|undeliverable(\s+(mail|message))?|returned\s+mail|"
+    r"mail\s+delivery\s+(failed|failure|problem)|delivery\s+(status\s+notification|failure|failed|has\s+failed)|"
+    r"failure\s+notice|non[\s-]?delivery(\s+(report|notification))?|nondeliverable(\s+(mail|message))?|"
+    r"message\s+(not\s+delivered|undeliverable)|unzustellbar|nicht\s+zustellbar|non\s+remis|non\s+distribu[ée]|"
+    r"non\s+recapitabile|no\s+se\s+puede\s+entregar|onbestelbaar|kan\s+ikke\s+leveres|kunde\s+inte\s+levereras"
+    r")\s*([:\uff1a(]|$)",
+    re.IGNORECASE,
+)
+"""The subjects mail systems give a report of failed (or delayed) delivery: the words at the very start, then a colon,
+a parenthesis or nothing (`Undeliverable: <subject>`, `Delivery Status Notification (Failure)`, `failure notice`). A
+customer who forwards one writes `Fwd:` before it, and one who writes `Undeliverable address on my order` goes on
+after the words."""
+_RETURNED = frozenset({"message/rfc822", "text/rfc822-headers"})
+"""An attached mail, or its headers: what a report of failed delivery returns."""
+_LOOP_ALERT = re.compile(
+    r"\b(mail(ing)?[\s-]*loops?|loop(ing)?\s+(detected|suspected|alert|warning)|(possible|suspected|probable)\s+loop|"
+    r"looping\s+(mail|message|posting)s?)\b",
+    re.IGNORECASE,
+)
+_LIST_MANAGER = re.compile(
+    r"^((listserv|listproc|mailman|sympa|majordomo|listmaster|lyris|ezmlm)([-_.+]|$)|owner-)|-(owner|bounces)([-_.+]|$)"
+)
+"""A list manager's own address, on the local part lower-cased: `LISTSERV`, `mailman`, `sympa`, `<list>-owner`,
+`<list>-bounces+<verp>`, `owner-<list>` (with their separator: `owner@` is a shop's owner, `homeowner@` a person)."""
+_LIST_MANAGER_HEADERS = frozenset({"list-id", "x-mailman-version", "x-beenthere", "x-loop", "x-listserver"})
+_BULK_HEADERS = frozenset(
+    {
+        "list-unsubscribe",
+        "list-id",
+        "feedback-id",
+        "x-auto-response-suppress",
+        "x-ses-outgoing",
+        "x-sg-eid",
+        "x-sg-id",
+        "x-pm-message-id",
+        "x-mandrill-user",
+        "x-mc-user",
+        "x-msfbl",
+    }
+)
+"""The marks of a bulk or transactional sending: an unsubscribe link, a list, a feedback loop id, Exchange's
+"send no auto-reply", and the sending services' own headers (Amazon SES, SendGrid, Postmark, Mandrill, Mailchimp,
+SparkPost)."""
+_BULK_PREFIXES = ("x-mailgun", "x-ses-", "x-sg-", "x-pm-", "x-mandrill-")
 _DELAY_SUBJECT = re.compile(r"\b(delayed|delay|warning: message .* delayed|still being retried)\b", re.IGNORECASE)
 _PRECEDENCE = frozenset({"bulk", "junk", "list", "auto_reply"})
 
 
 def _actions(mail: Mail) -> list[str]:
     return [block["action"].strip().lower() for block in mail.report if block.get("action")]
+
+
+def _squashed(address: str) -> str:
+    """An address's local part, lower-cased, without the separators and digits that spell one name many ways."""
+    return re.sub(r"[\W_\d]+", "", address.rpartition("@")[0].lower())
+
+
+def _null_reverse_path(mail: Mail) -> bool:
+    """`Return-Path: <>`: the final mail system's record of a null envelope sender (the nearest, the first, counts)."""
+    value = mail.header("Return-Path")
+    return value is not None and value.replace(" ", "") in ("<>", "")
+
+
+def _auto_submitted(mail: Mail) -> bool:
+    submitted = (mail.header("Auto-Submitted") or "").split(";", 1)[0].strip().lower()
+    return bool(submitted) and submitted != "no"
 
 
 def is_our_own(mail: Mail, organization_id: str) -> bool:
@@ -763,16 +831,20 @@ def requester(mail: Mail, own_addresses: Collection[str]) -> tuple[str, str] | N
 
 def classify(mail: Mail, own_addresses: Collection[str], organization_id: str) -> str:
     """The mail's class (docs/helpdesk.md, "Inbound email"), in this order: our own mail coming back (our header, or
-    sent from one of our own addresses with no one else to answer); a feedback report; a delivery status notification
-    (a failed action: bounce; only delayed: delayed; only delivered: a delivery report); a mailer daemon's or
-    X-Failed-Recipients bounce; the voice provider's voicemail notification; an auto-reply; else a customer's
-    message."""
+    sent from one of our own addresses with no one else to answer); a feedback report; a read receipt (an
+    auto-reply); a delivery status notification (a failed action: bounce; only delayed: delayed; only delivered: a
+    delivery report); a bounce by its headers (X-Failed-Recipients, Exchange's NDR mark) or its sender (a mail
+    system's role address); a list manager's loop alert (an auto-reply); the voice provider's voicemail notification;
+    a bounce by its envelope (a null reverse-path) or by what it says (a failed-delivery subject on a returned mail);
+    an auto-reply or a notification; else a customer's message, or an invalid one when it names no one to answer."""
     if is_our_own(mail, organization_id):
         return OUTBOUND_COPY
     if mail.sender and requester(mail, own_addresses) is None:
         return OUTBOUND_COPY
     if mail.report_type == "feedback-report":
         return FEEDBACK_REPORT
+    if mail.report_type == "disposition-notification":
+        return AUTO_REPLY
     actions = _actions(mail)
     if mail.report_type == "delivery-status" or actions:
         if "failed" in actions or not actions:
@@ -780,15 +852,80 @@ def classify(mail: Mail, own_addresses: Collection[str], organization_id: str) -
         if "delayed" in actions:
             return DELAYED
         return DELIVERED
-    if mail.header("X-Failed-Recipients"):
+    if mail.header("X-Failed-Recipients") or mail.header("X-MS-Exchange-Message-Is-Ndr") is not None:
         return BOUNCE
-    if _MAILER_DAEMON.match(mail.sender) or (not mail.sender and mail.header("Return-Path") in ("<>", "")):
-        return DELAYED if _DELAY_SUBJECT.search(mail.subject) else BOUNCE
+    if is_mail_system(mail) or (not mail.sender and _null_reverse_path(mail)):
+        return _failed_or_delayed(mail)
+    if is_loop_alert(mail):
+        return AUTO_REPLY
     if is_voicemail_notification(mail):
         return VOICEMAIL
-    if is_auto_reply(mail):
+    if is_non_delivery_report(mail):
+        return _failed_or_delayed(mail)
+    if is_auto_reply(mail) or is_notification(mail):
         return AUTO_REPLY
-    return INBOUND
+    return INBOUND if requester(mail, own_addresses) is not None else INVALID
+
+
+def _failed_or_delayed(mail: Mail) -> str:
+    return DELAYED if _DELAY_SUBJECT.search(mail.subject) else BOUNCE
+
+
+def is_mail_system(mail: Mail) -> bool:
+    """From a mail system's role address, `postmaster` or `mailer-daemon` however it is spelt (`post.master`,
+    `MAILER_DAEMON`, `mailerdaemon`, `postmaster-noreply`...): the local part without its separators and digits
+    starts or ends with one. A From without an address (`MAILER-DAEMON (Mail Delivery System)`) by its first word."""
+    address = mail.sender or (mail.header("From") or "").strip().split(" ", 1)[0] + "@"
+    return bool(_MAIL_SYSTEM.search(_squashed(address)))
+
+
+def is_non_delivery_report(mail: Mail) -> bool:
+    """A report of failed delivery without a DSN, from a sender that is no mail system's role address:
+
+    - a null reverse-path (`Return-Path: <>`, which RFC 5321 keeps for notifications so that they never bounce
+      back), unless the mail is an auto-reply or a notification by its own signals (auto-responders send with a null
+      reverse-path too) and nothing says delivery failed;
+    - a subject that starts with the words mail systems use (`Undeliverable:`, `Undelivered Mail Returned to Sender`,
+      `Delivery Status Notification`, `Mail delivery failed`, `failure notice`, `Unzustellbar:`...) on a mail that
+      returns a mail (an attached `message/rfc822` or `text/rfc822-headers`: Exchange's plain multipart/mixed NDR)
+      or says it was sent automatically (`Auto-Submitted`). The subject alone is not one: a customer may write
+      `Undeliverable: my parcel`; nor is an attached mail alone: a customer may forward one as an attachment."""
+    says_failed = bool(_NON_DELIVERY_SUBJECT.match(mail.subject))
+    returns = any(attachment.content_type in _RETURNED for attachment in mail.attachments)
+    if _null_reverse_path(mail):
+        return says_failed or returns or not (is_auto_reply(mail) or is_notification(mail))
+    return says_failed and (returns or _auto_submitted(mail))
+
+
+def is_loop_alert(mail: Mail) -> bool:
+    """A mailing list manager's notice that it stopped a mail loop (Mailman, LISTSERV, Sympa, Majordomo...): its
+    subject, or the start of its text, speaks of a mail loop, and it comes from a list manager (its address, or the
+    headers a list manager writes: List-Id, X-Mailman-Version, X-BeenThere, X-Loop, X-Listserver). An auto-reply,
+    not a bounce: it names no address that failed, so as a bounce it would mark the ticket's customer bouncing; and
+    the loop ends where nothing answers it."""
+    if not (_LOOP_ALERT.search(mail.subject) or _LOOP_ALERT.search(mail.text[:2000])):
+        return False
+    return bool(_LIST_MANAGER.search(mail.sender.rpartition("@")[0])) or any(
+        name in _LIST_MANAGER_HEADERS for name, _ in mail.headers
+    )
+
+
+def is_notification(mail: Mail) -> bool:
+    """A system's notification that carries no auto-reply header: two independent signs, as no one alone tells a
+    machine from a person (companies send their people's mail through Amazon SES, SendGrid or Mailgun, Outlook puts
+    X-Auto-Response-Suppress on ordinary mail, sales and newsletter tools put List-Unsubscribe on one-to-one mail):
+
+    - it came through a list to its subscribers: List-Id and List-Unsubscribe together;
+    - its sender says answers go nowhere (`no-reply`, `noreply`, `do-not-reply`...), it names no one else to answer
+      in Reply-To (a web form's mail sent as no-reply for a visitor is the visitor's), and it carries a mark of a bulk
+      or transactional sending (`_BULK_HEADERS`, or a sending service's `X-Mailgun-*`, `X-SES-*`, `X-SG-*`...)."""
+    if mail.header("List-Id") is not None and mail.header("List-Unsubscribe") is not None:
+        return True
+    if not _NO_REPLY.search(_squashed(mail.sender)):
+        return False
+    if any(not _NO_REPLY.search(_squashed(address)) for _, address in mail.reply_to):
+        return False
+    return any(name in _BULK_HEADERS or name.startswith(_BULK_PREFIXES) for name, _ in mail.headers)
 
 
 def _yes(value: str | None) -> bool:
@@ -802,8 +939,7 @@ def is_auto_reply(mail: Mail) -> bool:
     one, the first is what careful senders (this helpdesk too) put on their own mail, the second what an Outlook rule
     that forwards mail adds); Apple iCloud's vacation (`X-Apple-Action: VACATION`, without Auto-Submitted); a subject
     that says so, in many languages."""
-    submitted = (mail.header("Auto-Submitted") or "").split(";", 1)[0].strip().lower()
-    if submitted and submitted != "no":
+    if _auto_submitted(mail):
         return True
     if _yes(mail.header("X-Autoreply")) or _yes(mail.header("X-Autorespond")):
         return True

@@ -1,11 +1,12 @@
-"""Inbound SMS (the SMS provider's form, and the voice provider's SMS events): one thread per phone number, and the
-threading by sender that the messaging apps share (`to_thread`).
+"""Inbound SMS (the SMS provider's form, and the voice provider's SMS events): all messages from one number form one
+ticket thread; and the threading by sender that the messaging apps share (`to_thread`).
 
-A sender's thread (`Ticket.thread_key`, e.g. `sms:+15551234567`, `whatsapp:<wa_id>`) is one per organization: its
-newest ticket takes the next message while it is open or pending; a resolved or closed one is reopened when its last
-change is at most REOPEN_WITHIN old (at most REOPENS_PER_HOUR times an hour, as inbound mail: the backstop against a
-loop with another machine), and past that the message starts a new ticket of the thread. MMS media are kept as
-attachment references (`{"url", "content_type"}`), not downloaded."""
+A sender's thread (`Ticket.thread_key`, e.g. `sms:+15551234567`, `whatsapp:<wa_id>`) is one per organization. A
+number's latest ticket takes each of its messages, however long ago it was resolved or closed, and is reopened by it
+(at most REOPENS_PER_HOUR times an hour, as inbound mail: the backstop against a loop with another machine; past that
+the message is added and the ticket stays as it is). The messaging apps keep their own rule: a resolved or closed
+ticket whose last change is more than REOPEN_WITHIN old is left alone, and the message starts a new ticket of the
+thread. MMS media are kept as attachment references (`{"url", "content_type"}`), not downloaded."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
 
 REOPEN_WITHIN = timedelta(days=7)
-"""A resolved or closed ticket of a sender's thread is reopened by the sender's next message up to this long after its
-last change; after that, the message starts a new ticket."""
+"""The messaging apps' rule (`to_thread`'s default): a resolved or closed ticket of a sender's thread is reopened by the
+sender's next message up to this long after its last change; after that, the message starts a new ticket. SMS has no
+such limit: a number's messages form one thread."""
 INBOUND = "inbound"
 MAX_MEDIA = 10
 """Media of one MMS, at most (the provider's own limit)."""
@@ -79,12 +81,20 @@ def to_thread(
     attachments: Sequence[dict[str, Any]] = (),
     tags: Sequence[str] = (),
     classification: str = INBOUND,
+    reopen_within: timedelta | None = REOPEN_WITHIN,
     now: datetime,
     recorded: list[str],
 ) -> Outcome:
-    """A sender's message onto its thread's ticket (reopened if need be), or a new ticket of the thread."""
+    """A sender's message onto its thread's latest ticket (reopened if need be), or a new ticket of the thread: when the
+    thread has none, or its latest is resolved or closed and last changed more than `reopen_within` ago (None: never
+    a new one)."""
     ticket = tickets.latest_of_thread(connection, organization_id, thread_key)
-    if ticket is not None and ticket.status in CLOSED and now - ticket.updated_at > REOPEN_WITHIN:
+    if (
+        ticket is not None
+        and reopen_within is not None
+        and ticket.status in CLOSED
+        and now - ticket.updated_at > reopen_within
+    ):
         ticket = None
     if ticket is None:
         created = tickets.create(
@@ -131,7 +141,8 @@ def from_number(
     now: datetime,
     recorded: list[str],
 ) -> Outcome:
-    """An SMS from `number` (E.164): its customer (identity `phone`), onto the number's thread."""
+    """An SMS from `number` (E.164): its customer (identity `phone`), onto the number's thread, whose latest ticket
+    takes it however long ago it was resolved."""
     customer = customers.find_or_create_by_identity(
         connection, organization_id, kind="phone", value=number, name=None, phone=number, now=now, recorded=recorded
     )
@@ -145,6 +156,7 @@ def from_number(
         body=text,
         message_id=message_id,
         attachments=attachments,
+        reopen_within=None,
         now=now,
         recorded=recorded,
     )

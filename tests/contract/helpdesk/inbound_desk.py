@@ -1,15 +1,14 @@
 """What the SMS, messaging and voice endpoint tests share: an organization with a REST key, a channel of it made as
 `signalyard helpdesk channels create` makes one, and what its users then see (tickets, conversations, the stored
-inbound events and what each became), read through the REST API; and polling with a deadline."""
+inbound events and what each became), read through the REST API."""
 
 from __future__ import annotations
 
-import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy import func, select
 
@@ -17,18 +16,7 @@ from signalyard import secrets
 from storage.helpdesk import channels, inbound, tickets
 from storage.helpdesk.tickets import ConversationRecord
 from tests.helpdesk_stack import HelpdeskStack
-
-T = TypeVar("T")
-
-
-async def until(condition: Callable[[], Awaitable[T]], timeout_s: float = 30) -> T:
-    """The condition's first truthy answer; its last answer when the deadline passes first."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
+from tests.helpers import signed_up, until
 
 
 def unique_number() -> str:
@@ -101,9 +89,7 @@ class Desk:
             events = await self.inbound(channel_id)
             return events if sum(event["state"] == "processed" for event in events) >= count else []
 
-        events = await until(done)
-        assert events, f"fewer than {count} events processed: {await self.inbound(channel_id)}"
-        return events
+        return await until(done, f"{count} events of the channel processed")
 
     async def stored(self, channel_id: str | None = None) -> int:
         """How many inbound events the channel has stored (counted in the table: nothing hides there)."""
@@ -113,7 +99,5 @@ class Desk:
 
 async def desk(stack: HelpdeskStack) -> Desk:
     """A new organization (its admin signed up) with a REST key of scope `*`."""
-    async with stack.browser() as browser:
-        organization = (await browser.sign_up())["organization"]["id"]
-        key = await browser.api_key("*")
-    return Desk(stack, organization, key)
+    async with signed_up(stack) as organization:
+        return Desk(stack, organization.id, organization.key)

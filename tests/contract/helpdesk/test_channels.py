@@ -5,12 +5,12 @@ channel shown once, an address routing to one live channel at a time, and `GET /
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from email.message import EmailMessage
 from typing import Any
 
 from tests.helpdesk_stack import HelpdeskStack, data, trpc_error
+from tests.helpers import until
 
 
 def address() -> str:
@@ -104,10 +104,7 @@ async def test_inbound_messages_list_what_came_and_what_it_became(helpdesk_stack
         listed = await helpdesk_stack.rest(key, "GET", "/inbound-messages", params={"channel_id": channel["id"]})
         return [m for m in listed.json()["data"] if m["state"] == "processed"]
 
-    deadline = asyncio.get_running_loop().time() + 30
-    while not (found := await processed()) and asyncio.get_running_loop().time() < deadline:
-        await asyncio.sleep(0.1)
-    [message] = found
+    [message] = await until(processed, "the mail processed")
     assert (message["provider"], message["classification"]) == ("email_d", "inbound")
     assert message["outcome"] == "new ticket"
     assert message["dedup_key"] == mail["Message-ID"].strip("<>")

@@ -16,7 +16,8 @@ from processors.common.webhooks import WebhookDeliverer
 from signalyard import secrets
 from storage.common import webhooks
 from tests.conftest import running_stack
-from tests.helpdesk_stack import Browser, HelpdeskStack, helpdesk_settings
+from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
+from tests.helpers import new_organization
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 from topics.helpdesk import EVENTS, WEBHOOKS
 
@@ -36,17 +37,11 @@ async def subscribe(
     return path
 
 
-async def admin_key(browser: Browser) -> str:
-    """A `*` key of a new organization, made by its admin."""
-    await browser.sign_up()
-    return await browser.api_key("*")
-
-
 async def test_a_created_ticket_is_delivered_as_ticket_created_signed_over_the_raw_body(
     helpdesk_stack: HelpdeskStack, plain_receiver: WebhookReceiver
 ) -> None:
     async with helpdesk_stack.browser() as browser:
-        key = await admin_key(browser)
+        key = (await new_organization(browser)).key
     path = await subscribe(helpdesk_stack, key, plain_receiver, ["ticket.created"], secret="s3cret-signing-key")
     created = await helpdesk_stack.rest(
         key, "POST", "/tickets", json={"subject": "Where is my parcel?", "customer_email": "Ada@Example.com"}
@@ -75,7 +70,7 @@ async def test_without_a_secret_deliveries_carry_no_signature(
     helpdesk_stack: HelpdeskStack, plain_receiver: WebhookReceiver
 ) -> None:
     async with helpdesk_stack.browser() as browser:
-        key = await admin_key(browser)
+        key = (await new_organization(browser)).key
     path = await subscribe(helpdesk_stack, key, plain_receiver, ["customer.created"], secret=None)
     await helpdesk_stack.rest(key, "POST", "/customers", json={"email": "grace@example.com", "name": "Grace Hopper"})
 
@@ -98,7 +93,7 @@ async def test_each_operation_delivers_the_events_the_reference_names(
     `ticket.updated`; likewise priority and assignment; tags are `ticket.updated` alone; a reply is
     `conversation.created`; a customer's change `customer.updated`. One delivery per event and subscription."""
     async with helpdesk_stack.browser() as browser:
-        key = await admin_key(browser)
+        key = (await new_organization(browser)).key
         me = (await browser.query("auth.getUser")).json()["result"]["data"]["json"]
     path = await subscribe(helpdesk_stack, key, plain_receiver, list(EVENTS), secret="another-s3cret")
     created = (
@@ -165,8 +160,8 @@ async def test_a_failing_receiver_is_retried_at_1m_5m_30m_2h_24h_then_the_subscr
         running_stack(settings, broker_bootstrap, HelpdeskStack, with_processor=False) as gateway,
         gateway.browser() as browser,
     ):
-        organization_id = (await browser.sign_up())["user"]["organization_id"]
-        key = await browser.api_key("*")
+        admin = await new_organization(browser)
+        organization_id, key = admin.id, admin.key
         path = await subscribe(gateway, key, plain_receiver, ["ticket.created"], secret="retry-s3cret")
         plain_receiver.respond(path, 500, "down for maintenance")
         created = await gateway.rest(key, "POST", "/tickets", json={"subject": "Hi", "customer_email": "r@example.com"})
@@ -208,7 +203,7 @@ async def test_a_disabled_subscription_gets_nothing(
     helpdesk_stack: HelpdeskStack, plain_receiver: WebhookReceiver
 ) -> None:
     async with helpdesk_stack.browser() as browser:
-        key = await admin_key(browser)
+        key = (await new_organization(browser)).key
     quiet = await subscribe(helpdesk_stack, key, plain_receiver, ["ticket.created"], secret=None)
     loud = await subscribe(helpdesk_stack, key, plain_receiver, ["ticket.created"], secret=None)
     hooks = (await helpdesk_stack.rest(key, "GET", "/webhooks")).json()["data"]

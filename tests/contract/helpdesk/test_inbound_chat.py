@@ -5,7 +5,6 @@ ticket and the messages of its chat thread conversations on it; bots' messages m
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -19,21 +18,13 @@ from sqlalchemy import func, select
 
 from storage.helpdesk import inbound
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import signed_up, until
 
 PATH = "/api/webhooks/chat"
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
     return "v0=" + hmac.new(secret.encode(), f"v0:{timestamp}:".encode() + body, hashlib.sha256).hexdigest()
-
-
-async def until(condition: Any, timeout_s: float = 30) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
 
 
 @dataclass
@@ -94,25 +85,17 @@ class Team:
             messages = list(listed.json()["data"])
             return messages if sum(m["state"] == "processed" for m in messages) >= count else []
 
-        found = await until(done)
-        assert found, f"fewer than {count} chat events were processed"
-        return list(found)
+        return await until(done, f"{count} chat events processed")
 
 
 async def team(stack: HelpdeskStack) -> Team:
-    async with stack.browser() as browser:
-        await browser.sign_up()
-        key = await browser.api_key("*")
     team_id = f"T{uuid.uuid4().hex[:9].upper()}"
     secret = uuid.uuid4().hex
-    made = await stack.rest(
-        key,
-        "POST",
-        "/channels",
-        json={"kind": "chat", "name": "Support chat", "addresses": [team_id], "secrets": {"signing_secret": secret}},
-    )
+    channel = {"kind": "chat", "name": "Support chat", "addresses": [team_id], "secrets": {"signing_secret": secret}}
+    async with signed_up(stack) as organization:
+        made = await organization.rest("POST", "/channels", json=channel)
     assert made.status_code == 201, made.text
-    return Team(stack, key, team_id, secret, made.json()["id"])
+    return Team(stack, organization.key, team_id, secret, made.json()["id"])
 
 
 async def test_the_url_verification_challenge_is_answered_and_stores_nothing(helpdesk_stack: HelpdeskStack) -> None:

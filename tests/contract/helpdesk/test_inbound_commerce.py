@@ -5,7 +5,6 @@ data to the blob store, and erases it so that nothing of it remains in any table
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -24,6 +23,7 @@ from signalyard.services.helpdesk import BLOB_DIRECTORY, blob_store
 from storage.helpdesk import inbound, orders
 from storage.tables import METADATA
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import signed_up, until
 
 PATH = "/api/webhooks/commerce"
 PRIVACY_PATH = "/api/webhooks/commerce/gdpr"
@@ -31,16 +31,6 @@ PRIVACY_PATH = "/api/webhooks/commerce/gdpr"
 
 def sign(secret: str, body: bytes) -> str:
     return base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest()).decode()
-
-
-async def until(condition: Any, timeout_s: float = 30) -> Any:
-    """`condition()`'s first truthy answer, polled until the deadline (then its last answer)."""
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
 
 
 @dataclass
@@ -138,9 +128,7 @@ class Shop:
             messages = list(listed.json()["data"])
             return messages if sum(m["state"] == "processed" for m in messages) >= count else []
 
-        found = await until(done)
-        assert found, f"fewer than {count} events of the shop were processed"
-        return list(found)
+        return await until(done, f"{count} events of the shop processed")
 
     async def customer(self, email: str) -> dict[str, Any] | None:
         listed = await self.stack.rest(self.key, "GET", "/customers", params={"email": email})
@@ -152,19 +140,14 @@ class Shop:
 
 
 async def shop(stack: HelpdeskStack) -> Shop:
-    async with stack.browser() as browser:
-        organization = (await browser.sign_up())["organization"]["id"]
-        key = await browser.api_key("*")
     domain = f"tea-{uuid.uuid4().hex[:8]}.myshop.example"
     secrets = {"webhook_secret": f"whs-{uuid.uuid4().hex}", "api_secret": f"api-{uuid.uuid4().hex}"}
-    made = await stack.rest(
-        key,
-        "POST",
-        "/channels",
-        json={"kind": "commerce", "name": "Tea shop", "addresses": [domain], "secrets": secrets},
-    )
+    channel = {"kind": "commerce", "name": "Tea shop", "addresses": [domain], "secrets": secrets}
+    async with signed_up(stack) as organization:
+        made = await organization.rest("POST", "/channels", json=channel)
     assert made.status_code == 201, made.text
-    return Shop(stack, key, organization, domain, secrets["webhook_secret"], secrets["api_secret"], made.json()["id"])
+    webhook_secret, api_secret = secrets["webhook_secret"], secrets["api_secret"]
+    return Shop(stack, organization.key, organization.id, domain, webhook_secret, api_secret, made.json()["id"])
 
 
 async def test_an_order_upserts_its_customer_and_attaches_the_order_facts(helpdesk_stack: HelpdeskStack) -> None:

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import until
 from tests.peers.inbound_mail import (
     PATH,
     Mailbox,
@@ -18,7 +19,6 @@ from tests.peers.inbound_mail import (
     new_message_id,
     parts_of,
     retitled,
-    until,
 )
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "mail"
@@ -36,7 +36,7 @@ async def test_a_signed_post_becomes_a_ticket_and_its_attachments_reach_the_blob
     answer = await box.mailgun(raw)
     assert (answer.status_code, answer.json()) == (200, {"status": "accepted"})
 
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     assert (ticket["subject"], ticket["channel"], ticket["customer_email"]) == (
         "Broken label printer (photo and invoice attached)",
         "email",
@@ -63,7 +63,7 @@ async def test_a_signed_post_becomes_a_ticket_and_its_attachments_reach_the_blob
 async def test_the_raw_mail_in_body_mime_becomes_a_ticket_in_its_own_charset(helpdesk_stack: HelpdeskStack) -> None:
     box = await Mailbox.open(helpdesk_stack)
     assert (await box.mailgun(fixture("inbound_iso2022jp.eml"), mime=True)).json() == {"status": "accepted"}
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     assert ticket["subject"] == "プリンター故障の件について"
     [conversation] = await box.conversations(ticket["id"])
     assert "①番のプリンターが故障しました。" in conversation["body"]

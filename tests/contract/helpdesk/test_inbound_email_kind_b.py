@@ -12,7 +12,8 @@ import time
 from pathlib import Path
 
 from tests.helpdesk_stack import HelpdeskStack
-from tests.peers.inbound_mail import PATH, Mailbox, SendgridKey, multipart, parts_of, retitled, sendgrid_form, until
+from tests.helpers import until
+from tests.peers.inbound_mail import PATH, Mailbox, SendgridKey, multipart, parts_of, retitled, sendgrid_form
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "mail"
 
@@ -29,7 +30,7 @@ async def test_a_signed_post_becomes_a_ticket_in_its_charset_with_its_attachment
     answer = await box.sendgrid_mail(raw)
     assert (answer.status_code, answer.json()) == (200, {"status": "accepted"})
 
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     assert (ticket["subject"], ticket["customer_email"]) == ("見積書（髙﨑）", "takasaki@docomo.example.ne.jp")  # noqa: RUF001
     [conversation] = await box.stored_conversations(ticket["id"])
     assert conversation.body.startswith("見積書を添付します。①")
@@ -49,7 +50,7 @@ async def test_a_signed_post_becomes_a_ticket_in_its_charset_with_its_attachment
 async def test_the_raw_mail_sendgrid_can_send_instead_becomes_a_ticket(helpdesk_stack: HelpdeskStack) -> None:
     box = await Mailbox.open(helpdesk_stack)
     assert (await box.sendgrid_mail(fixture("inbound_ks_c_5601.eml"), raw_mode=True)).json() == {"status": "accepted"}
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     assert ticket["subject"] == "배송 문의 뷁"
 
 

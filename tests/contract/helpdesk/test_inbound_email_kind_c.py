@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 from tests.helpdesk_stack import HelpdeskStack
-from tests.peers.inbound_mail import PATH, Mailbox, new_message_id, parts_of, postmark_json, retitled, until
+from tests.helpers import until
+from tests.peers.inbound_mail import PATH, Mailbox, new_message_id, parts_of, postmark_json, retitled
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "mail"
 
@@ -27,7 +28,7 @@ async def test_a_post_with_the_token_in_the_url_becomes_a_ticket_with_its_attach
     answer = await box.postmark(raw)
     assert (answer.status_code, answer.json()) == (200, {"status": "accepted"})
 
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     assert (ticket["subject"], ticket["channel"], ticket["tags"]) == (
         "New voicemail from (415) 555-0134",
         "voice",
@@ -52,7 +53,7 @@ async def test_the_token_may_come_in_x_inbound_token_and_latin1_text_reads_as_wr
 ) -> None:
     box = await Mailbox.open(helpdesk_stack)
     assert (await box.postmark(fixture("inbound_latin1_outlook.eml"), in_header=True)).json() == {"status": "accepted"}
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     assert ticket["subject"] == "Réclamation : commande n° 88213"
     [conversation] = await box.conversations(ticket["id"])
     assert "ma commande n’est jamais arrivée" in conversation["body"]  # noqa: RUF001
@@ -95,7 +96,7 @@ async def test_a_retry_is_acknowledged_and_stores_nothing_new(helpdesk_stack: He
     retry = await box.postmark_post(body)
     assert (retry.status_code, retry.json()) == (200, {"status": "duplicate"})
     assert await box.stored() == 1
-    assert len(await until(box.tickets)) == 1
+    assert len(await until(box.tickets, "the mail's ticket")) == 1
 
 
 async def test_a_malformed_body_is_400_and_stores_nothing(helpdesk_stack: HelpdeskStack) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.helpdesk_stack import HelpdeskStack
-from tests.peers.inbound_mail import PATH, Mailbox, parts_of, retitled, until
+from tests.helpers import until
+from tests.peers.inbound_mail import PATH, Mailbox, parts_of, retitled
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "mail"
 
@@ -18,7 +19,7 @@ async def test_a_japanese_mail_becomes_a_ticket_as_written(helpdesk_stack: Helpd
     raw = (FIXTURES / "inbound_iso2022jp.eml").read_bytes()
     answer = await box.forward(raw, **{"x-envelope-to": box.address})
     assert (answer.status_code, answer.json()) == (200, {"status": "accepted"})
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     assert (ticket["subject"], ticket["customer_email"]) == ("プリンター故障の件について", "takahashi@example.co.jp")
     [conversation] = await box.conversations(ticket["id"])
     assert conversation["body"] == "お世話になっております。\n①番のプリンターが故障しました。\n㈱アクメ 髙橋"
@@ -33,7 +34,7 @@ async def test_the_recipient_comes_from_delivered_to_and_attachments_reach_the_b
     box = await Mailbox.open(helpdesk_stack)
     raw = retitled((FIXTURES / "inbound_attachments.eml").read_bytes(), Delivered_To=box.address)
     assert (await box.forward(raw)).json() == {"status": "accepted"}
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     [conversation] = await box.stored_conversations(ticket["id"])
     sent = parts_of(raw).attachments
     assert [a["name"] for a in conversation.attachments] == [name for name, _, _ in sent]

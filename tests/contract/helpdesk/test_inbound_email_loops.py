@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from tests.helpdesk_stack import HelpdeskStack
-from tests.peers.inbound_mail import Mailbox, new_message_id, retitled, until
+from tests.helpers import until
+from tests.peers.inbound_mail import Mailbox, new_message_id, retitled
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "mail"
 OUR_REPLY = b"ticket-1042.reply-1.9f8e7d@acme.example"
@@ -38,7 +39,7 @@ async def ticket_with_our_reply(box: Mailbox) -> tuple[dict[str, Any], str]:
     first["Message-ID"] = make_msgid(domain="example.com")
     first.set_content("It is on fire.")
     await send(box, first.as_bytes())
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     ours = new_message_id("acme.example")
     await box.sent_reply(ticket["id"], "We are on it.", ours)
     return ticket, ours

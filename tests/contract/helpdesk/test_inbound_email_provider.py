@@ -6,7 +6,6 @@ address bouncing and notes it on the ticket of the mail it concerns; a delivery 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
 import time
@@ -23,20 +22,12 @@ from sqlalchemy import func, select
 
 from storage.helpdesk import inbound, tickets
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import signed_up, until
 
 PATH = "/api/webhooks/email-provider"
 LEGACY_PATH = "/api/webhooks/email"
 SIGNATURE = "x-vendor-email-event-webhook-signature"
 TIMESTAMP = "x-vendor-email-event-webhook-timestamp"
-
-
-async def until(condition: Any, timeout_s: float = 30) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
 
 
 def provider_event(kind: str, email: str, message_id: str, **extra: Any) -> dict[str, Any]:
@@ -90,9 +81,7 @@ class Provider:
             messages = list(listed.json()["data"])
             return messages if sum(m["state"] == "processed" for m in messages) >= count else []
 
-        found = await until(done)
-        assert found, f"fewer than {count} provider events were processed"
-        return list(found)
+        return await until(done, f"{count} provider events processed")
 
     async def mailed_reply(self, email: str) -> tuple[str, str]:
         """A ticket of the customer and the reply the helpdesk mailed on it: (ticket id, the mail's Message-ID)."""
@@ -122,9 +111,6 @@ class Provider:
 
 
 async def provider(stack: HelpdeskStack, *, signed: bool = True) -> Provider:
-    async with stack.browser() as browser:
-        organization = (await browser.sign_up())["organization"]["id"]
-        key = await browser.api_key("*")
     signing_key = ec.generate_private_key(ec.SECP256R1()) if signed else None
     secrets = {}
     if signing_key is not None:  # as the provider shows it: base64 DER
@@ -132,12 +118,13 @@ async def provider(stack: HelpdeskStack, *, signed: bool = True) -> Provider:
             serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
         )
         secrets["public_key"] = base64.b64encode(der).decode()
-    made = await stack.rest(
-        key, "POST", "/channels", json={"kind": "email_provider", "name": "Outbound mail", "secrets": secrets}
-    )
+    async with signed_up(stack) as organization:
+        made = await organization.rest(
+            "POST", "/channels", json={"kind": "email_provider", "name": "Outbound mail", "secrets": secrets}
+        )
     assert made.status_code == 201, made.text
     channel = made.json()
-    return Provider(stack, key, organization, channel["secrets"]["token"], channel["id"], signing_key)
+    return Provider(stack, organization.key, organization.id, channel["secrets"]["token"], channel["id"], signing_key)
 
 
 @pytest.mark.parametrize("path", [PATH, LEGACY_PATH])

@@ -11,7 +11,8 @@ from email.utils import make_msgid
 from typing import Any
 
 from tests.helpdesk_stack import HelpdeskStack
-from tests.peers.inbound_mail import Mailbox, new_message_id, retitled, until
+from tests.helpers import until
+from tests.peers.inbound_mail import Mailbox, new_message_id, retitled
 
 
 def mail(subject: str, body: str, **headers: str) -> EmailMessage:
@@ -34,7 +35,7 @@ async def send(box: Mailbox, message: EmailMessage) -> None:
 async def first_ticket(box: Mailbox, subject: str = "Printer on fire") -> tuple[dict[str, Any], EmailMessage]:
     first = mail(subject, "It is on fire.")
     await send(box, first)
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     return ticket, first
 
 
@@ -98,7 +99,7 @@ async def test_rule_4_the_same_mail_through_another_channel_is_recorded_on_its_t
     async def second_processed() -> list[dict[str, Any]]:
         return [m for m in await box.inbound_messages(channel_id=second) if m["state"] == "processed"]
 
-    [outcome] = await until(second_processed)
+    [outcome] = await until(second_processed, "the mail processed on the second channel")
     assert outcome["outcome"] == "threaded by Message-ID: the same mail is on the ticket already"
     assert outcome["ticket_id"] == ticket["id"]
     assert len(await box.tickets()) == 1
@@ -109,7 +110,7 @@ async def test_in_reply_to_comes_before_a_subject_naming_another_ticket(helpdesk
     box = await Mailbox.open(helpdesk_stack)
     older, first = await first_ticket(box)
     await send(box, mail("Scanner jammed", "Jammed."))
-    newer = (await until(lambda: _two(box)))[0]
+    newer = (await until(lambda: _two(box), "a second ticket"))[0]
     assert newer["id"] != older["id"]
     await send(box, mail(f"Re: [Ticket #{newer['number']}] Scanner", "Mixed up.", In_Reply_To=str(first["Message-ID"])))
     outcome = await last_outcome(box, 3)

@@ -4,7 +4,6 @@ nothing, and the processors make the mail a ticket, then thread its reply by In-
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from sqlalchemy import func, select
 from signalyard import secrets
 from storage.helpdesk import channels, inbound
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import signed_up, until
 
 PATH = "/api/webhooks/inbound-email"
 
@@ -43,23 +43,21 @@ class Mailbox:
 
 
 async def mailbox(stack: HelpdeskStack) -> Mailbox:
-    async with stack.browser() as browser:
-        organization = (await browser.sign_up())["organization"]["id"]
-        key = await browser.api_key("*")
     address = f"support-{uuid.uuid4().hex[:8]}@acme.example"
     secret = f"fwd-{uuid.uuid4().hex}"
     cipher = secrets.secrets_cipher(stack.settings.platform)
-    channel = await stack.db.write(
-        channels.create,
-        cipher,
-        organization,
-        kind="email",
-        name="Support mailbox",
-        addresses=[("email", address)],
-        secrets={"forwarder_secret": secret},
-        now=datetime.now(UTC),
-    )
-    return Mailbox(stack, key, address, secret, channel.id)
+    async with signed_up(stack) as organization:
+        channel = await stack.db.write(
+            channels.create,
+            cipher,
+            organization.id,
+            kind="email",
+            name="Support mailbox",
+            addresses=[("email", address)],
+            secrets={"forwarder_secret": secret},
+            now=datetime.now(UTC),
+        )
+    return Mailbox(stack, organization.key, address, secret, channel.id)
 
 
 def message(to: str, subject: str, body: str, **headers: str) -> EmailMessage:
@@ -74,15 +72,6 @@ def message(to: str, subject: str, body: str, **headers: str) -> EmailMessage:
     return mail
 
 
-async def until(condition: Any, timeout_s: float = 30) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
-
-
 async def test_a_forwarded_mail_becomes_a_ticket_and_its_reply_threads_by_in_reply_to(
     helpdesk_stack: HelpdeskStack,
 ) -> None:
@@ -91,7 +80,7 @@ async def test_a_forwarded_mail_becomes_a_ticket_and_its_reply_threads_by_in_rep
     answer = await box.forward(first.as_bytes())
     assert (answer.status_code, answer.json()) == (200, {"status": "accepted"})
 
-    [ticket] = await until(box.tickets)
+    [ticket] = await until(box.tickets, "the mail's ticket")
     seen = (ticket["subject"], ticket["channel"], ticket["customer_email"])
     assert seen == ("Printer on fire", "email", "grace@example.com")
 
@@ -102,7 +91,7 @@ async def test_a_forwarded_mail_becomes_a_ticket_and_its_reply_threads_by_in_rep
         listed = await helpdesk_stack.rest(box.key, "GET", f"/tickets/{ticket['id']}/conversations")
         return list(listed.json()["data"]) if len(listed.json()["data"]) == 2 else []
 
-    conversations = await until(two_messages)
+    conversations = await until(two_messages, "the reply threaded on the ticket")
     assert [c["body"].strip() for c in conversations] == ["Still burning.", "It is on fire. Again."]
     assert len(await box.tickets()) == 1
 

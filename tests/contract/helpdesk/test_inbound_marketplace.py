@@ -30,19 +30,11 @@ from gateway.helpdesk.inbound.marketplace import SnsClient, UntrustedUrl, sns_ur
 from signalyard import secrets
 from storage.helpdesk import inbound, orders
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import signed_up, until
 from tests.peers.sns import SnsPeer
 
 PATH = "/api/marketplace/webhook"
 Gateway = Callable[..., AbstractAsyncContextManager[httpx.AsyncClient]]
-
-
-async def until(condition: Any, timeout_s: float = 30) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
 
 
 @pytest.fixture
@@ -96,21 +88,17 @@ class Marketplace:
             messages = list(listed.json()["data"])
             return messages if sum(m["state"] == "processed" for m in messages) >= count else []
 
-        found = await until(done)
-        assert found, f"fewer than {count} notifications were processed"
-        return list(found)
+        return await until(done, f"{count} notifications processed")
 
 
 async def channel(stack: HelpdeskStack) -> Marketplace:
-    async with stack.browser() as browser:
-        await browser.sign_up()
-        key = await browser.api_key("*")
     topic_arn = f"arn:aws:sns:us-east-1:123456789012:orders-{uuid.uuid4().hex[:8]}"
-    made = await stack.rest(
-        key, "POST", "/channels", json={"kind": "marketplace", "name": "Marketplace", "addresses": [topic_arn]}
-    )
+    async with signed_up(stack) as organization:
+        made = await organization.rest(
+            "POST", "/channels", json={"kind": "marketplace", "name": "Marketplace", "addresses": [topic_arn]}
+        )
     assert made.status_code == 201, made.text
-    return Marketplace(stack, key, topic_arn, made.json()["id"])
+    return Marketplace(stack, organization.key, topic_arn, made.json()["id"])
 
 
 def order(order_id: str, buyer_id: str, **extra: Any) -> str:

@@ -5,7 +5,6 @@ state; connected accounts' events route by their account, and a dispute opens a 
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -23,6 +22,7 @@ from signalyard.secrets import kept
 from storage.helpdesk import inbound, workspaces
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.helpdesk_stack import Browser, HelpdeskGatewayOnly, HelpdeskStack, data
+from tests.helpers import signed_up, until
 from tests.peers.stripe import StripeServer
 
 PATH = "/api/webhooks/payments"
@@ -53,15 +53,6 @@ def event(event_type: str, obj: dict[str, Any], *, created: int | None = None, a
     if account is not None:
         made["account"] = account
     return made
-
-
-async def until(condition: Any, timeout_s: float = 30) -> Any:
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while True:
-        found = await condition()
-        if found or asyncio.get_running_loop().time() > deadline:
-            return found
-        await asyncio.sleep(0.1)
 
 
 @pytest.fixture
@@ -112,9 +103,7 @@ async def processed(stack: HelpdeskStack, dedup_key: str) -> Any:
         rows = await stored(stack, dedup_key)
         return rows[0] if rows and rows[0].state == "processed" else None
 
-    row = await until(done)
-    assert row is not None, f"event {dedup_key} was not processed"
-    return row
+    return await until(done, f"event {dedup_key} processed")
 
 
 async def paid_signup(stack: HelpdeskStack, browser: Browser, stripe: StripeServer) -> tuple[str, dict[str, Any]]:
@@ -152,7 +141,7 @@ async def test_a_paid_checkout_makes_the_workspace_active_and_completes_the_sign
             )
             return again["requiresPayment"] is False and "checkoutUrl" not in again
 
-        assert await until(no_payment_required)
+        await until(no_payment_required, "the signup no longer asks for payment")
     row = await processed(billing, completed["id"])
     assert (row.channel_id, row.organization_id, row.provider) == (
         workspaces.PLATFORM_PAYMENTS_CHANNEL,
@@ -254,13 +243,13 @@ async def test_without_a_configured_secret_the_payments_endpoints_receive_nothin
 
 async def connected_account(stack: HelpdeskStack) -> tuple[str, str, str]:
     """An organization with a payments channel for a new connected account: (REST key, account, channel id)."""
-    async with stack.browser() as browser:
-        await browser.sign_up()
-        key = await browser.api_key("*")
     account = f"acct_{uuid.uuid4().hex[:16]}"
-    made = await stack.rest(key, "POST", "/channels", json={"kind": "payments", "name": "Shop", "addresses": [account]})
+    async with signed_up(stack) as organization:
+        made = await organization.rest(
+            "POST", "/channels", json={"kind": "payments", "name": "Shop", "addresses": [account]}
+        )
     assert made.status_code == 201, made.text
-    return key, account, made.json()["id"]
+    return organization.key, account, made.json()["id"]
 
 
 def dispute(dispute_id: str, status: str) -> dict[str, Any]:

@@ -27,8 +27,9 @@ from sqlalchemy.engine import Connection
 from processors.helpdesk.inbound.voice import VOICEMAIL_WAIT, make_waiting_voicemails
 from storage.helpdesk import calls
 from storage.helpdesk.inbound import EVENTS
-from tests.contract.helpdesk.inbound_desk import Desk, desk, unique_number, until
+from tests.contract.helpdesk.inbound_desk import Desk, desk, unique_number
 from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import until
 from topics.helpdesk import InboundReceived
 
 PATH = "/api/webhooks/voice"
@@ -324,5 +325,5 @@ async def test_voice_sms_events_thread_like_sms_and_an_outbound_one_makes_no_tic
     assert (ticket["subject"], ticket["channel"]) == (f"SMS from {sender}", "sms")
     bodies = [c.body for c in await line.desk.conversations(ticket["id"])]
     assert bodies == ["Can I change my booking?", "For Friday, please"]
-    customer = await until(lambda: line.desk.customer(ticket["customer_id"]))
+    customer = await until(lambda: line.desk.customer(ticket["customer_id"]), "the caller's customer")
     assert customer["phone"] == sender

@@ -21,27 +21,21 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from storage.helpdesk import customers, keys, tickets
-from tests.helpdesk_stack import Browser, HelpdeskStack, data, new_email
+from tests.helpdesk_stack import HelpdeskStack, data, new_email
+from tests.helpers import Organization as SignedUp
+from tests.helpers import signed_up
 
 
 @dataclass
-class Organization:
+class Organization(SignedUp):
     """A signed-up organization with a ticket (and its reply), a customer, a disabled webhook subscription and a key
     with every scope."""
 
-    stack: HelpdeskStack
-    browser: Browser
-    id: str
-    admin_id: str
-    key: str
     ticket: dict[str, Any]
     conversation: dict[str, Any]
     customer: dict[str, Any]
     event: dict[str, Any]
     webhook: dict[str, Any]
-
-    async def rest(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return await self.stack.rest(self.key, method, path, **kwargs)
 
     async def rest_with(self, key: str | None, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return await self.stack.rest(key, method, path, **kwargs)
@@ -64,35 +58,34 @@ def answered(response: httpx.Response, status: int) -> dict[str, Any]:
 
 
 @asynccontextmanager
-async def signed_up(stack: HelpdeskStack) -> AsyncIterator[Organization]:
-    async with stack.browser() as browser:
-        user = (await browser.sign_up())["user"]
-        key = await browser.api_key("*")
-        ticket = answered(
-            await stack.rest(
-                key, "POST", "/tickets", json={"subject": "Lost parcel", "customer_email": new_email("customer")}
-            ),
-            201,
-        )
+async def furnished(stack: HelpdeskStack) -> AsyncIterator[Organization]:
+    """A new organization with one of each object, made through its `*` key."""
+    async with signed_up(stack) as organization:
+        rest = organization.rest
+        made = {"subject": "Lost parcel", "customer_email": new_email("customer")}
+        ticket = answered(await rest("POST", "/tickets", json=made), 201)
         conversation = answered(
-            await stack.rest(key, "POST", f"/tickets/{ticket['id']}/conversations", json={"body": "On it"}), 201
+            await rest("POST", f"/tickets/{ticket['id']}/conversations", json={"body": "On it"}), 201
         )
-        ticket = answered(await stack.rest(key, "GET", f"/tickets/{ticket['id']}"), 200)  # as the reply left it
-        customer = answered(
-            await stack.rest(key, "POST", "/customers", json={"email": new_email("contact"), "name": "Mae Jemison"}),
-            201,
-        )
-        (event,) = answered(await stack.rest(key, "GET", f"/tickets/{ticket['id']}/events"), 200)["data"][-1:]
+        ticket = answered(await rest("GET", f"/tickets/{ticket['id']}"), 200)  # as the reply left it
+        contact = {"email": new_email("contact"), "name": "Mae Jemison"}
+        customer = answered(await rest("POST", "/customers", json=contact), 201)
+        (event,) = answered(await rest("GET", f"/tickets/{ticket['id']}/events"), 200)["data"][-1:]
         subscription = {"url": "http://127.0.0.1:9/hook", "events": ["ticket.created"], "enabled": False}
-        webhook = answered(await stack.rest(key, "POST", "/webhooks", json=subscription), 201)
+        webhook = answered(await rest("POST", "/webhooks", json=subscription), 201)
         yield Organization(
-            stack, browser, user["organization_id"], user["id"], key, ticket, conversation, customer, event, webhook
+            **vars(organization),
+            ticket=ticket,
+            conversation=conversation,
+            customer=customer,
+            event=event,
+            webhook=webhook,
         )
 
 
 @pytest.fixture
 async def org(helpdesk_stack: HelpdeskStack) -> AsyncIterator[Organization]:
-    async with signed_up(helpdesk_stack) as organization:
+    async with furnished(helpdesk_stack) as organization:
         yield organization
 
 
@@ -294,7 +287,7 @@ async def test_another_organizations_object_is_404_never_403(
     org: Organization, helpdesk_stack: HelpdeskStack, method: str, template: str, body: Any
 ) -> None:
     before = await rows(org)
-    async with signed_up(helpdesk_stack) as other:
+    async with furnished(helpdesk_stack) as other:
         response = await other.rest(method, org.path(template), json=body)
         assert_error(response, 404, "not_found")
         other_rows = await rows(other)
@@ -306,7 +299,7 @@ async def test_another_organizations_object_is_404_never_403(
 
 
 async def test_listings_show_only_the_keys_organization(org: Organization, helpdesk_stack: HelpdeskStack) -> None:
-    async with signed_up(helpdesk_stack) as other:
+    async with furnished(helpdesk_stack) as other:
         their_tickets = answered(await other.rest("GET", "/tickets"), 200)["data"]
         their_customers = answered(await other.rest("GET", "/customers"), 200)["data"]
         by_their_customer = answered(

@@ -10,8 +10,6 @@ import json
 import re
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -21,35 +19,17 @@ from sqlalchemy.engine import Connection
 
 from storage.common import webhooks
 from storage.helpdesk import customers
-from tests.helpdesk_stack import Browser, HelpdeskStack, new_email
+from tests.helpdesk_stack import HelpdeskStack, new_email
+from tests.helpers import Organization, signed_up
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 CUSTOMER_FIELDS = {"id", "email", "name", "phone", "bouncing", "created_at", "updated_at"}
 
 
-@dataclass
-class Organization:
-    """A signed-up organization: its admin's browser and a key with every scope."""
-
-    stack: HelpdeskStack
-    browser: Browser
-    id: str
-    key: str
-
-    async def rest(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return await self.stack.rest(self.key, method, path, **kwargs)
-
-
-@asynccontextmanager
-async def signed_up(stack: HelpdeskStack) -> AsyncIterator[Organization]:
-    async with stack.browser() as browser:
-        user = (await browser.sign_up())["user"]
-        yield Organization(stack, browser, user["organization_id"], await browser.api_key("customers:write"))
-
-
 @pytest.fixture
 async def org(helpdesk_stack: HelpdeskStack) -> AsyncIterator[Organization]:
-    async with signed_up(helpdesk_stack) as organization:
+    """A signed-up organization whose key holds `customers:write` alone."""
+    async with signed_up(helpdesk_stack, "customers:write") as organization:
         yield organization
 
 
@@ -181,7 +161,7 @@ async def test_the_listing_pages_by_cursor(org: Organization) -> None:
 
 async def test_an_organization_sees_only_its_own_customers(org: Organization, helpdesk_stack: HelpdeskStack) -> None:
     mine = await create(org, email="shared@example.com")
-    async with signed_up(helpdesk_stack) as other:
+    async with signed_up(helpdesk_stack, "customers:write") as other:
         theirs = await create(other, email="shared@example.com")  # an address is unique within an organization only
         assert await listed(other) == [theirs]
     assert theirs["id"] != mine["id"]

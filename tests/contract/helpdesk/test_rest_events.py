@@ -9,42 +9,18 @@ import asyncio
 import re
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 import pytest
 
 from storage.helpdesk.tickets import PREVIEW_CHARACTERS
-from tests.helpdesk_stack import Browser, HelpdeskStack, data, new_email
+from tests.helpdesk_stack import HelpdeskStack, data, new_email
+from tests.helpers import Organization, signed_up
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 EVENT_FIELDS = {"id", "aggregate_type", "aggregate_id", "event_type", "event_data", "actor_id", "created_at"}
 STATUSES = ["pending", "resolved", "closed", "open"]
-
-
-@dataclass
-class Organization:
-    """A signed-up organization: its admin's browser and a key with every scope."""
-
-    stack: HelpdeskStack
-    browser: Browser
-    id: str
-    admin_id: str
-    admin_email: str
-    key: str
-
-    async def rest(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return await self.stack.rest(self.key, method, path, **kwargs)
-
-
-@asynccontextmanager
-async def signed_up(stack: HelpdeskStack) -> AsyncIterator[Organization]:
-    async with stack.browser() as browser:
-        user = (await browser.sign_up())["user"]
-        key = await browser.api_key("*")
-        yield Organization(stack, browser, user["organization_id"], user["id"], user["email"], key)
 
 
 @pytest.fixture

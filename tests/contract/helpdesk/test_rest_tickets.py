@@ -11,8 +11,6 @@ import re
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -23,7 +21,8 @@ from sqlalchemy.engine import Connection
 
 from storage.common import webhooks
 from storage.helpdesk import customers, events, tickets
-from tests.helpdesk_stack import Browser, HelpdeskStack, data, new_email
+from tests.helpdesk_stack import HelpdeskStack, data, new_email
+from tests.helpers import Organization, signed_up
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TICKET_FIELDS = {
@@ -31,27 +30,6 @@ TICKET_FIELDS = {
     "created_at", "updated_at",
 }  # fmt: skip
 CONVERSATION_FIELDS = {"id", "ticket_id", "author_type", "author_id", "body", "internal", "created_at"}
-
-
-@dataclass
-class Organization:
-    """A signed-up organization: its admin's browser (procedures) and a key with every scope (REST)."""
-
-    stack: HelpdeskStack
-    browser: Browser
-    id: str
-    admin_id: str
-    key: str
-
-    async def rest(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        return await self.stack.rest(self.key, method, path, **kwargs)
-
-
-@asynccontextmanager
-async def signed_up(stack: HelpdeskStack) -> AsyncIterator[Organization]:
-    async with stack.browser() as browser:
-        user = (await browser.sign_up())["user"]
-        yield Organization(stack, browser, user["organization_id"], user["id"], await browser.api_key("*"))
 
 
 @pytest.fixture

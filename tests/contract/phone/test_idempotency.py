@@ -21,10 +21,17 @@ from tests.contract.phone.helpers import (
     post_raw,
     sandbox,
 )
+from tests.helpers import until
 from tests.phone_stack import GatewayOnly, Stack
 
 SLOW = sandbox("0199")
 PROVIDER_DOWN = sandbox("0192")
+
+
+async def accepted(stack: Stack, tenant_id: str) -> int:
+    """How many of the tenant's requests the gateway has recorded: a request's row is written when it is accepted."""
+    count = select(func.count()).select_from(PhoneRequest).where(PhoneRequest.tenant_id == tenant_id)
+    return int(await stack.db.read(lambda connection: connection.execute(count).scalar_one()))
 
 
 async def test_missing_idempotency_key_is_missing_idempotency_key(stack: Stack) -> None:
@@ -117,7 +124,7 @@ async def test_same_key_while_still_processing_is_202_pending(stack: Stack) -> N
     key = str(uuid.uuid4())
 
     async def resend() -> httpx.Response:
-        await asyncio.sleep(0.2)
+        await until(lambda: accepted(stack, tenant.id), "the first request accepted")
         return await stack.verify(tenant.test_key, person(phone=SLOW), idempotency_key=key)
 
     first, again = await asyncio.gather(
@@ -148,7 +155,7 @@ async def test_failed_outcome_is_terminal_for_its_key(stack: Stack) -> None:
 async def test_fresh_key_for_a_number_whose_check_is_pending_is_409(stack: Stack) -> None:
     tenant = await stack.new_tenant()
     slow = asyncio.create_task(stack.verify(tenant.test_key, person(phone=SLOW)))
-    await asyncio.sleep(0.5)
+    await until(lambda: accepted(stack, tenant.id), "the slow request accepted")
     response = await stack.verify(tenant.test_key, person(phone=SLOW))
     assert_error(response, 409, "idempotency_conflict")
     request_id = assert_pending(await slow)

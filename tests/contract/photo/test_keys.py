@@ -17,6 +17,7 @@ from sqlalchemy import select, text, update
 
 from storage.common import keys
 from storage.common.keys import ApiKey
+from tests.helpers import until
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
 
 KEYS = "/api/v1/api-keys"
@@ -91,13 +92,12 @@ async def test_list_is_newest_first_with_last_used_at(photo_stack: PhotoStack, c
 async def test_last_used_at_is_recorded(photo_stack: PhotoStack, customer: CustomerKeys) -> None:
     created = await create(photo_stack, customer.test_key)
     await photo_stack.call(created["key"], "GET", KEYS)
-    for _ in range(50):  # written in batches, about a second after use
+
+    async def last_used() -> str | None:
         listed = (await photo_stack.call(customer.test_key, "GET", KEYS)).json()["data"]
-        used = next(key for key in listed if key["id"] == created["id"])["last_used_at"]
-        if used is not None:
-            break
-        await asyncio.sleep(0.1)
-    assert used is not None
+        return next(key for key in listed if key["id"] == created["id"])["last_used_at"]
+
+    used = await until(last_used, "last_used_at recorded")  # written in batches, about a second after use
     assert abs(datetime.fromisoformat(used) - datetime.now(UTC)) < timedelta(seconds=30)
 
 

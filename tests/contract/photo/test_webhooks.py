@@ -4,8 +4,8 @@ most 16 per account; literal private addresses are refused unless private target
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
+import json
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from storage.common.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from tests.conftest import running_stack, stack_settings
+from tests.helpers import until
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import CustomerKeys, PhotoStack, jpeg
 
@@ -187,36 +188,67 @@ async def test_another_accounts_events_are_not_delivered(
     await receiver.wait_for(path, 1)
     # Deliveries are made at fan-out: once the other account's event is fanned out, none of it can ever come.
     events = select(WebhookEvent.state).where(WebhookEvent.owner_id == other.id)
-    for _ in range(100):
-        states = await photo_stack.db.read(lambda connection: connection.execute(events).all())
-        if states and all(state != "pending" for (state,) in states):
-            break
-        await asyncio.sleep(0.1)
-    assert [state for (state,) in states] == ["fanned_out"]
+
+    async def fanned_out() -> list[str]:
+        states = [state for (state,) in await photo_stack.db.read(lambda connection: connection.execute(events).all())]
+        return states if states and "pending" not in states else []
+
+    assert await until(fanned_out, "the other account's event fanned out") == ["fanned_out"]
     theirs = select(WebhookEvent.id).where(WebhookEvent.owner_id == other.id)
     deliveries = select(WebhookDelivery.__table__).where(WebhookDelivery.event_id.in_(theirs))
     assert await photo_stack.db.read(lambda connection: connection.execute(deliveries).all()) == []
     assert [delivery.json["data"]["id"] for delivery in receiver.received(path)] == [mine["id"]]
 
 
+async def deliveries_made(stack: PhotoStack, endpoint_id: str) -> list[tuple[str, str]]:
+    """(event type, verification id) of each delivery made for the endpoint, sent or not, oldest first. The fan-out
+    makes all of an event's deliveries in one statement: once one endpoint has its delivery of an event, another
+    endpoint without one never gets that event."""
+    made = (
+        select(WebhookEvent.type, WebhookEvent.body)
+        .join(WebhookDelivery, WebhookDelivery.event_id == WebhookEvent.id)
+        .where(WebhookDelivery.endpoint_id == endpoint_id)
+        .order_by(WebhookDelivery.id)
+    )
+    rows = await stack.db.read(lambda connection: connection.execute(made).all())
+    return [(event_type, json.loads(body)["data"]["id"]) for event_type, body in rows]
+
+
+def verifications_received(receiver: WebhookReceiver, path: str) -> set[str]:
+    """The ids of the verifications whose events have reached `path` so far."""
+    return {delivery.json["data"]["id"] for delivery in receiver.received(path)}
+
+
 async def test_a_deleted_endpoint_gets_nothing_more(
     photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
 ) -> None:
-    path = receiver.new_path()
+    path, kept = receiver.new_path(), receiver.new_path()
     hook = await create(photo_stack, customer.test_key, receiver.url(path), ["verification.completed"])
-    await photo_stack.verify(customer.test_key, jpeg())
+    await create(photo_stack, customer.test_key, receiver.url(kept), ["verification.completed"])
+    first = (await photo_stack.verify(customer.test_key, jpeg())).json()
     await receiver.wait_for(path, 1)
-    await photo_stack.call(customer.test_key, "DELETE", f"{HOOKS}/{hook['id']}")
-    await photo_stack.verify(customer.test_key, jpeg())
-    await asyncio.sleep(1)
-    assert len(receiver.received(path)) == 1
+    deleted = await photo_stack.call(customer.test_key, "DELETE", f"{HOOKS}/{hook['id']}")
+    assert deleted.status_code == 200
+    second = (await photo_stack.verify(customer.test_key, jpeg())).json()
+    # The second event at the kept endpoint means its fan-out is done: a delivery for the deleted endpoint, if wrongly
+    # made, was made by the same statement.
+    await until(lambda: second["id"] in verifications_received(receiver, kept), "the second event at the kept endpoint")
+    assert await deliveries_made(photo_stack, hook["id"]) == [("verification.completed", first["id"])]
+    assert [delivery.json["data"]["id"] for delivery in receiver.received(path)] == [first["id"]]
 
 
 async def test_inspection_submitted_is_accepted_and_never_fired(
     photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
 ) -> None:
-    path = receiver.new_path()
-    await create(photo_stack, customer.test_key, receiver.url(path), ["inspection.submitted"])
-    await photo_stack.verify(customer.test_key, jpeg())
-    await asyncio.sleep(1)
+    path, witness = receiver.new_path(), receiver.new_path()
+    hook = await create(photo_stack, customer.test_key, receiver.url(path), ["inspection.submitted"])
+    await create(photo_stack, customer.test_key, receiver.url(witness), ["verification.completed"])
+    verification = (await photo_stack.verify(customer.test_key, jpeg())).json()
+    # The witness gets the verification's event once it is fanned out: by then every event the verification fired is
+    # recorded, and each one's deliveries are made.
+    await until(lambda: verification["id"] in verifications_received(receiver, witness), "the event at the witness")
+    recorded = select(WebhookEvent.type).where(WebhookEvent.owner_id == customer.id)
+    types = await photo_stack.db.read(lambda connection: connection.execute(recorded).scalars().all())
+    assert types == ["verification.completed"]
+    assert await deliveries_made(photo_stack, hook["id"]) == []
     assert receiver.received(path) == []

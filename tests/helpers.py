@@ -1,0 +1,79 @@
+"""What tests share: waiting for a condition (`until`) and a helpdesk organization signed up (`signed_up`)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+import httpx
+
+if TYPE_CHECKING:  # only annotations: the helpers stay importable without a service's gateway
+    from tests.helpdesk_stack import Browser, HelpdeskStack
+
+T = TypeVar("T")
+
+
+# `T | None`: a condition that answers None until it holds returns its answer's type (never None: None is falsy).
+@overload
+async def until(
+    condition: Callable[[], Awaitable[T | None]], what: str = "", *, timeout_s: float = 30, every_s: float = 0.1
+) -> T: ...
+
+
+@overload
+async def until(
+    condition: Callable[[], T | None], what: str = "", *, timeout_s: float = 30, every_s: float = 0.1
+) -> T: ...
+
+
+async def until(condition: Callable[[], Any], what: str = "", *, timeout_s: float = 30, every_s: float = 0.1) -> Any:
+    """`condition()`'s first truthy answer (it may be sync or async), asked every `every_s` seconds (0: at each turn of
+    the loop). Past `timeout_s` it fails naming `what` was awaited and the last answer: the bound only turns "never"
+    into a failure, so it is generous, and it proves nothing about what did not happen."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while True:
+        answer = condition()
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if answer:
+            return answer
+        if loop.time() > deadline:
+            awaited = what or getattr(condition, "__qualname__", repr(condition))
+            raise AssertionError(f"not within {timeout_s:g} s: {awaited} (last answer: {answer!r:.500})")
+        await asyncio.sleep(every_s)
+
+
+@dataclass
+class Organization:
+    """A helpdesk organization signed up through a browser: its admin (still signed in there) and a REST key."""
+
+    stack: HelpdeskStack
+    browser: Browser
+    id: str
+    admin_id: str
+    admin_email: str
+    key: str
+
+    async def rest(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """A REST call (`/api/v1`) with the organization's key."""
+        return await self.stack.rest(self.key, method, path, **kwargs)
+
+
+async def new_organization(browser: Browser, *scopes: str) -> Organization:
+    """Signs `browser` up as the admin of a new organization on the free plan, and makes a REST key with `scopes`
+    (every scope, `*`, when none is named)."""
+    admin = (await browser.sign_up())["user"]
+    key = await browser.api_key(*(scopes or ("*",)))
+    return Organization(browser.stack, browser, admin["organization_id"], admin["id"], admin["email"], key)
+
+
+@asynccontextmanager
+async def signed_up(stack: HelpdeskStack, *scopes: str) -> AsyncIterator[Organization]:
+    """A new organization in a new browser (`new_organization`), which stays open for the block."""
+    async with stack.browser() as browser:
+        yield await new_organization(browser, *scopes)
