@@ -89,7 +89,7 @@ def sample_ticket() -> bytes:
     """A Ticket as the helpdesk's create answers it (used when no --response is given)."""
     import msgspec
 
-    from gateway.helpdesk.rest.tickets import ticket_object
+    from gateway.helpdesk.schemas import Ticket
     from storage.helpdesk.tickets import TicketRecord
 
     now = datetime.now(UTC)
@@ -97,7 +97,7 @@ def sample_ticket() -> bytes:
         str(uuid.uuid4()), str(uuid.uuid4()), 1, "Order 1 has not arrived", "open", "normal", "api",
         str(uuid.uuid4()), "customer-1@bench.example", None, [], now, now,
     )  # fmt: skip
-    return msgspec.json.encode(ticket_object(ticket))
+    return msgspec.json.encode(Ticket.of(ticket))
 
 
 def create_bare_app(db: Database, canned: bytes) -> Litestar:

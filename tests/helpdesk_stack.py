@@ -1,7 +1,7 @@
 """The helpdesk test stack: a running helpdesk gateway and processors, and what its users do: a browser that signs in
 by a mailed link and completes signup, procedures called over the tRPC wire, REST calls with a bearer key. Its fixtures
 (`helpdesk_stack`, `helpdesk_gateway_only`, `plain_receiver`) are registered by the root conftest. `helpdesk_app`
-serves the helpdesk's app in process, for tests of its identity procedures alone."""
+serves the helpdesk's app in process, for tests of its account procedures alone."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from litestar.types import ASGIApp
 
-from gateway.common.webhooks import WebhookStore
 from gateway.helpdesk.accounts.billing import Billing
-from gateway.helpdesk.accounts.signin import Identity
+from gateway.helpdesk.accounts.signin import Accounts
 from gateway.helpdesk.app import create_helpdesk_app
 from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.inbound.common import Inbound
+from operations.helpdesk.desk import Helpdesk
 from signalyard.registry import helpdesk
 from signalyard.service import Service
 from storage.common import webhooks
@@ -39,8 +39,8 @@ LINK = re.compile(r"https?://[^/\s]+(/auth/(?:link|reset)\?token=hd_link_[\w-]+)
 NO_INPUT = {"json": None, "meta": {"values": ["undefined"], "v": 1}}
 
 
-def helpdesk_app(identity_deps: Identity, *, billing: Billing | None = None) -> ASGIApp:
-    """The helpdesk gateway's app around `identity_deps`, as the launcher assembles it, without a broker: webhook
+def helpdesk_app(accounts_deps: Accounts, *, billing: Billing | None = None) -> ASGIApp:
+    """The helpdesk gateway's app around `accounts_deps`, as the launcher assembles it, without a broker: webhook
     events stay in their outbox (nothing announces them)."""
 
     async def announce(_organization_id: str, _event_id: str) -> None:
@@ -49,13 +49,11 @@ def helpdesk_app(identity_deps: Identity, *, billing: Billing | None = None) -> 
     async def publish(_messages: Any) -> None:
         return None
 
-    db = identity_deps.db
+    db = accounts_deps.db
     cipher = MultiFernet([Fernet(Fernet.generate_key())])
     gateway = HelpdeskGateway(
-        db=db,
-        identity=identity_deps,
-        announce=announce,
-        webhooks=WebhookStore(db, cipher, allow_private_targets=True),
+        desk=Helpdesk(db, announce, cipher, allow_private_targets=True),
+        accounts=accounts_deps,
         inbound=Inbound(db, cipher, publish),
         billing=billing,
     )

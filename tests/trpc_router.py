@@ -11,7 +11,7 @@ import msgspec
 from litestar import Litestar
 from litestar.datastructures import Cookie
 
-from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError, trpc_route
+from gateway.helpdesk.procedures.wire import Access, Call, Procedure, ProcedureError, trpc_route
 
 MOMENT = datetime(2026, 11, 25, 6, 30, 15, 123456, tzinfo=UTC)
 
@@ -58,12 +58,16 @@ def app() -> Litestar:
         raise RuntimeError("a secret detail")
 
     procedures = {
-        "greeting.hello": Procedure("query", Hello, hello),
-        "clock.now": Procedure("query", None, now),
-        "counter.add": Procedure("mutation", Add, add),
-        "events.since": Procedure("query", Since, since),
-        "vault.open": Procedure("query", None, vault),
-        "limits.hit": Procedure("mutation", None, limited),
-        "broken.boom": Procedure("query", None, broken),
+        "greeting.hello": Procedure("query", Hello, hello, "public"),
+        "clock.now": Procedure("query", None, now, "public"),
+        "counter.add": Procedure("mutation", Add, add, "public"),
+        "events.since": Procedure("query", Since, since, "public"),
+        "vault.open": Procedure("query", None, vault, "public"),
+        "limits.hit": Procedure("mutation", None, limited, "public"),
+        "broken.boom": Procedure("query", None, broken, "public"),
     }
-    return Litestar(route_handlers=[trpc_route(procedures)], request_max_body_size=4096)
+
+    async def anyone(_call: Call, _access: Access) -> None:
+        return None
+
+    return Litestar(route_handlers=[trpc_route(procedures, anyone)], request_max_body_size=4096)

@@ -21,7 +21,7 @@ from litestar.params import FromPath
 from gateway.common.auth import requires
 from gateway.common.errors import ErrorStyle, ServiceError, decode_body
 from gateway.common.openapi import documented_body, response
-from operations.common.webhooks import Endpoints, Tested
+from operations.common.webhooks import Endpoints, Trial
 from storage.common.webhooks import Endpoint
 from wire.webhooks import WebhookProfile
 
@@ -44,8 +44,8 @@ class EndpointRoutes:
     """The answer to a create: the endpoint and the secret (a generated one is shown this once)."""
     listed: Callable[[list[Endpoint]], msgspec.Struct]
     deleted: Callable[[str], msgspec.Struct]
-    tested: Callable[[Tested], msgspec.Struct] | None
-    """The answer to a test delivery: how the receiver answered (operations.common.webhooks.Tested)."""
+    tested: Callable[[Trial], msgspec.Struct] | None
+    """The answer to a test delivery: how the receiver answered (operations.common.webhooks.Trial)."""
     types: Mapping[str, Any]
     """The documented type of each answer: `created`, `listed`, `shown`, `deleted`, `tested`."""
     style: ErrorStyle

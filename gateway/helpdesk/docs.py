@@ -46,9 +46,11 @@ DOCUMENT = ApiDocument(
 
 ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
     400: (
-        "A body, parameter or cursor that does not fit: the message names the field",
+        "A body, parameter or cursor that does not fit: the message names the field; a cursor that names no item of "
+        "the listing",
         [
             ("invalid_field", "Expected `str` of length <= 255, got `str` of length 300 (field `subject`)"),
+            ("stale_cursor", "cursor names no ticket of this listing"),
         ],
     ),
     401: (
@@ -60,11 +62,10 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
     ),
     403: ("The key lacks the route's scope", [("scope", "This key lacks the scope tickets:write")]),
     404: (
-        "No such object in this organization; a cursor that names no item of the listing",
+        "No such object in this organization",
         [
             ("not_found", "No ticket with that id in this organization"),
-            ("stale_cursor", "cursor names no ticket of this listing"),
-            ("unknown_assignee", "assignee_id names no user of this organization"),
+            ("unknown_assignee", "assignee_id names no active member of this organization"),
         ],
     ),
     409: (

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from operations.common.webhooks import Tested
+from operations.common.webhooks import Trial
 from operations.helpdesk.channels import ChannelKindName
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
 from storage.common.webhooks import Endpoint
@@ -196,7 +196,7 @@ class WebhookTested(msgspec.Struct, kw_only=True):
     error: str | None
 
     @classmethod
-    def of(cls, tested: Tested) -> WebhookTested:
+    def of(cls, tested: Trial) -> WebhookTested:
         outcome = tested.outcome
         if outcome is None:
             return cls(

@@ -23,7 +23,7 @@ TEST_GRACE_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
-class Tested:
+class Trial:
     """A test delivery: its event's id (the delivery id header) and how the receiver answered its first attempt
     (None: no answer within the profile's timeout)."""
 
@@ -101,7 +101,7 @@ class Endpoints:
         if not await self.db.write(webhooks.delete_endpoint, self.profile, owner_id, endpoint_id):
             raise self.not_found
 
-    async def test(self, owner_id: str, endpoint_id: str, *, every_s: float = 0.05) -> Tested:
+    async def test(self, owner_id: str, endpoint_id: str, *, every_s: float = 0.05) -> Trial:
         """Send the endpoint one `profile.test_event` event, whatever it subscribed to, and wait for the engine (in a
         processors process) to record how the receiver answered."""
         try:
@@ -112,6 +112,8 @@ class Endpoints:
             raise self.not_found
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.profile.timeout_s + TEST_GRACE_S
-        while (outcome := await self.db.read(webhooks.first_attempt, event_id)) is None and loop.time() < deadline:
+        while (outcome := await self.db.read(webhooks.first_attempt, event_id)) is None:
+            if loop.time() >= deadline:
+                break
             await asyncio.sleep(every_s)
-        return Tested(endpoint_id, event_id, outcome)
+        return Trial(endpoint_id, event_id, outcome)

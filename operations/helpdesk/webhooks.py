@@ -8,7 +8,7 @@ from typing import Annotated
 import msgspec
 
 from operations.common.actors import Actor
-from operations.common.webhooks import Tested
+from operations.common.webhooks import Trial
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import LINE
 from storage.common.webhooks import Endpoint
@@ -76,7 +76,7 @@ async def delete(desk: Helpdesk, actor: Actor, webhook_id: str) -> None:
     await desk.webhooks.delete(actor.organization_id, webhook_id)
 
 
-async def test(desk: Helpdesk, actor: Actor, webhook_id: str) -> Tested:
+async def test(desk: Helpdesk, actor: Actor, webhook_id: str) -> Trial:
     """A signed `webhook.test` delivery to the subscription alone, and how its receiver answered."""
     actor.require_admin(MANAGE)
     return await desk.webhooks.test(actor.organization_id, webhook_id)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from gateway.common.limits import RateLimits
-from gateway.helpdesk import signin
+from gateway.helpdesk.accounts import signin
 from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.accounts.sessions import Sessions
 from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
@@ -67,7 +67,7 @@ def test_the_url_names_the_connection_and_its_credentials() -> None:
 
 async def test_a_sign_in_link_arrives_by_smtp_and_signs_in(db: Database) -> None:
     with SmtpPeer("starttls", login=LOGIN) as smtp:
-        deps = signin.Identity(
+        deps = signin.Accounts(
             db=db,
             sessions=Sessions(db, AccessTokens(secrets.token_bytes(32)), secure=False),
             passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),

@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from gateway.common.limits import RateLimits
-from gateway.helpdesk import signin
+from gateway.helpdesk.accounts import signin
 from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.accounts.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
 from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
@@ -91,7 +91,7 @@ def email() -> str:
 @pytest.fixture
 async def browser(db: Database) -> AsyncIterator[Browser]:
     clock = Clock()
-    deps = signin.Identity(
+    deps = signin.Accounts(
         db=db,
         sessions=Sessions(
             db,

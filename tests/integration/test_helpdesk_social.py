@@ -18,7 +18,7 @@ import jwt
 import pytest
 
 from gateway.common.limits import RateLimits
-from gateway.helpdesk import signin
+from gateway.helpdesk.accounts import signin
 from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.accounts.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
 from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
@@ -101,7 +101,7 @@ def provider() -> Iterator[OidcProvider]:
 
 def helpdesk(db: Database, key: bytes, social: SocialProvider | None) -> httpx.AsyncClient:
     """A browser on the helpdesk app, built as tests/integration/test_helpdesk_sign_in.py builds it."""
-    deps = signin.Identity(
+    deps = signin.Accounts(
         db=db,
         sessions=Sessions(db, AccessTokens(key), secure=False),
         passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),

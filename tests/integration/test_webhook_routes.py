@@ -25,11 +25,12 @@ from gateway.common.app import ApiDocument, GatewayApp
 from gateway.common.auth import KeyAuthenticator, KeyHeader, Principal, Refusal, Scopes
 from gateway.common.errors import ServiceError, exception_handlers, field_of, readable
 from gateway.common.openapi import error_responses
-from gateway.common.webhooks import EndpointRoutes, WebhookStore, endpoint_routes
+from gateway.common.webhooks import EndpointRoutes, endpoint_routes
+from operations.common.webhooks import Endpoints, Trial, Words
 from processors.common.webhooks import WebhookDeliverer
 from storage.common import keys
 from storage.common.db import Database
-from storage.common.webhooks import Endpoint, FirstAttempt
+from storage.common.webhooks import Endpoint
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 from topics import helpdesk
 from wire.timestamps import iso
@@ -76,14 +77,15 @@ class Errors:
     def internal(self) -> RestError:
         return RestError(500, "internal_error", "an internal error occurred")
 
-    def invalid(self, message: str) -> RestError:
-        return RestError(400, "bad_request", message)
 
-    def limit_reached(self, limit: int) -> RestError:
-        return RestError(409, "conflict", f"at most {limit} webhooks")
+def refused(status: int, message: str) -> RestError:
+    """An operation's refusal (operations.common.webhooks) in the envelope."""
+    return RestError(status, {400: "bad_request", 404: "not_found", 409: "conflict"}[status], message)
 
-    def inactive(self) -> RestError:
-        return RestError(409, "conflict", "the webhook is disabled")
+
+WORDS = Words(
+    not_found="no such resource", limit_reached="at most {limit} webhooks", inactive="the webhook is disabled"
+)
 
 
 class CreateBody(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -123,8 +125,8 @@ class Sent(msgspec.Struct):
     status: int | None
 
 
-def sent(endpoint_id: str, event_id: str, outcome: FirstAttempt | None) -> Sent:
-    return Sent(endpoint_id, event_id, outcome.status_code if outcome else None)
+def sent(tested: Trial) -> Sent:
+    return Sent(tested.endpoint_id, tested.event_id, tested.outcome.status_code if tested.outcome else None)
 
 
 def shown(endpoint: Endpoint) -> Shown:
@@ -228,7 +230,6 @@ async def api(db: Database, receiver: WebhookReceiver) -> AsyncIterator[Api]:
             deleted=lambda endpoint_id: Deleted(endpoint_id, True),
             tested=sent,
             types={"created": Shown, "listed": Listed, "shown": Shown, "deleted": Deleted, "tested": Sent},
-            errors=errors,
             style=errors,
             explain=None,
             error_responses=lambda *statuses: error_responses(Envelope, {s: (str(s), []) for s in set(statuses)}),
@@ -237,8 +238,8 @@ async def api(db: Database, receiver: WebhookReceiver) -> AsyncIterator[Api]:
     )
     authenticator = Authenticator(db, profile.service)
     document = ApiDocument("test", "1", "routes under test", ("bearer", KEY_HEADER.security_scheme("a key")))
-    app = GatewayApp(profile.service, [routes], document, exception_handlers(errors), 64 * 1024).build(
-        given={"webhook_store": WebhookStore(db, cipher, allow_private_targets=True)},
+    app = GatewayApp(profile.service, [routes], document, exception_handlers(errors, refused), 64 * 1024).build(
+        given={"webhook_endpoints": Endpoints(db, profile, cipher, WORDS, allow_private_targets=True)},
         authenticator=authenticator,
         readiness={},
     )

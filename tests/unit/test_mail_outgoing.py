@@ -4,7 +4,7 @@ own; an auto-responder that honours them stays quiet, and the inbound processors
 
 from __future__ import annotations
 
-from gateway.helpdesk import mail as outgoing
+from operations.helpdesk import mail as outgoing
 from processors.helpdesk.inbound import mail as inbound
 
 

@@ -45,7 +45,7 @@ def test_scopes_grant_by_name_wildcard_and_write_implies_read(granted: list[str]
 def handlers(routes: Sequence[ControllerRouterHandler]) -> list[HTTPRouteHandler]:
     """The route handlers of an app of these routes (their dependencies given as nothing: nothing is served), but
     the OPTIONS handlers Litestar adds to every path."""
-    given = {name: Provide(lambda: None, sync_to_thread=False) for name in ("phone", "photo", "webhook_store")}
+    given = {name: Provide(lambda: None, sync_to_thread=False) for name in ("phone", "photo", "desk", "webhook_endpoints", "inbound")}
     app = Litestar(route_handlers=routes, dependencies=given, openapi_config=None)
     return [
         handler

@@ -315,7 +315,7 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
         "auth.hasPassword": Procedure("query", None, has_password, "signed_in"),
         "auth.setPassword": Procedure("mutation", SetPassword, set_password, "signed_in"),
         "auth.changePassword": Procedure("mutation", ChangePassword, change_password, "signed_in"),
-        "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile, "signed_in"),
+        "auth.updateProfile": Procedure("mutation", UpdateProfile, update_profile, "signed_in", camel_case=False),
         "auth.sendPasswordReset": Procedure("mutation", SendPasswordReset, send_password_reset, "public"),
         "auth.signInWithSocial": Procedure("mutation", SignInWithSocial, sign_in_with_social, "public"),
     }

@@ -25,7 +25,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import msgspec
 import structlog
@@ -133,11 +133,9 @@ class Call:
         return self.session
 
 
-class Admit(Protocol):
-    """Admits a call to a procedure of `access`, setting `call.session` and `call.member`, or raises the
-    ProcedureError that refuses it (UNAUTHORIZED without a session, FORBIDDEN without the role)."""
-
-    async def __call__(self, call: Call, access: Access) -> None: ...
+Admit = Callable[[Call, Access], Awaitable[None]]
+"""admit(call, access): admits a call to a procedure of `access`, setting `call.session` and `call.member`, or raises
+the ProcedureError that refuses it (UNAUTHORIZED without a session, FORBIDDEN without the role)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +147,9 @@ class Procedure:
     input: type[msgspec.Struct] | None
     run: Callable[[Call, Any], Awaitable[Any]]
     access: Access = "member"
+    camel_case: bool = True
+    """The input's fields are read in camelCase; False: as they are named (the contract's `auth.updateProfile` takes
+    `avatar_url`)."""
 
 
 TRPC_BASE = "/api/trpc"
@@ -252,7 +253,7 @@ async def _call(procedure: Procedure | None, kind: str, call: Call, raw: Any, ad
     value = None if raw is _ABSENT_INPUT else deserialize(raw)
     argument: Any = None
     if procedure.input is not None:
-        argument = read_input({} if value is None else value, procedure.input)
+        argument = read_input({} if value is None else value, procedure.input, camel_case=procedure.camel_case)
     try:
         return serialize(await procedure.run(call, argument))
     except ProcedureError:
@@ -265,10 +266,10 @@ async def _call(procedure: Procedure | None, kind: str, call: Call, raw: Any, ad
         raise ProcedureError("INTERNAL_SERVER_ERROR", "The procedure failed; it has been logged") from None
 
 
-def read_input(value: Any, struct: type[msgspec.Struct]) -> Any:
+def read_input(value: Any, struct: type[msgspec.Struct], *, camel_case: bool = True) -> Any:
     """`value` (camelCase) as the operation's input `struct` (snake_case); BAD_REQUEST naming the field it got wrong."""
     try:
-        given = msgspec.convert(value, _camel_case(struct))
+        given = msgspec.convert(value, _camel_case(struct) if camel_case else struct)
     except msgspec.ValidationError as error:
         raise ProcedureError("BAD_REQUEST", f"Invalid input: {readable(str(error))}") from error
     return struct(**{name: getattr(given, name) for name in struct.__struct_fields__})
