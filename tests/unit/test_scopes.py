@@ -45,7 +45,8 @@ def test_scopes_grant_by_name_wildcard_and_write_implies_read(granted: list[str]
 def handlers(routes: Sequence[ControllerRouterHandler]) -> list[HTTPRouteHandler]:
     """The route handlers of an app of these routes (their dependencies given as nothing: nothing is served), but
     the OPTIONS handlers Litestar adds to every path."""
-    given = {name: Provide(lambda: None, sync_to_thread=False) for name in ("phone", "photo", "desk", "webhook_endpoints", "inbound")}
+    names = ("phone", "photo", "desk", "webhook_endpoints", "inbound")
+    given = {name: Provide(lambda: None, sync_to_thread=False) for name in names}
     app = Litestar(route_handlers=routes, dependencies=given, openapi_config=None)
     return [
         handler
