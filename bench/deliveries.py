@@ -39,8 +39,10 @@ from cryptography.fernet import Fernet  # noqa: E402
 
 from net.guard import guarded_client, tls_context  # noqa: E402
 from processors.common.webhooks import WebhookDeliverer  # noqa: E402
-from storage.common import webhooks  # noqa: E402
 from storage.common.db import Database, migrate, sqlite_url  # noqa: E402
+from storage.common.webhooks.deliveries import fan_out  # noqa: E402
+from storage.common.webhooks.endpoints import create_endpoint  # noqa: E402
+from storage.common.webhooks.events import record_events  # noqa: E402
 from topics.photo import WEBHOOKS  # noqa: E402
 
 PROFILE = dataclasses.replace(WEBHOOKS, service="bench", max_endpoints=1_000_000)
@@ -139,7 +141,7 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
 
     def create(connection: Any) -> None:
         for index in range(endpoints):
-            webhooks.create_endpoint(
+            create_endpoint(
                 connection,
                 PROFILE,
                 cipher,
@@ -154,8 +156,8 @@ async def prepare(db: Database, cipher: Fernet, port: int, endpoints: int, deliv
 
         def record(connection: Any, count: int = min(500, events - start)) -> None:
             batch = [("verification.completed", DATA)] * count
-            ids = webhooks.record_events(connection, PROFILE, owner, batch, now=datetime.now(UTC))
-            webhooks.fan_out(connection, set(ids), now=datetime.now(UTC))
+            ids = record_events(connection, PROFILE, owner, batch, now=datetime.now(UTC))
+            fan_out(connection, set(ids), now=datetime.now(UTC))
 
         await db.write(record)
 

@@ -29,10 +29,12 @@ from gateway.helpdesk.inbound.common import Inbound
 from operations.helpdesk.desk import Helpdesk
 from signalyard.registry import helpdesk
 from signalyard.service import Service
-from storage.common import webhooks
+from storage.common.webhooks.endpoints import create_endpoint
+from storage.common.webhooks.events import first_attempt, record_event
 from storage.helpdesk import accounts
 from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
+from topics.common.webhooks import event_message
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics
 
 LINK = re.compile(r"https?://[^/\s]+(/auth/(?:link|reset)\?token=hd_link_[\w-]+)")
@@ -147,7 +149,7 @@ class HelpdeskStack(ServiceStack):
         cipher = MultiFernet([Fernet(Fernet.generate_key())])
 
         def record(connection: Any) -> str:
-            webhooks.create_endpoint(
+            create_endpoint(
                 connection,
                 WEBHOOKS,
                 cipher,
@@ -155,16 +157,16 @@ class HelpdeskStack(ServiceStack):
                 url="http://127.0.0.1:9/warm-up",
                 events=["ticket.created"],
             )
-            event_id = webhooks.record_event(connection, WEBHOOKS, owner, "ticket.created", {"warm": "up"})
+            event_id = record_event(connection, WEBHOOKS, owner, "ticket.created", {"warm": "up"})
             assert event_id is not None, "the endpoint subscribes to it"
             return event_id
 
         event_id = await self.db.write(record)
         prefix = self.settings.platform.topic_prefix
         for _ in range(120):
-            await self.platform.publish(*webhooks.event_message(WEBHOOKS.service, owner, event_id, prefix))
+            await self.platform.publish(*event_message(WEBHOOKS.service, owner, event_id, prefix))
             for _ in range(10):
-                if await self.db.read(webhooks.first_attempt, event_id) is not None:
+                if await self.db.read(first_attempt, event_id) is not None:
                     return
                 await asyncio.sleep(0.05)
         raise RuntimeError("the helpdesk processors never delivered")

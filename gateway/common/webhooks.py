@@ -22,7 +22,7 @@ from gateway.common.auth import requires
 from gateway.common.errors import ErrorStyle, ServiceError, decode_body
 from gateway.common.openapi import documented_body, response
 from operations.common.webhooks import Endpoints, Trial
-from storage.common.webhooks import Endpoint
+from storage.common.webhooks.endpoints import Endpoint
 from wire.webhooks import WebhookProfile
 
 

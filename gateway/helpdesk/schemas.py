@@ -12,7 +12,7 @@ import msgspec
 from operations.common.webhooks import Trial
 from operations.helpdesk.channels import ChannelKindName
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
-from storage.common.webhooks import Endpoint
+from storage.common.webhooks.endpoints import Endpoint
 from storage.helpdesk import channels, customers, events, inbound, tickets
 from wire.timestamps import iso
 

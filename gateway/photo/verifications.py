@@ -19,7 +19,7 @@ from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import ERRORS, PhotoError
 from gateway.photo.schemas import ReviewRequest, VerificationList
 from operations.common.changes import announce
-from storage.common import webhooks
+from storage.common.webhooks.events import record_event
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner
 from topics.photo import WEBHOOKS, Review, Verification
@@ -97,7 +97,7 @@ class VerificationsController(Controller):
                 return None
             updated = verifications.verification_of(verifications.load(connection, [row.id])[row.id], photo.urls)
             data = msgspec.to_builtins(updated)
-            event_id = webhooks.record_event(connection, WEBHOOKS, owner.customer_id, "verification.reviewed", data)
+            event_id = record_event(connection, WEBHOOKS, owner.customer_id, "verification.reviewed", data)
             return event_id, updated
 
         stored = await photo.db.write(store)

@@ -9,7 +9,7 @@ from gateway.photo.auth import WEBHOOKS_READ, WEBHOOKS_WRITE
 from gateway.photo.errors import ERRORS, PhotoError
 from gateway.photo.schemas import CreateWebhookRequest, WebhookCreated, WebhookDeleted, WebhookEndpoint, WebhookList
 from operations.common.webhooks import Words
-from storage.common.webhooks import Endpoint
+from storage.common.webhooks.endpoints import Endpoint
 from storage.photo.verifications import iso
 from topics.photo import EVENTS, WEBHOOKS
 

@@ -12,9 +12,17 @@ from dataclasses import dataclass
 from cryptography.fernet import MultiFernet
 
 from operations.common.errors import Conflict, Invalid, NotFound
-from storage.common import webhooks
 from storage.common.db import Database
-from storage.common.webhooks import Endpoint, FirstAttempt
+from storage.common.webhooks.endpoints import (
+    Endpoint,
+    EndpointInactive,
+    EndpointLimitReached,
+    create_endpoint,
+    delete_endpoint,
+    list_endpoints,
+    update_endpoint,
+)
+from storage.common.webhooks.events import FirstAttempt, first_attempt, send_test_event
 from wire.addresses import TargetUrlRefused
 from wire.webhooks import WebhookProfile
 
@@ -66,7 +74,7 @@ class Endpoints:
         try:
             checked = self.profile.check_url(url, allow_private=self.allow_private_targets)
             return await self.db.write(
-                webhooks.create_endpoint,
+                create_endpoint,
                 self.profile,
                 self.cipher,
                 owner_id=owner_id,
@@ -75,20 +83,20 @@ class Endpoints:
                 secret=secret,
                 enabled=enabled,
             )
-        except webhooks.EndpointLimitReached:
+        except EndpointLimitReached:
             raise Conflict(self.words.limit_reached.format(limit=self.profile.max_endpoints)) from None
         except (TargetUrlRefused, ValueError) as refused:
             raise Invalid(str(refused)) from None
 
     async def listing(self, owner_id: str) -> list[Endpoint]:
-        return await self.db.read(webhooks.list_endpoints, self.profile, owner_id)
+        return await self.db.read(list_endpoints, self.profile, owner_id)
 
     async def update(
         self, owner_id: str, endpoint_id: str, *, events: Sequence[str] | None = None, enabled: bool | None = None
     ) -> Endpoint:
         try:
             endpoint = await self.db.write(
-                webhooks.update_endpoint, self.profile, owner_id, endpoint_id, events=events, enabled=enabled
+                update_endpoint, self.profile, owner_id, endpoint_id, events=events, enabled=enabled
             )
         except ValueError as refused:
             raise Invalid(str(refused)) from None
@@ -98,21 +106,21 @@ class Endpoints:
 
     async def delete(self, owner_id: str, endpoint_id: str) -> None:
         """Its deliveries stop at once; pending retries are dropped."""
-        if not await self.db.write(webhooks.delete_endpoint, self.profile, owner_id, endpoint_id):
+        if not await self.db.write(delete_endpoint, self.profile, owner_id, endpoint_id):
             raise self.not_found
 
     async def test(self, owner_id: str, endpoint_id: str, *, every_s: float = 0.05) -> Trial:
         """Send the endpoint one `profile.test_event` event, whatever it subscribed to, and wait for the engine (in a
         processors process) to record how the receiver answered."""
         try:
-            event_id = await self.db.write(webhooks.send_test_event, self.profile, owner_id, endpoint_id)
-        except webhooks.EndpointInactive:
+            event_id = await self.db.write(send_test_event, self.profile, owner_id, endpoint_id)
+        except EndpointInactive:
             raise Conflict(self.words.inactive) from None
         if event_id is None:
             raise self.not_found
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.profile.timeout_s + TEST_GRACE_S
-        while (outcome := await self.db.read(webhooks.first_attempt, event_id)) is None:
+        while (outcome := await self.db.read(first_attempt, event_id)) is None:
             if loop.time() >= deadline:
                 break
             await asyncio.sleep(every_s)

@@ -11,7 +11,7 @@ from operations.common.actors import Actor
 from operations.common.webhooks import Trial
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import LINE
-from storage.common.webhooks import Endpoint
+from storage.common.webhooks.endpoints import Endpoint
 from topics.helpdesk import EventType
 
 MANAGE = "manage webhook subscriptions"

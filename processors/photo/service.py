@@ -16,9 +16,9 @@ from operations.common.changes import PublishEvent, announce
 from processors.common.metrics import PROCESSED
 from processors.common.outbox import Outbox, Publish
 from processors.photo.checks import CheckPool
-from storage.common import webhooks
 from storage.common.blobs import BlobNotFound, BlobStore
 from storage.common.db import Database
+from storage.common.webhooks.events import record_event
 from storage.photo import verifications
 from topics.photo import WEBHOOKS, Verdict, VerificationCompleted, VerificationRequested, partition_key
 from wire.signed_urls import SignedUrls
@@ -105,7 +105,7 @@ class PhotoProcessor:
             row, event_id = item.row, None
             if row.id in completed:  # the event carries the verification as the API shows it
                 data = msgspec.to_builtins(verifications.verification_of(completed[row.id], self.urls))
-                event_id = webhooks.record_event(connection, WEBHOOKS, row.customer_id, "verification.completed", data)
+                event_id = record_event(connection, WEBHOOKS, row.customer_id, "verification.completed", data)
             message = VerificationCompleted(
                 verification_id=row.id,
                 customer_id=row.customer_id,

@@ -40,11 +40,11 @@ from signalyard.registry.helpdesk import HelpdeskSettings
 from signalyard.service import Wiring
 from signalyard.settings import PlatformSettings, load
 from storage.common import keys as key_store
-from storage.common import webhooks
 from storage.common.blobs import BlobStore, open_blobs
 from storage.common.db import Database
 from storage.helpdesk import accounts, channels, keys, workspaces
 from topics import helpdesk as helpdesk_topics
+from topics.common.webhooks import event_message, events_channel
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics, InboundReceived
 
 DEMO_EMAIL = "admin@helpdesk.example"
@@ -126,7 +126,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
 
 def _publish_event(p: Platform) -> PublishEvent:
     async def publish_event(organization_id: str, event_id: str) -> None:
-        await p.publish(*webhooks.event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
+        await p.publish(*event_message(WEBHOOKS.service, organization_id, event_id, p.settings.topic_prefix))
 
     return publish_event
 
@@ -294,7 +294,7 @@ async def channels_delete(db: Database, args: argparse.Namespace) -> None:
 
 
 WIRING = Wiring(
-    channels=lambda prefix: {**helpdesk_topics.channels(prefix), **webhooks.events_channel("helpdesk", prefix)},
+    channels=lambda prefix: {**helpdesk_topics.channels(prefix), **events_channel("helpdesk", prefix)},
     gateway=gateway,
     processors=processors,
     demo=demo,

@@ -30,11 +30,11 @@ from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.photo import PhotoSettings
 from signalyard.service import Task, Wiring
-from storage.common import webhooks
 from storage.common.blobs import BlobStore, open_blobs
 from storage.common.db import Database
 from storage.photo import customers, verifications
 from topics import photo as photo_topics
+from topics.common.webhooks import event_message, events_channel
 from topics.photo import WEBHOOKS, PhotoTopics, VerificationRequested, partition_key
 from wire.signed_urls import SignedUrls
 
@@ -58,7 +58,7 @@ def _blobs(p: Platform, s: PhotoSettings) -> BlobStore:
 
 def _publish_event(p: Platform) -> Callable[[str, str], Awaitable[None]]:
     async def publish_event(customer_id: str, event_id: str) -> None:
-        await p.publish(*webhooks.event_message("photo", customer_id, event_id, p.settings.topic_prefix))
+        await p.publish(*event_message("photo", customer_id, event_id, p.settings.topic_prefix))
 
     return publish_event
 
@@ -204,7 +204,7 @@ async def customers_key_limits(db: Database, args: argparse.Namespace) -> None:
 
 
 WIRING = Wiring(
-    channels=lambda prefix: {**photo_topics.channels(prefix), **webhooks.events_channel("photo", prefix)},
+    channels=lambda prefix: {**photo_topics.channels(prefix), **events_channel("photo", prefix)},
     gateway=gateway,
     processors=processors,
     demo=demo,

@@ -13,8 +13,8 @@ from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from storage.common import webhooks
 from storage.common.paging import newest_first
+from storage.common.webhooks.events import record_events
 from storage.helpdesk.models import Customer, CustomerIdentity
 from topics.helpdesk import WEBHOOKS
 from wire.ids import new_uuid
@@ -101,7 +101,7 @@ def create(
     except IntegrityError:
         raise EmailTaken(email or "") from None
     created = [("customer.created", webhook_data(customer))]
-    recorded += webhooks.record_events(connection, WEBHOOKS, organization_id, created, now=now)
+    recorded += record_events(connection, WEBHOOKS, organization_id, created, now=now)
     return customer
 
 
@@ -144,7 +144,7 @@ def update_customer(
     updated = get(connection, organization_id, customer_id)
     assert updated is not None
     changed = [("customer.updated", webhook_data(updated))]
-    recorded += webhooks.record_events(connection, WEBHOOKS, organization_id, changed, now=now)
+    recorded += record_events(connection, WEBHOOKS, organization_id, changed, now=now)
     return updated
 
 

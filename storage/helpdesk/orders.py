@@ -20,7 +20,9 @@ from sqlalchemy import ColumnElement, Table, Text, bindparam, delete, false, fun
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.engine import Connection
 
-from storage.common import later, webhooks
+from storage.common import later
+from storage.common.webhooks.events import record_events
+from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from storage.helpdesk import customers, events, inbound
 from storage.helpdesk.accounts import MAILS
 from storage.helpdesk.customers import CUSTOMERS, IDENTITIES
@@ -360,7 +362,7 @@ def erase(
         redacted = customers.get(connection, organization_id, customer_id)
         assert redacted is not None
         updates.append(("customer.updated", customers.webhook_data(redacted)))
-    recorded += webhooks.record_events(connection, WEBHOOKS, organization_id, updates, now=now)
+    recorded += record_events(connection, WEBHOOKS, organization_id, updates, now=now)
     return Erased(len(customer_ids), len(ticket_ids), orders_gone, inbound_gone, hooks_gone)
 
 
@@ -410,7 +412,7 @@ def _erase_inbound(
 def _scrub_webhook_events(connection: Connection, organization_id: str, needles: set[str]) -> int:
     """The organization's outgoing webhook events that name the customer, their tickets or their conversations keep
     only ids and states (a delivery still due sends that)."""
-    table = webhooks.EVENTS
+    table = WEBHOOK_EVENTS
     rows = list(
         connection.execute(
             select(table.c.id, table.c.body).where(

@@ -25,9 +25,10 @@ from typing import Any, Literal, cast
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
-from storage.common import later, webhooks
+from storage.common import later
 from storage.common.models import json_list_has
 from storage.common.paging import newest_first
+from storage.common.webhooks.events import record_events
 from storage.helpdesk import customers, events
 from storage.helpdesk.accounts import USERS
 from storage.helpdesk.models import Conversation, Ticket
@@ -220,7 +221,7 @@ class _Log:
     def close(self, ticket: TicketRecord) -> None:
         events.record_rows(self.connection, self.activities)
         hooks = [(kind, webhook_data(ticket) if data is None else data) for kind, data in self.hooks.items()]
-        self.recorded += webhooks.record_events(self.connection, WEBHOOKS, ticket.organization_id, hooks, now=self.now)
+        self.recorded += record_events(self.connection, WEBHOOKS, ticket.organization_id, hooks, now=self.now)
 
 
 def create(

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
-from storage.common import webhooks
 from storage.common.batching import BatchedWrites
 from storage.common.db import Database
 from storage.common.paging import CursorNotFound
+from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from storage.helpdesk import events, inbound, orders, tickets
 from storage.helpdesk.workspaces import ORGANIZATIONS
 
@@ -95,7 +95,7 @@ def logged(connection: Connection, organization: str) -> list[str]:
     activity = connection.execute(
         select(events.EVENTS.c.event_data).where(events.EVENTS.c.organization_id == organization)
     )
-    hooks = connection.execute(select(webhooks.EVENTS.c.body).where(webhooks.EVENTS.c.owner_id == organization))
+    hooks = connection.execute(select(WEBHOOK_EVENTS.c.body).where(WEBHOOK_EVENTS.c.owner_id == organization))
     return [str(data) for data in activity.scalars()] + [bytes(body).decode() for body in hooks.scalars()]
 
 
@@ -226,8 +226,8 @@ async def test_a_round_longer_than_its_deferred_units_numbers_and_logs_every_tic
             )
         ).all()
         hooks = connection.execute(
-            select(webhooks.EVENTS.c.id).where(
-                webhooks.EVENTS.c.owner_id == organization, webhooks.EVENTS.c.type == "ticket.created"
+            select(WEBHOOK_EVENTS.c.id).where(
+                WEBHOOK_EVENTS.c.owner_id == organization, WEBHOOK_EVENTS.c.type == "ticket.created"
             )
         ).all()
         return sorted(numbers), last, len(created), len(hooks)

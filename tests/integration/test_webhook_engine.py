@@ -31,13 +31,25 @@ from processors.common.outbox import Sweeper
 from processors.common.webhooks import WebhookDeliverer, events_outbox, fanout_router
 from signalyard import secrets
 from signalyard.settings import PlatformSettings, load
-from storage.common import webhooks
 from storage.common.db import Database
-from storage.common.webhooks import ATTEMPTS, DELIVERIES, ENDPOINTS, EVENTS
+from storage.common.webhooks.deliveries import claim_due, fan_out
+from storage.common.webhooks.endpoints import (
+    Endpoint,
+    EndpointInactive,
+    EndpointLimitReached,
+    OperationNotOffered,
+    create_endpoint,
+    delete_endpoint,
+    list_endpoints,
+    update_endpoint,
+)
+from storage.common.webhooks.events import record_event, send_test_event
+from storage.common.webhooks.models import ATTEMPTS, DELIVERIES, ENDPOINTS, EVENTS
 from tests.peers.receiver import Received, Verify, WebhookReceiver, verify_helpdesk, verify_photo
 from topics import helpdesk, photo
 from topics.common.admin import ensure_topics
 from topics.common.client import LINGER_MS
+from topics.common.webhooks import event_message, events_topic
 from wire.webhooks import WebhookProfile
 
 START = datetime(2026, 11, 23, 14, 0, tzinfo=UTC)
@@ -170,14 +182,14 @@ class Hooks:
         *,
         unsigned: bool = False,
         receiver: WebhookReceiver | None = None,
-    ) -> tuple[webhooks.Endpoint, str]:
+    ) -> tuple[Endpoint, str]:
         """An endpoint at a new receiver path, with a secret (generated, or given where the profile takes one)
         unless `unsigned`; deliveries to it are checked with that secret. Returns it and the path."""
         receiver = receiver or self.receiver
         path = path or receiver.new_path()
         given = None if unsigned or self.profile.secret == "generated" else f"s3cret-{uuid.uuid4().hex}"
         created, secret = await self.db.write(
-            lambda connection: webhooks.create_endpoint(
+            lambda connection: create_endpoint(
                 connection,
                 self.profile,
                 self.cipher,
@@ -194,7 +206,7 @@ class Hooks:
     async def record(self, data: Any = None, event_type: str | None = None) -> str | None:
         """Record an event as a service does (in its transaction): its id, None when no endpoint subscribes to it."""
         return await self.db.write(
-            lambda connection: webhooks.record_event(
+            lambda connection: record_event(
                 connection,
                 self.profile,
                 self.owner,
@@ -213,22 +225,22 @@ class Hooks:
         return event_id
 
     async def fan_out(self, *event_ids: str) -> int:
-        return await self.db.write(lambda connection: webhooks.fan_out(connection, set(event_ids), now=self.clock()))
+        return await self.db.write(lambda connection: fan_out(connection, set(event_ids), now=self.clock()))
 
-    async def listed(self) -> list[webhooks.Endpoint]:
+    async def listed(self) -> list[Endpoint]:
         """What the owner's list shows."""
-        return await self.db.read(lambda connection: webhooks.list_endpoints(connection, self.profile, self.owner))
+        return await self.db.read(lambda connection: list_endpoints(connection, self.profile, self.owner))
 
-    async def update(self, endpoint_id: str, **changes: Any) -> webhooks.Endpoint | None:
+    async def update(self, endpoint_id: str, **changes: Any) -> Endpoint | None:
         return await self.db.write(
-            lambda connection: webhooks.update_endpoint(
+            lambda connection: update_endpoint(
                 connection, self.profile, self.owner, endpoint_id, now=self.clock(), **changes
             )
         )
 
     async def delete(self, endpoint_id: str, owner: str | None = None) -> bool:
         return await self.db.write(
-            lambda connection: webhooks.delete_endpoint(connection, self.profile, owner or self.owner, endpoint_id)
+            lambda connection: delete_endpoint(connection, self.profile, owner or self.owner, endpoint_id)
         )
 
     def delivery_ids(self, requests: list[Received]) -> list[str]:
@@ -308,7 +320,7 @@ async def test_the_secret_is_stored_encrypted_beside_its_sha256_never_in_plain(h
 async def test_a_service_that_generates_secrets_takes_none_from_the_user(hooks: Hooks) -> None:
     with pytest.raises(ValueError, match="generates its signing secrets"):
         await hooks.db.write(
-            lambda connection: webhooks.create_endpoint(
+            lambda connection: create_endpoint(
                 connection,
                 hooks.profile,
                 hooks.cipher,
@@ -376,7 +388,7 @@ async def test_an_owner_has_at_most_the_services_endpoints_even_when_creating_th
     async def create(index: int) -> bool:
         try:
             await hooks.db.write(
-                lambda connection: webhooks.create_endpoint(
+                lambda connection: create_endpoint(
                     connection,
                     hooks.profile,
                     hooks.cipher,
@@ -385,7 +397,7 @@ async def test_an_owner_has_at_most_the_services_endpoints_even_when_creating_th
                     events=hooks.types[:1],
                 )
             )
-        except webhooks.EndpointLimitReached:
+        except EndpointLimitReached:
             return False
         return True
 
@@ -566,7 +578,7 @@ async def test_a_delivery_claimed_by_a_member_that_died_is_sent_after_its_lease(
     engine = hooks.engine(lease=timedelta(minutes=2))
     now = hooks.clock()
     [dead] = await hooks.db.write(  # a member claims it and is never heard from again
-        lambda connection: webhooks.claim_due(
+        lambda connection: claim_due(
             connection, hooks.service, now=now, lease_until=now + timedelta(minutes=2), limit=10, per_endpoint=8
         )
     )
@@ -600,9 +612,7 @@ async def test_an_update_changes_what_the_endpoint_gets_from_then_on(hooks: Hook
     assert [shown.events for shown in await hooks.listed()] == [[hooks.types[1], hooks.types[2]]]
     assert await hooks.update("hook_made_up", events=hooks.types[:1]) is None
     intruder = await hooks.db.write(
-        lambda connection: webhooks.update_endpoint(
-            connection, hooks.profile, "cus_intruder", endpoint.id, enabled=False
-        )
+        lambda connection: update_endpoint(connection, hooks.profile, "cus_intruder", endpoint.id, enabled=False)
     )
     assert intruder is None
     assert (await hooks.endpoint_row(endpoint.id)).status == "active"
@@ -669,7 +679,7 @@ async def test_a_test_delivery_reaches_only_the_named_endpoint(hooks: Hooks) -> 
     _, other_owner_path = await hooks.endpoint(events=hooks.types[1:2], owner="cus_someone_else")
 
     event_id = await hooks.db.write(
-        lambda connection: webhooks.send_test_event(connection, hooks.profile, hooks.owner, named.id, now=hooks.clock())
+        lambda connection: send_test_event(connection, hooks.profile, hooks.owner, named.id, now=hooks.clock())
     )
     assert event_id is not None
     assert await hooks.fan_out(event_id) == 0, "a test event is fanned out to no one else"
@@ -688,11 +698,11 @@ async def test_a_test_delivery_needs_an_active_endpoint_of_the_owner(hooks: Hook
     endpoint, path = await hooks.endpoint()
 
     def send_test(owner: str) -> Callable[[Any], str | None]:
-        return lambda connection: webhooks.send_test_event(connection, hooks.profile, owner, endpoint.id)
+        return lambda connection: send_test_event(connection, hooks.profile, owner, endpoint.id)
 
     assert await hooks.db.write(send_test("cus_intruder")) is None
     await hooks.update(endpoint.id, enabled=False)
-    with pytest.raises(webhooks.EndpointInactive, match="disabled"):
+    with pytest.raises(EndpointInactive, match="disabled"):
         await hooks.db.write(send_test(hooks.owner))
     assert await hooks.engine().deliver_due() == 0
     assert hooks.receiver.received(path) == []
@@ -712,12 +722,12 @@ async def test_a_test_delivery_needs_an_active_endpoint_of_the_owner(hooks: Hook
 async def test_an_operation_the_service_does_not_offer_is_refused(hooks: Hooks, operation: str) -> None:
     endpoint, path = await hooks.endpoint()
     calls = {
-        "update": lambda connection: webhooks.update_endpoint(
+        "update": lambda connection: update_endpoint(
             connection, hooks.profile, hooks.owner, endpoint.id, enabled=False
         ),
-        "test": lambda connection: webhooks.send_test_event(connection, hooks.profile, hooks.owner, endpoint.id),
+        "test": lambda connection: send_test_event(connection, hooks.profile, hooks.owner, endpoint.id),
     }
-    with pytest.raises(webhooks.OperationNotOffered):
+    with pytest.raises(OperationNotOffered):
         await hooks.db.write(calls[operation])
     assert await hooks.engine().deliver_due() == 0
     assert (await hooks.endpoint_row(endpoint.id)).status == "active"
@@ -934,7 +944,7 @@ async def test_fan_out_on_the_broker_with_a_lost_publish_and_a_duplicate(hooks: 
     prefix = f"t{uuid.uuid4().hex[:8]}."
     hooks.clock.now = datetime.now(UTC) - timedelta(minutes=5)  # so the sweeper (on the real clock) finds it stale
     endpoint, path = await hooks.endpoint()
-    topic = webhooks.events_topic(hooks.service, prefix)
+    topic = events_topic(hooks.service, prefix)
     await ensure_topics(broker_bootstrap, [topic], 1)
     engine = hooks.engine(poll_s=30)  # only a wake-up from the fan-out can make it send within the test
     broker = KafkaBroker(broker_bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
@@ -950,9 +960,9 @@ async def test_fan_out_on_the_broker_with_a_lost_publish_and_a_duplicate(hooks: 
         [first] = await hooks.receiver.wait_for(path, 1, timeout_s=30)
         assert hooks.delivery_ids([first]) == [lost]
 
-        await _publisher(broker)(*webhooks.event_message(hooks.service, hooks.owner, lost, prefix))  # duplicate
+        await _publisher(broker)(*event_message(hooks.service, hooks.owner, lost, prefix))  # duplicate
         later = await hooks.event(fan_out=False)
-        await _publisher(broker)(*webhooks.event_message(hooks.service, hooks.owner, later, prefix))
+        await _publisher(broker)(*event_message(hooks.service, hooks.owner, later, prefix))
         requests = await hooks.receiver.wait_for(path, 2, timeout_s=30)
     finally:
         await broker.stop()

@@ -30,7 +30,7 @@ from operations.common.webhooks import Endpoints, Trial, Words
 from processors.common.webhooks import WebhookDeliverer
 from storage.common import keys
 from storage.common.db import Database
-from storage.common.webhooks import Endpoint
+from storage.common.webhooks.endpoints import Endpoint
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 from topics import helpdesk
 from wire.timestamps import iso

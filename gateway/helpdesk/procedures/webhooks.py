@@ -13,7 +13,7 @@ from gateway.helpdesk.schemas import WebhookTested
 from operations.helpdesk import webhooks
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.webhooks import CreateWebhook, UpdateWebhookById, WebhookId
-from storage.common.webhooks import Endpoint
+from storage.common.webhooks.endpoints import Endpoint
 
 
 class Subscription(msgspec.Struct):

@@ -8,11 +8,12 @@ Wiring, in a service's `processors(p, settings)`: `*webhook_engine(p, WEBHOOKS)`
     p.broker.include_router(fanout_router(p.db, WEBHOOKS.service, prefix=..., on_fanned_out=deliverer.wake))
     Sweeper(p.db, events_outbox(WEBHOOKS.service, prefix), p.publish, after=...)
 
-and where the service changes something a webhook reports (storage.common.webhooks):
+and where the service changes something a webhook reports (storage.common.webhooks.events), announced once
+committed (operations.common.changes):
 
     event_id = record_event(connection, WEBHOOKS, owner_id, "verification.completed", data)  # in its transaction
     if event_id is not None:  # None: no endpoint subscribes to it, it is recorded fanned out
-        await p.publish(*event_message(WEBHOOKS.service, owner_id, event_id, prefix))  # after the commit
+        await announce(publish_event, owner_id, [event_id])  # after the commit
 """
 
 from net.guard import TargetRefused, guarded_client, system_resolve

@@ -19,10 +19,12 @@ from cryptography.fernet import InvalidToken
 from prometheus_client import Counter, Histogram
 
 from net.guard import Resolve, guarded_client, system_resolve, tls_context
-from storage.common import webhooks
 from storage.common.db import Database
 from storage.common.secrets import Cipher, unseal
-from storage.common.webhooks import RESPONSE_BODY_LIMIT, AttemptResult, Claimed
+from storage.common.webhooks.deliveries import AttemptResult, Claimed, claim_due, record_attempts
+from storage.common.webhooks.deliveries import Outcome as DeliveryOutcome
+from storage.common.webhooks.endpoints import endpoint_is_active
+from storage.common.webhooks.models import RESPONSE_BODY_LIMIT
 from wire.webhooks import WebhookProfile
 
 log = structlog.get_logger("signalyard.processors.webhooks")
@@ -230,7 +232,7 @@ class WebhookDeliverer:
         now = self.clock()
         lease_until = now + self.lease
         rows = await self.db.write(
-            webhooks.claim_due,
+            claim_due,
             self.profile.service,
             now=now,
             lease_until=lease_until,
@@ -298,7 +300,7 @@ class WebhookDeliverer:
         )
 
     async def _still_active(self, endpoint_id: str) -> bool:
-        return await self.db.read(webhooks.endpoint_is_active, endpoint_id)
+        return await self.db.read(endpoint_is_active, endpoint_id)
 
     async def _attempt(self, claimed: Claimed, client: httpx.AsyncClient) -> AttemptResult:
         attempted_at = self.clock()
@@ -327,7 +329,7 @@ class WebhookDeliverer:
         self._metrics.latency.observe(elapsed)
         (self._metrics.succeeded if error is None else self._metrics.failed).inc()
         next_at = None if error is None else self.profile.next_attempt(claimed.attempt, attempted_at)
-        outcome: webhooks.Outcome = "delivered" if error is None else ("retry" if next_at is not None else "failed")
+        outcome: DeliveryOutcome = "delivered" if error is None else ("retry" if next_at is not None else "failed")
         if outcome != "retry":
             (self._metrics.delivered if error is None else self._metrics.given_up).inc()
         return AttemptResult(
@@ -373,7 +375,7 @@ class WebhookDeliverer:
 
     async def _record(self, results: list[AttemptResult]) -> list[bool]:
         return await self.db.write(
-            webhooks.record_attempts,
+            record_attempts,
             results,
             disabled_status=self.profile.disabled_status,
             spare_recently_delivered=self.profile.spare_recently_delivered,

@@ -13,9 +13,10 @@ from faststream.kafka import KafkaRouter
 from processors.common.consumer import batch_consumer
 from processors.common.outbox import Outbox
 from processors.common.webhooks.deliverer import utc_now
-from storage.common import webhooks
 from storage.common.db import Database
-from storage.common.webhooks import WebhookEventRecorded
+from storage.common.webhooks.deliveries import fan_out
+from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
+from topics.common.webhooks import WebhookEventRecorded, event_message, events_topic
 
 FANOUT_WAIT_MS = 100
 """How long the fan-out's fetches wait while events come. No caller waits on it, and a delivery 100 ms later is
@@ -41,13 +42,13 @@ def fanout_router(
     async def handle(batch: list[WebhookEventRecorded]) -> None:
         ids = {message.event_id for message in batch}
         now = clock()
-        created = await db.write(webhooks.fan_out, ids, now=now)
+        created = await db.write(fan_out, ids, now=now)
         if created and on_fanned_out is not None:
             on_fanned_out()
 
     return batch_consumer(
         service,
-        webhooks.events_topic(service, prefix),
+        events_topic(service, prefix),
         WebhookEventRecorded,
         handle,
         group_id=f"{prefix}signalyard-{service}-webhook-fanout",
@@ -60,9 +61,9 @@ def events_outbox(service: str, prefix: str = "") -> Outbox:
     """webhook_events as an outbox for the shared Sweeper: an event still pending past the deadline is published
     again to its own service's topic. The table is shared, so any service's sweeper may re-publish another's event;
     it goes to that service's topic all the same."""
-    columns = [webhooks.EVENTS.c.id, webhooks.EVENTS.c.service, webhooks.EVENTS.c.owner_id]
+    columns = [WEBHOOK_EVENTS.c.id, WEBHOOK_EVENTS.c.service, WEBHOOK_EVENTS.c.owner_id]
 
     def message(row: Any) -> tuple[msgspec.Struct, str, bytes]:
-        return webhooks.event_message(row.service, row.owner_id, row.id, prefix)
+        return event_message(row.service, row.owner_id, row.id, prefix)
 
-    return Outbox(f"{service}-webhooks", webhooks.EVENTS, columns, message)
+    return Outbox(f"{service}-webhooks", WEBHOOK_EVENTS, columns, message)

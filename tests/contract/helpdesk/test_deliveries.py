@@ -14,7 +14,9 @@ from sqlalchemy import select
 
 from processors.common.webhooks import WebhookDeliverer
 from signalyard import secrets
-from storage.common import webhooks
+from storage.common.webhooks.deliveries import fan_out
+from storage.common.webhooks.models import DELIVERIES as WEBHOOK_DELIVERIES
+from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
 from tests.helpers import new_organization
@@ -169,12 +171,12 @@ async def test_a_failing_receiver_is_retried_at_1m_5m_30m_2h_24h_then_the_subscr
         hook = (await gateway.rest(key, "GET", "/webhooks")).json()["data"][0]["id"]
 
         clock = FakeClock(datetime.now(UTC) + timedelta(seconds=1))
-        recorded = select(webhooks.EVENTS.c.id).where(
-            webhooks.EVENTS.c.service == WEBHOOKS.service, webhooks.EVENTS.c.owner_id == organization_id
+        recorded = select(WEBHOOK_EVENTS.c.id).where(
+            WEBHOOK_EVENTS.c.service == WEBHOOKS.service, WEBHOOK_EVENTS.c.owner_id == organization_id
         )
         pending = set(await gateway.db.read(lambda connection: list(connection.scalars(recorded))))
         assert len(pending) == 2, "ticket.created and customer.created, waiting for the fan-out"
-        await gateway.db.write(lambda connection: webhooks.fan_out(connection, pending, now=clock()))
+        await gateway.db.write(lambda connection: fan_out(connection, pending, now=clock()))
         cipher: MultiFernet = secrets.secrets_cipher(gateway.settings.platform)
         engine = WebhookDeliverer(gateway.db, WEBHOOKS, cipher, allow_private_targets=True, clock=clock)
         try:
@@ -216,6 +218,6 @@ async def test_a_disabled_subscription_gets_nothing(
 
     [delivery] = await plain_receiver.wait_for(loud, 1)
     assert delivery.json["data"]["subject"] == subject
-    to_quiet = select(webhooks.DELIVERIES.c.id).where(webhooks.DELIVERIES.c.endpoint_id == quiet_id)
+    to_quiet = select(WEBHOOK_DELIVERIES.c.id).where(WEBHOOK_DELIVERIES.c.endpoint_id == quiet_id)
     assert await helpdesk_stack.db.read(lambda connection: list(connection.scalars(to_quiet))) == []
     assert plain_receiver.received(quiet) == []

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from storage.common import webhooks
+from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from storage.helpdesk import customers
 from tests.helpdesk_stack import HelpdeskStack, new_email
 from tests.helpers import Organization, signed_up
@@ -59,7 +59,7 @@ def customers_of(connection: Connection, organization_id: str) -> int:
 
 
 def webhook_events_of(connection: Connection, organization_id: str) -> list[tuple[str, dict[str, Any]]]:
-    hooks = webhooks.EVENTS.c
+    hooks = WEBHOOK_EVENTS.c
     rows = connection.execute(
         select(hooks.type, hooks.body)
         .where(hooks.service == "helpdesk", hooks.owner_id == organization_id)

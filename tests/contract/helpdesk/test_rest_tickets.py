@@ -19,7 +19,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from storage.common import webhooks
+from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from storage.helpdesk import customers, events, tickets
 from tests.helpdesk_stack import HelpdeskStack, data, new_email
 from tests.helpers import Organization, signed_up
@@ -89,9 +89,9 @@ async def ticket_events(org: Organization, ticket_id: str) -> list[dict[str, Any
 
 def webhook_events_of(connection: Connection, organization_id: str) -> list[tuple[str, dict[str, Any]]]:
     rows = connection.execute(
-        select(webhooks.EVENTS.c.type, webhooks.EVENTS.c.body)
-        .where(webhooks.EVENTS.c.service == "helpdesk", webhooks.EVENTS.c.owner_id == organization_id)
-        .order_by(webhooks.EVENTS.c.created_at, webhooks.EVENTS.c.id)
+        select(WEBHOOK_EVENTS.c.type, WEBHOOK_EVENTS.c.body)
+        .where(WEBHOOK_EVENTS.c.service == "helpdesk", WEBHOOK_EVENTS.c.owner_id == organization_id)
+        .order_by(WEBHOOK_EVENTS.c.created_at, WEBHOOK_EVENTS.c.id)
     )
     return [(row.type, json.loads(row.body)) for row in rows]
 
@@ -121,7 +121,7 @@ def counts_of(connection: Connection, organization_id: str) -> dict[str, int]:
             connection.execute(select(func.count()).where(table.c.organization_id == organization_id)).scalar_one()
         )
 
-    hooks = webhooks.EVENTS.c
+    hooks = WEBHOOK_EVENTS.c
     return {
         "tickets": count(tickets.TICKETS),
         "customers": count(customers.CUSTOMERS),

@@ -16,7 +16,7 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
-from storage.common.webhooks import WebhookEvent
+from storage.common.webhooks.models import WebhookEvent
 from storage.helpdesk import accounts
 from tests.helpdesk_stack import Browser, HelpdeskStack, data
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from storage.common.webhooks import WebhookDelivery, WebhookEndpoint, WebhookEvent
+from storage.common.webhooks.models import WebhookDelivery, WebhookEndpoint, WebhookEvent
 from tests.conftest import running_stack, stack_settings
 from tests.helpers import until
 from tests.peers.receiver import WebhookReceiver
