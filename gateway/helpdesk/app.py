@@ -18,6 +18,7 @@ from gateway.helpdesk.procedures import channels as channel_procedures
 from gateway.helpdesk.procedures import customers as customer_procedures
 from gateway.helpdesk.procedures import events as event_procedures
 from gateway.helpdesk.procedures import keys as key_procedures
+from gateway.helpdesk.procedures import team as team_procedures
 from gateway.helpdesk.procedures import tickets as ticket_procedures
 from gateway.helpdesk.procedures import webhooks as webhook_procedures
 from gateway.helpdesk.procedures.access import Admission
@@ -25,7 +26,8 @@ from gateway.helpdesk.procedures.wire import Procedure, trpc_route
 from gateway.helpdesk.rest.channels import ChannelsController, InboundMessagesController
 from gateway.helpdesk.rest.customers import CustomersController
 from gateway.helpdesk.rest.events import EventsController
-from gateway.helpdesk.rest.tickets import TicketsController
+from gateway.helpdesk.rest.tickets import ConversationsController, TicketsController
+from gateway.helpdesk.rest.users import InvitationsController, UsersController
 from gateway.helpdesk.rest.webhooks import WEBHOOK_ROUTES
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -34,7 +36,10 @@ INBOUND_ROUTES: list[ControllerRouterHandler] = inbound_routes.ROUTES
 not in the OpenAPI document (they speak each provider's format)."""
 REST_ROUTES: list[ControllerRouterHandler] = [
     TicketsController,
+    ConversationsController,
     CustomersController,
+    UsersController,
+    InvitationsController,
     EventsController,
     WEBHOOK_ROUTES,
     ChannelsController,
@@ -54,6 +59,7 @@ def procedures(helpdesk: HelpdeskGateway) -> Mapping[str, Procedure]:
         **webhook_procedures.procedures(desk),
         **key_procedures.procedures(desk),
         **channel_procedures.procedures(desk),
+        **team_procedures.procedures(desk),
     }
 
 
@@ -68,7 +74,7 @@ def create_helpdesk_app(
             *REST_ROUTES,
             *INBOUND_ROUTES,
             trpc_route(procedures(helpdesk), admit),
-            *signin.link_routes(accounts),
+            *signin.link_routes(accounts, helpdesk.desk),
         ],
         docs.DOCUMENT,
         EXCEPTION_HANDLERS,

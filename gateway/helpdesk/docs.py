@@ -14,24 +14,29 @@ from gateway.helpdesk.auth import KEY_HEADER
 from gateway.helpdesk.errors import CODES, ErrorBody, Problem
 from gateway.helpdesk.schemas import (
     ChannelCreated,
-    ChannelDeleted,
     ChannelList,
     ChannelObject,
     Conversation,
     ConversationList,
     Customer,
     CustomerList,
+    Deleted,
     Event,
     EventList,
     InboundMessageList,
+    Invitation,
+    InvitationList,
+    Member,
+    MemberList,
     Ticket,
     TicketList,
 )
 from operations.helpdesk.channels import CreateChannel
-from operations.helpdesk.conversations import AddConversation
-from operations.helpdesk.customers import CreateCustomer, UpdateCustomer
+from operations.helpdesk.conversations import AddConversation, EditConversation
+from operations.helpdesk.customers import CreateCustomer, MergeCustomerInto, UpdateCustomer
 from operations.helpdesk.fields import LINE, TEXT
-from operations.helpdesk.tickets import CreateTicket, UpdateTicket
+from operations.helpdesk.team import ChangeRole, Deactivate, Invite
+from operations.helpdesk.tickets import CreateTicket, MergeTicketInto, UpdateTicket
 from storage.helpdesk import channels
 
 DOCUMENT = ApiDocument(
@@ -289,7 +294,7 @@ DELETE_CHANNEL = _route(
     "deleteChannel",
     "Delete a channel: it receives nothing from now on (its past messages and tickets stay)",
     200,
-    openapi.response(ChannelDeleted, "Deleted"),
+    openapi.response(Deleted, "Deleted"),
     400,
     404,
 )
@@ -300,4 +305,92 @@ LIST_INBOUND = _route(
     openapi.response(InboundMessageList, "A page of inbound messages"),
     400,
     404,
+)
+MERGE_TICKET = _route(
+    "mergeTicket",
+    "Merge the ticket into another: it is closed, its conversations become the other's, and what would thread to it "
+    "threads to the other from now on",
+    200,
+    openapi.response(Ticket, "The ticket merged into, as it now is"),
+    400,
+    404,
+    409,
+    body=MergeTicketInto,
+)
+DELETE_TICKET = _route(
+    "deleteTicket",
+    "Delete a ticket: it is listed nowhere and answers 404 from now on; its events stay readable to admins",
+    200,
+    openapi.response(Deleted, "Deleted"),
+    400,
+    404,
+)
+UPDATE_CONVERSATION = _route(
+    "updateConversation",
+    "Edit a reply or a note: its `updated` event keeps the old and the new content",
+    200,
+    openapi.response(Conversation, "The conversation as it now is"),
+    400,
+    404,
+    body=EditConversation,
+)
+DELETE_CONVERSATION = _route(
+    "deleteConversation", "Delete a reply or a note", 200, openapi.response(Deleted, "Deleted"), 400, 404
+)
+MERGE_CUSTOMER = _route(
+    "mergeCustomer",
+    "Merge a customer into another who is the same person: their tickets, orders and channel identities move to it",
+    200,
+    openapi.response(Customer, "The customer merged into, as it now is"),
+    400,
+    404,
+    body=MergeCustomerInto,
+)
+DELETE_CUSTOMER = _route(
+    "deleteCustomer",
+    "Delete a customer, erasing their personal data (name, addresses, their tickets' subjects and messages, orders)",
+    200,
+    openapi.response(Deleted, "Deleted"),
+    400,
+    404,
+)
+LIST_USERS = _route("listUsers", "The organization's members", 200, openapi.response(MemberList, "The members"))
+GET_USER = _route("getUser", "One member", 200, openapi.response(Member, "The member"), 400, 404)
+UPDATE_USER = _route(
+    "updateUser",
+    "Change a member's role; the organization keeps at least one active admin",
+    200,
+    openapi.response(Member, "The member as they now are"),
+    400,
+    404,
+    409,
+    body=ChangeRole,
+)
+DEACTIVATE_USER = _route(
+    "deactivateUser",
+    "Deactivate a member: their sessions end at once, and their open and pending tickets are reassigned or unassigned",
+    200,
+    openapi.response(Member, "The member as they now are"),
+    400,
+    404,
+    409,
+    body=Deactivate,
+)
+REACTIVATE_USER = _route(
+    "reactivateUser", "Reactivate a member", 200, openapi.response(Member, "The member as they now are"), 400, 404
+)
+LIST_INVITATIONS = _route(
+    "listInvitations", "The pending invitations", 200, openapi.response(InvitationList, "The pending invitations")
+)
+CREATE_INVITATION = _route(
+    "createInvitation",
+    "Invite a person by email to join as an agent: a single-use link is mailed to them",
+    201,
+    openapi.response(Invitation, "The invitation"),
+    400,
+    409,
+    body=Invite,
+)
+DELETE_INVITATION = _route(
+    "deleteInvitation", "Revoke a pending invitation", 200, openapi.response(Deleted, "Revoked"), 400, 404
 )

@@ -13,7 +13,7 @@ from operations.common.webhooks import Trial
 from operations.helpdesk.channels import ChannelKindName
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
 from storage.common.webhooks.endpoints import Endpoint
-from storage.helpdesk import channels, customers, events, inbound, tickets
+from storage.helpdesk import channels, customers, events, inbound, team, tickets
 from wire.timestamps import iso
 
 Timestamp = Annotated[
@@ -179,11 +179,6 @@ class WebhookList(msgspec.Struct, kw_only=True):
     data: list[Webhook]
 
 
-class WebhookDeleted(msgspec.Struct, kw_only=True):
-    id: str
-    deleted: bool
-
-
 class WebhookTested(msgspec.Struct, kw_only=True):
     """How the subscription's receiver answered one signed `webhook.test` delivery: `success` for a 2xx, its HTTP
     `status` (null when it gave none: `error` says why, a refused connection or no answer within 35 s), and the
@@ -249,11 +244,6 @@ class ChannelList(msgspec.Struct, kw_only=True):
     data: list[ChannelObject]
 
 
-class ChannelDeleted(msgspec.Struct, kw_only=True):
-    id: Uuid
-    deleted: bool
-
-
 class InboundMessage(msgspec.Struct, kw_only=True):
     """A provider's call as it was stored, and what it became."""
 
@@ -290,3 +280,67 @@ class InboundMessageList(msgspec.Struct, kw_only=True):
     data: list[InboundMessage]
     has_more: bool
     next_cursor: str | None
+
+
+class Member(msgspec.Struct, kw_only=True):
+    """A member of the organization (section 2.1's User, as the team sees it)."""
+
+    id: Uuid
+    email: str
+    name: str
+    avatar_url: str | None
+    role: Literal["admin", "agent"]
+    active: bool
+    """False once an admin deactivated them: they cannot sign in or be assigned."""
+    created_at: Timestamp
+    deactivated_at: Timestamp | None
+
+    @classmethod
+    def of(cls, member: team.MemberRecord) -> Member:
+        return cls(
+            id=member.id,
+            email=member.email,
+            name=member.name,
+            avatar_url=member.avatar_url,
+            role=member.role,  # type: ignore[arg-type]
+            active=member.active,
+            created_at=_iso(member.created_at),
+            deactivated_at=_iso(member.deactivated_at) if member.deactivated_at else None,
+        )
+
+
+class MemberList(msgspec.Struct, kw_only=True):
+    data: list[Member]
+
+
+class Invitation(msgspec.Struct, kw_only=True):
+    """A pending invitation: its link was mailed to `email` and works until `expires_at`."""
+
+    id: Uuid
+    email: str
+    role: Literal["agent"]
+    invited_by: Uuid | None
+    created_at: Timestamp
+    expires_at: Timestamp
+
+    @classmethod
+    def of(cls, invitation: team.InvitationRecord) -> Invitation:
+        return cls(
+            id=invitation.id,
+            email=invitation.email,
+            role=invitation.role,  # type: ignore[arg-type]
+            invited_by=invitation.invited_by,
+            created_at=_iso(invitation.created_at),
+            expires_at=_iso(invitation.expires_at),
+        )
+
+
+class InvitationList(msgspec.Struct, kw_only=True):
+    data: list[Invitation]
+
+
+class Deleted(msgspec.Struct, kw_only=True):
+    """What a delete answers: the id of what is gone."""
+
+    id: str
+    deleted: bool = True

@@ -8,14 +8,16 @@ from typing import ClassVar, Literal
 import msgspec
 
 from operations.common.actors import Actor
-from operations.common.errors import Invalid
+from operations.common.errors import Invalid, NotFound
 from operations.common.pages import Page
 from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.fields import Body, Cursor, Limit, Uuid
+from operations.helpdesk.fields import Body, Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
 from storage.helpdesk import tickets
 from storage.helpdesk.tickets import ConversationRecord
+
+NOT_FOUND = "No conversation with that id in this organization"
 
 
 class AddConversation(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -58,3 +60,48 @@ async def listing(desk: Helpdesk, actor: Actor, given: ListConversations) -> Pag
     except CursorNotFound:
         raise Invalid("cursor names no conversation of this ticket") from None
     return Page(found, has_more)
+
+
+class EditConversation(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    body: Body
+
+
+async def own(desk: Helpdesk, actor: Actor, conversation_id: str) -> ConversationRecord:
+    found = None
+    if is_uuid(conversation_id):
+        found = await desk.db.read(tickets.conversation, actor.organization_id, conversation_id)
+    if found is None:
+        raise NotFound(NOT_FOUND)
+    return found
+
+
+def _may_change(actor: Actor, conversation: ConversationRecord) -> None:
+    """A reply or a note is changed by its author or an admin."""
+    if conversation.author_type == "agent" and actor.is_user(conversation.author_id):
+        return
+    actor.require_admin("change another's reply or note")
+
+
+async def edit(desk: Helpdesk, actor: Actor, conversation_id: str, given: EditConversation) -> ConversationRecord:
+    """The new body, with an `updated` event holding the old and the new content."""
+    _may_change(actor, await own(desk, actor, conversation_id))
+    edited = await desk.db.write(
+        tickets.edit_conversation,
+        actor.organization_id,
+        conversation_id,
+        given.body,
+        actor_id=actor.user_id,
+        now=desk.clock(),
+    )
+    if edited is None:
+        raise NotFound(NOT_FOUND)
+    return edited
+
+
+async def delete(desk: Helpdesk, actor: Actor, conversation_id: str) -> None:
+    _may_change(actor, await own(desk, actor, conversation_id))
+    deleted = await desk.db.write(
+        tickets.delete_conversation, actor.organization_id, conversation_id, actor_id=actor.user_id, now=desk.clock()
+    )
+    if not deleted:
+        raise NotFound(NOT_FOUND)

@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import msgspec
+from sqlalchemy.engine import Connection
 
 from operations.common.actors import Actor
 from operations.common.errors import Conflict, Invalid, NotFound
 from operations.common.inputs import given_fields
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.fields import Cursor, Email, Limit, PersonName, Phone, is_uuid
+from operations.helpdesk.fields import Cursor, Email, Limit, PersonName, Phone, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
-from storage.helpdesk import customers
+from storage.helpdesk import customers, orders
 from storage.helpdesk.customers import CustomerRecord
 
 NOT_FOUND = "No customer with that id in this organization"
@@ -89,3 +92,39 @@ async def change(desk: Helpdesk, actor: Actor, customer_id: str, given: UpdateCu
     if updated is None:
         raise NotFound(NOT_FOUND)
     return updated
+
+
+class MergeCustomerInto(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    into_id: Uuid
+    """The customer who is the same person and keeps everything."""
+
+
+async def merge(desk: Helpdesk, actor: Actor, customer_id: str, given: MergeCustomerInto) -> CustomerRecord:
+    """The target, now with the source's tickets, orders and ways of being reached; the source is listed nowhere
+    after. Fires `customer.updated` for the target."""
+    if customer_id == given.into_id:
+        raise Invalid("A customer cannot be merged into itself")
+    await own(desk, actor, customer_id)
+    merged = await desk.changes.run(
+        actor.organization_id, customers.merge, actor.organization_id, customer_id, given.into_id
+    )
+    if merged is None:
+        raise NotFound(NOT_FOUND)
+    return merged
+
+
+async def delete(desk: Helpdesk, actor: Actor, customer_id: str) -> None:
+    """An admin's: the customer's personal data is erased (their name, addresses, their tickets' subjects and
+    messages, their orders, the stored provider calls that name them, their search entries), as a shop's redaction
+    request does, and the customer is listed nowhere after. Fires `customer.updated` (with the redacted customer)."""
+    actor.require_admin("delete customers")
+    await own(desk, actor, customer_id)
+    if not await desk.changes.run(actor.organization_id, _erase, actor.organization_id, customer_id):
+        raise NotFound(NOT_FOUND)
+
+
+def _erase(
+    connection: Connection, organization_id: str, customer_id: str, *, now: datetime, recorded: list[str]
+) -> bool:
+    orders.erase(connection, organization_id, customer_ids=[customer_id], now=now, recorded=recorded)
+    return customers.mark_deleted(connection, organization_id, customer_id, now)

@@ -12,6 +12,7 @@ from cryptography.fernet import MultiFernet
 
 from operations.common.changes import Changes, PublishEvent
 from operations.common.webhooks import Endpoints, Words
+from operations.helpdesk.mail import Mailer
 from storage.common.db import Database
 from topics.helpdesk import WEBHOOKS
 
@@ -30,6 +31,10 @@ class Helpdesk:
     cipher: MultiFernet
     allow_private_targets: bool = False
     """Webhook targets may be private addresses (development and tests only)."""
+    mailer: Mailer | None = None
+    """Mails invitations (the sign-in mail's path: SMTP, or the kept-mail outbox); None: nothing can be mailed."""
+    public_url: str = ""
+    """Where people reach the gateway: the links mailed to them start with it."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     @functools.cached_property

@@ -14,7 +14,7 @@ from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
-from storage.helpdesk import accounts, events
+from storage.helpdesk import accounts, events, tickets
 from storage.helpdesk.events import EventRecord
 
 AggregateType = Literal["ticket", "conversation", "user", "organization"]
@@ -44,9 +44,18 @@ async def _owners(desk: Helpdesk, aggregate_type: str, aggregate_id: str) -> set
 
 
 async def _readable(desk: Helpdesk, actor: Actor, aggregate_type: str, aggregate_id: str) -> None:
+    """The entity is the organization's; a deleted ticket's (or its conversations') events are its admins' alone."""
     owners = await _owners(desk, aggregate_type, aggregate_id)
+    missing = NotFound(f"No {aggregate_type} with that id in this organization", elsewhere=bool(owners))
     if actor.organization_id not in owners:
-        raise NotFound(f"No {aggregate_type} with that id in this organization", elsewhere=bool(owners))
+        raise missing
+    deletable = aggregate_type in ("ticket", "conversation")
+    if (
+        deletable
+        and not actor.is_admin
+        and await desk.db.read(tickets.is_deleted, actor.organization_id, aggregate_type, aggregate_id)
+    ):
+        raise missing
 
 
 async def of_aggregate(desk: Helpdesk, actor: Actor, given: ListEvents) -> Page[EventRecord]:
@@ -83,4 +92,6 @@ async def get(desk: Helpdesk, actor: Actor, event_id: str) -> EventRecord:
         raise NotFound("No event with that id in this organization")
     if event.organization_id != actor.organization_id:
         raise NotFound("No event with that id in this organization", elsewhere=True)
+    if event.aggregate_type in ("ticket", "conversation"):
+        await _readable(desk, actor, event.aggregate_type, event.aggregate_id)
     return event

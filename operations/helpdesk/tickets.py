@@ -9,7 +9,7 @@ from typing import ClassVar
 import msgspec
 
 from operations.common.actors import Actor
-from operations.common.errors import Invalid, NotFound
+from operations.common.errors import Conflict, Invalid, NotFound
 from operations.common.inputs import given_fields
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
@@ -79,6 +79,11 @@ class ListTickets(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 class TicketId(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     id: Uuid
+
+
+class MergeTicketInto(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    into_id: Uuid
+    """The ticket that takes the merged one's conversations and stays."""
 
 
 async def own(desk: Helpdesk, actor: Actor, ticket_id: str) -> TicketRecord:
@@ -170,3 +175,33 @@ async def change(desk: Helpdesk, actor: Actor, ticket_id: str, given: UpdateTick
 
 def _given(value: str | msgspec.UnsetType) -> str | None:
     return None if value is msgspec.UNSET else value
+
+
+async def merge(desk: Helpdesk, actor: Actor, ticket_id: str, given: MergeTicketInto) -> TicketRecord:
+    """The source closed and merged into the target (its conversations are the target's from now on, and what would
+    thread to it threads to the target); returns the target."""
+    await own(desk, actor, ticket_id)
+    try:
+        merged = await desk.changes.run(
+            actor.organization_id,
+            tickets.merge,
+            actor.organization_id,
+            ticket_id,
+            given.into_id,
+            actor_id=actor.user_id,
+        )
+    except tickets.MergeRefused as refused:
+        raise Conflict(str(refused)) from None
+    if merged is None:
+        raise NotFound(NOT_FOUND)
+    return merged[1]
+
+
+async def delete(desk: Helpdesk, actor: Actor, ticket_id: str) -> None:
+    """An admin's: the ticket is listed nowhere and absent from then on; its events stay readable to admins."""
+    actor.require_admin("delete tickets")
+    deleted = is_uuid(ticket_id) and await desk.db.write(
+        tickets.delete, actor.organization_id, ticket_id, actor_id=actor.user_id, now=desk.clock()
+    )
+    if not deleted:
+        raise NotFound(NOT_FOUND)

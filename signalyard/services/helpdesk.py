@@ -115,7 +115,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
     authenticator = HelpdeskAuthenticator(p.db, p.settings.redis_url)
     cipher = secrets.secrets_cipher(p.settings)
     helpdesk = HelpdeskGateway(
-        desk=_desk(p),
+        desk=_desk(p, s),
         accounts=accounts_deps,
         inbound=Inbound(p.db, cipher, publish_inbound, public_url=public_url, providers=_inbound_providers(p, s)),
         billing=billing,
@@ -131,13 +131,15 @@ def _publish_event(p: Platform) -> PublishEvent:
     return publish_event
 
 
-def _desk(p: Platform) -> Helpdesk:
+def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
     """The operations' parts, in a gateway or a processors process."""
     return Helpdesk(
         p.db,
         _publish_event(p),
         secrets.secrets_cipher(p.settings),
         allow_private_targets=p.settings.webhook_allow_private_targets,
+        mailer=_mailer(p, s),
+        public_url=_public_url(p, s),
     )
 
 

@@ -37,6 +37,7 @@ class UserRecord:
     password_hash: str | None
     created_at: datetime
     updated_at: datetime
+    deactivated_at: datetime | None = None
 
 
 def _user(row: Any) -> UserRecord:
@@ -106,8 +107,15 @@ def update_profile(connection: Connection, user_id: str, changes: Mapping[str, A
 # Sessions -------------------------------------------------------------------------------------------------------------
 
 
+class Deactivated(Exception):
+    """The user was deactivated by an admin of their organization: no session starts for them."""
+
+
 def start_session(connection: Connection, user_id: str, refresh_hash: str, now: datetime) -> str:
-    """A new session for the user, its first refresh token current; returns the session's id."""
+    """A new session for the user, its first refresh token current; returns the session's id. Raises Deactivated for
+    a deactivated user (every way of signing in ends here)."""
+    if connection.execute(select(USERS.c.deactivated_at).where(USERS.c.id == user_id)).scalar_one_or_none():
+        raise Deactivated(user_id)
     session_id = new_uuid()
     connection.execute(insert(SESSIONS).values(id=session_id, user_id=user_id, created_at=now))
     connection.execute(insert(REFRESH_TOKENS).values(token_hash=refresh_hash, session_id=session_id, issued_at=now))
@@ -205,6 +213,11 @@ def replace_password(
     """A new password hash (None: none, after a reset) and, in the same transaction, every live session of the user
     ended but `keep`: whoever knew the old password is signed out with it. Returns how many sessions ended."""
     set_password_hash(connection, user_id, password_hash, now)
+    return end_sessions(connection, user_id, because, now, keep=keep)
+
+
+def end_sessions(connection: Connection, user_id: str, because: str, now: datetime, *, keep: str | None = None) -> int:
+    """Every live session of the user ended but `keep`; how many ended."""
     result = connection.execute(
         update(SESSIONS)
         .where(SESSIONS.c.user_id == user_id, SESSIONS.c.revoked_at.is_(None), SESSIONS.c.id != (keep or ""))

@@ -15,12 +15,14 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.common.paging import newest_first
 from storage.common.webhooks.events import record_events
-from storage.helpdesk.models import Customer, CustomerIdentity
+from storage.helpdesk.models import Customer, CustomerIdentity, Order, Ticket
 from topics.helpdesk import WEBHOOKS
 from wire.ids import new_uuid
 
 CUSTOMERS = cast(Table, Customer.__table__)
 IDENTITIES = cast(Table, CustomerIdentity.__table__)
+TICKETS = cast(Table, Ticket.__table__)
+ORDERS = cast(Table, Order.__table__)
 
 
 class EmailTaken(Exception):
@@ -53,8 +55,9 @@ def webhook_data(customer: CustomerRecord) -> dict[str, Any]:
     }
 
 
+_LIVE = CUSTOMERS.c.deleted_at.is_(None)
 _GET = select(CUSTOMERS).where(
-    CUSTOMERS.c.organization_id == bindparam("organization_id"), CUSTOMERS.c.id == bindparam("customer_id")
+    CUSTOMERS.c.organization_id == bindparam("organization_id"), CUSTOMERS.c.id == bindparam("customer_id"), _LIVE
 )
 _BY_EMAIL = select(CUSTOMERS).where(
     CUSTOMERS.c.organization_id == bindparam("organization_id"), CUSTOMERS.c.email == bindparam("email")
@@ -151,7 +154,7 @@ def update_customer(
 def listing(
     connection: Connection, organization_id: str, *, email: str | None, limit: int, cursor: str | None
 ) -> tuple[list[CustomerRecord], bool]:
-    scope = CUSTOMERS.c.organization_id == organization_id
+    scope = (CUSTOMERS.c.organization_id == organization_id) & _LIVE
     if email is not None:
         scope = scope & (CUSTOMERS.c.email == email.lower())
     rows, more = newest_first(connection, CUSTOMERS, select(CUSTOMERS), scope, limit=limit, cursor=cursor)
@@ -200,3 +203,52 @@ def mark_bouncing(connection: Connection, organization_id: str, email: str, now:
         return customer
     connection.execute(update(CUSTOMERS).where(CUSTOMERS.c.id == customer.id).values(bouncing=True, updated_at=now))
     return get(connection, organization_id, customer.id)
+
+
+def mark_deleted(connection: Connection, organization_id: str, customer_id: str, now: datetime) -> bool:
+    """The customer listed nowhere from now on (their personal data erased first: orders.erase)."""
+    done = connection.execute(
+        update(CUSTOMERS)
+        .where(CUSTOMERS.c.organization_id == organization_id, CUSTOMERS.c.id == customer_id, _LIVE)
+        .values(deleted_at=now, updated_at=now)
+    )
+    return done.rowcount == 1
+
+
+def merge(
+    connection: Connection,
+    organization_id: str,
+    source_id: str,
+    target_id: str,
+    *,
+    now: datetime,
+    recorded: list[str],
+) -> CustomerRecord | None:
+    """Two customers who are one person become `target`: the source's tickets, orders and identities (how channels
+    name them) move to it, its address and phone fill the target's where it has none, and the source is listed nowhere
+    after. Records `customer.updated` for the target. None when either is not a live customer of the organization."""
+    source, target = get(connection, organization_id, source_id), get(connection, organization_id, target_id)
+    if source is None or target is None or source.id == target.id:
+        return None
+    connection.execute(update(TICKETS).where(TICKETS.c.customer_id == source.id).values(customer_id=target.id))
+    connection.execute(update(ORDERS).where(ORDERS.c.customer_id == source.id).values(customer_id=target.id))
+    connection.execute(
+        update(IDENTITIES)
+        .where(IDENTITIES.c.organization_id == organization_id, IDENTITIES.c.customer_id == source.id)
+        .values(customer_id=target.id)
+    )
+    connection.execute(
+        update(CUSTOMERS).where(CUSTOMERS.c.id == source.id).values(email=None, deleted_at=now, updated_at=now)
+    )
+    filled = {
+        name: value
+        for name, value in (("email", source.email), ("phone", source.phone))
+        if value is not None and getattr(target, name) is None
+    }
+    connection.execute(update(CUSTOMERS).where(CUSTOMERS.c.id == target.id).values(**filled, updated_at=now))
+    merged = get(connection, organization_id, target.id)
+    assert merged is not None
+    recorded += record_events(
+        connection, WEBHOOKS, organization_id, [("customer.updated", webhook_data(merged))], now=now
+    )
+    return merged

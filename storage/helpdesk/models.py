@@ -36,9 +36,10 @@ class Organization(Base):
 
 class User(Base):
     """A person who signs in. `organization_id` and `role` are set when signup completes (the first user of an
-    organization is its admin)."""
+    organization is its admin) or when they accept an invitation (as an agent)."""
 
     __tablename__ = "helpdesk_users"
+    __table_args__ = (Index("ix_helpdesk_users_organization", "organization_id", "created_at"),)
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     email: Mapped[str] = mapped_column(String(320), unique=True)
@@ -52,6 +53,32 @@ class User(Base):
     password_hash: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    deactivated_at: Mapped[datetime | None]
+    """An admin deactivated the member: their sessions ended then, and they cannot sign in or be assigned until an
+    admin reactivates them."""
+
+
+class Invitation(Base):
+    """An admin's invitation to join the organization as an agent: a mailed single-use link, by its token's SHA-256,
+    usable until `expires_at` unless revoked."""
+
+    __tablename__ = "helpdesk_invitations"
+    __table_args__ = (
+        UniqueConstraint("token_hash", name="uq_helpdesk_invitations_token"),
+        Index("ix_helpdesk_invitations_organization", "organization_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    email: Mapped[str] = mapped_column(String(320))
+    """Lower-cased."""
+    role: Mapped[str] = mapped_column(String(16))
+    token_hash: Mapped[str] = mapped_column(String(64))
+    invited_by: Mapped[str | None] = mapped_column(String(36))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    accepted_at: Mapped[datetime | None]
+    revoked_at: Mapped[datetime | None]
 
 
 class Session(Base):
@@ -157,6 +184,8 @@ class Customer(Base):
     """Mail to the address bounced: the helpdesk sends it nothing automatic."""
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    deleted_at: Mapped[datetime | None]
+    """An admin deleted the customer: their personal data was erased then, and they are listed nowhere."""
 
 
 class CustomerIdentity(Base):
@@ -200,6 +229,11 @@ class Ticket(Base):
     next message finds this ticket (`sms:<channel>:<number>`)."""
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+    merged_into_id: Mapped[str | None] = mapped_column(String(36))
+    """The ticket this one was merged into: it is closed, its conversations are the target's, and what would thread
+    to it threads to the target."""
+    deleted_at: Mapped[datetime | None]
+    """Deleted: listed nowhere and absent to every read but the admins' of its activity log."""
 
 
 class Conversation(Base):
@@ -224,6 +258,28 @@ class Conversation(Base):
     attachments: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
     """What came with the message: `{name, content_type, size, blob}` (in the blob store) or `{url, content_type}`."""
     created_at: Mapped[datetime]
+    edited_at: Mapped[datetime | None]
+    deleted_at: Mapped[datetime | None]
+
+
+class Upload(Base):
+    """A file a member or a key uploaded to attach to a reply or note: kept in the blob store until a conversation names
+    it (`attached_to`)."""
+
+    __tablename__ = "helpdesk_uploads"
+    __table_args__ = (Index("ix_helpdesk_uploads_organization", "organization_id", "created_at"),)
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    uploaded_by: Mapped[str] = mapped_column(String(40))
+    """The member's user id, or the key's id."""
+    name: Mapped[str] = mapped_column(String(255))
+    content_type: Mapped[str] = mapped_column(String(255))
+    size: Mapped[int] = mapped_column(Integer)
+    blob: Mapped[str] = mapped_column(String(1024))
+    created_at: Mapped[datetime]
+    attached_to: Mapped[str | None] = mapped_column(String(36))
+    """The conversation it was attached to (once only)."""
 
 
 class Channel(Base):

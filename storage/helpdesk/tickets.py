@@ -11,6 +11,9 @@ Which operation writes what (docs/helpdesk.md, "Events"):
 | assign / unassign | `assigned` / `unassigned` | `ticket.assigned` (assign only), `ticket.updated` |
 | add tags / remove tags / subject | `tagged` / `updated` / `updated` | `ticket.updated` |
 | add a reply or a note | conversation `created` | `conversation.created` |
+| edit / delete a reply or a note | conversation `updated` / `deleted` | none (6.1 has no such event) |
+| merge into another ticket | the merged one's `status_changed`, `merged` | its `ticket.status_changed`, `.updated` |
+| delete a ticket | `deleted` | none (6.1 has no such event) |
 
 An update that changes several fields writes each field's events and one `ticket.updated`; one that changes nothing
 writes nothing."""
@@ -71,6 +74,7 @@ class TicketRecord:
     updated_at: datetime
     thread_key: str | None = None
     """For a channel that threads by sender: the ticket that sender's next message goes to (models.Ticket)."""
+    merged_into_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +88,7 @@ class ConversationRecord:
     created_at: datetime
     message_id: str | None = None
     attachments: list[dict[str, Any]] = field(default_factory=list)
+    edited_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,14 +139,20 @@ def _ticket(row: Any) -> TicketRecord:
         row.created_at,
         row.updated_at,
         row.thread_key,
+        row.merged_into_id,
     )
 
 
 # Statements on a change's path are built once: building them per call was most of a ticket create's storage time
 # (measured: bench/helpdesk.py).
-_GET = _selected().where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.id == bindparam("id"))
+_LIVE = TICKETS.c.deleted_at.is_(None)
+_GET = _selected().where(
+    TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.id == bindparam("id"), _LIVE
+)
 _ASSIGNEE_NAME = select(USERS.c.name).where(
-    USERS.c.id == bindparam("user_id"), USERS.c.organization_id == bindparam("organization_id")
+    USERS.c.id == bindparam("user_id"),
+    USERS.c.organization_id == bindparam("organization_id"),
+    USERS.c.deactivated_at.is_(None),
 )
 _NEXT_NUMBER = (
     update(ORGANIZATIONS)
@@ -159,7 +170,11 @@ _INSERT_CONVERSATION = insert(CONVERSATIONS)
 _TOUCH = update(TICKETS).where(TICKETS.c.id == bindparam("ticket_id")).values(updated_at=bindparam("now"))
 
 
+_TICKET_COLUMNS = [name for name in TicketRecord.__slots__ if name != "customer_email"]  # type: ignore[attr-defined]
+
+
 def get(connection: Connection, organization_id: str, ticket_id: str) -> TicketRecord | None:
+    """The organization's ticket, merged ones included; a deleted one is None."""
     row = connection.execute(_GET, {"organization_id": organization_id, "id": ticket_id}).first()
     return _ticket(row) if row else None
 
@@ -276,7 +291,7 @@ def create(
         now,
         thread_key,
     )
-    values = {name: getattr(ticket, name) for name in TicketRecord.__slots__ if name != "customer_email"}  # type: ignore[attr-defined]
+    values = {name: getattr(ticket, name) for name in _TICKET_COLUMNS}
     connection.execute(_INSERT, values)
     log = _Log(connection, ticket, actor_id, now, recorded)
     log.activity("created", {"subject": subject, "priority": priority, "channel": channel})
@@ -369,7 +384,7 @@ def listing(
 ) -> tuple[list[TicketRecord], bool]:
     """The organization's tickets, newest first, filtered; `cursor` is the last ticket id of the previous page."""
     t = TICKETS.c
-    scope = t.organization_id == organization_id
+    scope = (t.organization_id == organization_id) & _LIVE
     for column, value in ((t.status, status), (t.priority, priority), (t.assignee_id, assignee_id)):
         if value is not None:
             scope = scope & (column == value)
@@ -427,7 +442,7 @@ def _conversation(
     conversation = ConversationRecord(
         new_uuid(), ticket.id, author_type, author_id, body, internal, now, message_id, list(attachments)
     )
-    fields = {name: getattr(conversation, name) for name in ConversationRecord.__slots__}  # type: ignore[attr-defined]
+    fields = {name: getattr(conversation, name) for name in _CONVERSATION_FIELDS}
     log.connection.execute(_INSERT_CONVERSATION, {"organization_id": ticket.organization_id, **fields})
     log.activity(
         "created",
@@ -449,6 +464,13 @@ def _conversation(
     return conversation
 
 
+_CONVERSATION_FIELDS = ConversationRecord.__slots__  # type: ignore[attr-defined]
+
+
+def _conversation_record(row: Any) -> ConversationRecord:
+    return ConversationRecord(**{name: getattr(row, name) for name in _CONVERSATION_FIELDS})
+
+
 def conversations(
     connection: Connection, ticket_id: str, *, limit: int, cursor: str | None
 ) -> tuple[list[ConversationRecord], bool]:
@@ -457,12 +479,11 @@ def conversations(
         connection,
         CONVERSATIONS,
         select(CONVERSATIONS),
-        CONVERSATIONS.c.ticket_id == ticket_id,
+        (CONVERSATIONS.c.ticket_id == ticket_id) & CONVERSATIONS.c.deleted_at.is_(None),
         limit=limit,
         cursor=cursor,
     )
-    fields = ConversationRecord.__slots__  # type: ignore[attr-defined]
-    return [ConversationRecord(**{name: getattr(row, name) for name in fields}) for row in rows], more
+    return [_conversation_record(row) for row in rows], more
 
 
 # Threading inbound messages (processors/helpdesk/inbound) -----------------------------------------------------------
@@ -475,6 +496,7 @@ _BY_MESSAGE_IDS = (
     )
     .order_by(CONVERSATIONS.c.created_at)
 )
+_ANY = _selected().where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.id == bindparam("id"))
 _BY_NUMBER = _selected().where(
     TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.number == bindparam("number")
 )
@@ -517,19 +539,37 @@ def conversation_of_message_id(
     row = connection.execute(
         _CONVERSATION_OF_MESSAGE_ID, {"organization_id": organization_id, "message_id": message_id}
     ).first()
-    fields = ConversationRecord.__slots__  # type: ignore[attr-defined]
-    return ConversationRecord(**{name: getattr(row, name) for name in fields}) if row else None
+    return _conversation_record(row) if row else None
 
 
 def by_number(connection: Connection, organization_id: str, number: int) -> TicketRecord | None:
+    """The ticket of this number, or the one it was merged into; None when it is deleted."""
     row = connection.execute(_BY_NUMBER, {"organization_id": organization_id, "number": number}).first()
-    return _ticket(row) if row else None
+    return _live(connection, row)
 
 
 def latest_of_thread(connection: Connection, organization_id: str, thread_key: str) -> TicketRecord | None:
-    """The newest ticket of a sender's thread (SMS, messaging apps, chat)."""
+    """The newest ticket of a sender's thread (SMS, messaging apps, chat), or the one it was merged into; None when it
+    is deleted (the message opens a new ticket of the thread)."""
     row = connection.execute(_BY_THREAD, {"organization_id": organization_id, "thread_key": thread_key}).first()
-    return _ticket(row) if row else None
+    return _live(connection, row)
+
+
+MAX_MERGES = 16
+"""Merges followed from a ticket to its destination, at most (merging into a merged ticket is refused, so a chain
+forms only from tickets merged before their target was)."""
+
+
+def _live(connection: Connection, row: Any) -> TicketRecord | None:
+    """Where a message threaded to this ticket goes: along its merges to the ticket that stands; None when that is
+    deleted."""
+    for _ in range(MAX_MERGES):
+        if row is None or row.deleted_at is not None:
+            return None
+        if row.merged_into_id is None:
+            return _ticket(row)
+        row = connection.execute(_ANY, {"organization_id": row.organization_id, "id": row.merged_into_id}).first()
+    return None
 
 
 def reopenings_since(connection: Connection, ticket_id: str, since: datetime) -> int:
@@ -548,3 +588,178 @@ def reopenings_since(connection: Connection, ticket_id: str, since: datetime) ->
 
 REOPENED_BY_INBOUND = "inbound_message"
 """The `reason` in a `status_changed` event's data when a customer's message reopened the ticket."""
+
+
+# A team's changes: merges and deletions, edited and deleted conversations ------------------------------------------
+
+
+class MergeRefused(Exception):
+    """A merge that cannot be made: a ticket into itself, a merged ticket again, or into a merged one (409)."""
+
+
+def open_of_assignee(
+    connection: Connection, organization_id: str, assignee_id: str, statuses: Sequence[str]
+) -> list[str]:
+    """The ids of the member's tickets in these statuses."""
+    return list(
+        connection.scalars(
+            select(TICKETS.c.id)
+            .where(
+                TICKETS.c.organization_id == organization_id,
+                TICKETS.c.assignee_id == assignee_id,
+                TICKETS.c.status.in_(list(statuses)),
+                _LIVE,
+            )
+            .order_by(TICKETS.c.created_at)
+        )
+    )
+
+
+def merge(
+    connection: Connection,
+    organization_id: str,
+    source_id: str,
+    target_id: str,
+    *,
+    actor_id: str | None,
+    now: datetime,
+    recorded: list[str],
+) -> tuple[TicketRecord, TicketRecord] | None:
+    """Merge `source` into `target`: the source's conversations become the target's, and the source is closed with
+    its `merged` event (`merged_into_id`); what threads to the source from now on goes to the target. None when
+    either is not a ticket of the organization; MergeRefused for a merge that cannot be made."""
+    source, target = get(connection, organization_id, source_id), get(connection, organization_id, target_id)
+    if source is None or target is None:
+        return None
+    if source.id == target.id:
+        raise MergeRefused("A ticket cannot be merged into itself")
+    if source.merged_into_id is not None:
+        raise MergeRefused(f"Ticket #{source.number} is merged into another ticket already")
+    if target.merged_into_id is not None:
+        raise MergeRefused(
+            f"Ticket #{target.number} is merged into another ticket: merge into the ticket it was merged into"
+        )
+    connection.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.ticket_id == source.id).values(ticket_id=target.id))
+    closed = change(
+        connection, organization_id, source.id, Changes(status="closed"), actor_id=actor_id, now=now, recorded=recorded
+    )
+    assert closed is not None
+    connection.execute(
+        update(TICKETS).where(TICKETS.c.id == source.id).values(merged_into_id=target.id, updated_at=now)
+    )
+    connection.execute(_TOUCH, {"ticket_id": target.id, "now": now})
+    merged = replace(closed, merged_into_id=target.id, updated_at=now)
+    log = _Log(connection, merged, actor_id, now, recorded)
+    log.activity("merged", {"merged_into_id": target.id})
+    log.close(merged)
+    return merged, replace(target, updated_at=now)
+
+
+def delete(
+    connection: Connection, organization_id: str, ticket_id: str, *, actor_id: str | None, now: datetime
+) -> bool:
+    """The ticket deleted, with its `deleted` event: from now on it is listed nowhere and absent to every read but
+    its activity log's (for admins); what would thread to it opens a new ticket. False when there is no such ticket."""
+    deleted = connection.execute(
+        update(TICKETS)
+        .where(TICKETS.c.organization_id == organization_id, TICKETS.c.id == ticket_id, _LIVE)
+        .values(deleted_at=now, updated_at=now)
+    )
+    if not deleted.rowcount:
+        return False
+    events.record_rows(
+        connection, [events.row(organization_id, ("ticket", ticket_id), "deleted", {}, actor_id=actor_id, now=now)]
+    )
+    return True
+
+
+_CONVERSATION = (
+    select(CONVERSATIONS)
+    .join(TICKETS, TICKETS.c.id == CONVERSATIONS.c.ticket_id)
+    .where(
+        CONVERSATIONS.c.organization_id == bindparam("organization_id"),
+        CONVERSATIONS.c.id == bindparam("id"),
+        CONVERSATIONS.c.deleted_at.is_(None),
+        _LIVE,
+    )
+)
+
+
+def conversation(connection: Connection, organization_id: str, conversation_id: str) -> ConversationRecord | None:
+    """The organization's conversation, on a ticket that is not deleted; None for a deleted one."""
+    row = connection.execute(_CONVERSATION, {"organization_id": organization_id, "id": conversation_id}).first()
+    return _conversation_record(row) if row else None
+
+
+def edit_conversation(
+    connection: Connection,
+    organization_id: str,
+    conversation_id: str,
+    body: str,
+    *,
+    actor_id: str | None,
+    now: datetime,
+) -> ConversationRecord | None:
+    """The conversation with its new body and its `updated` event (old and new content); unchanged when the body
+    is the same. None when there is no such conversation."""
+    current = conversation(connection, organization_id, conversation_id)
+    if current is None or current.body == body:
+        return current
+    connection.execute(
+        update(CONVERSATIONS).where(CONVERSATIONS.c.id == conversation_id).values(body=body, edited_at=now)
+    )
+    data = {"old_content": current.body, "new_content": body}
+    _conversation_event(connection, organization_id, current, "updated", data, actor_id=actor_id, now=now)
+    return replace(current, body=body, edited_at=now)
+
+
+def delete_conversation(
+    connection: Connection, organization_id: str, conversation_id: str, *, actor_id: str | None, now: datetime
+) -> bool:
+    """The conversation deleted, with its `deleted` event; False when there is no such conversation."""
+    current = conversation(connection, organization_id, conversation_id)
+    if current is None:
+        return False
+    connection.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.id == conversation_id).values(deleted_at=now))
+    _conversation_event(connection, organization_id, current, "deleted", {}, actor_id=actor_id, now=now)
+    return True
+
+
+def _conversation_event(
+    connection: Connection,
+    organization_id: str,
+    conversation_: ConversationRecord,
+    event_type: str,
+    data: dict[str, Any],
+    *,
+    actor_id: str | None,
+    now: datetime,
+) -> None:
+    row = events.row(
+        organization_id,
+        ("conversation", conversation_.id),
+        event_type,
+        data,
+        actor_id=actor_id,
+        now=now,
+        ticket_id=conversation_.ticket_id,
+    )
+    events.record_rows(connection, [row])
+
+
+def is_deleted(connection: Connection, organization_id: str, aggregate_type: str, aggregate_id: str) -> bool:
+    """Whether this ticket, or this conversation (or its ticket), was deleted."""
+    if aggregate_type == "ticket":
+        scope = TICKETS.c.id == aggregate_id
+    else:
+        ticket_of = select(CONVERSATIONS.c.ticket_id).where(CONVERSATIONS.c.id == aggregate_id).scalar_subquery()
+        gone = connection.execute(
+            select(CONVERSATIONS.c.deleted_at).where(CONVERSATIONS.c.id == aggregate_id)
+        ).scalar_one_or_none()
+        if gone is not None:
+            return True
+        scope = TICKETS.c.id == ticket_of
+    deleted_at = connection.execute(
+        select(TICKETS.c.deleted_at).where(TICKETS.c.organization_id == organization_id, scope)
+    ).scalar_one_or_none()
+    return deleted_at is not None

@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
-from gateway.helpdesk.accounts.credentials import digest, opaque
 from storage.common.db import Database
 from storage.helpdesk import accounts
+from wire.tokens import digest, opaque
 
 LINK_LIFETIME = timedelta(minutes=15)
 REFRESH = timedelta(days=30)

@@ -70,6 +70,8 @@ TABLES = {
     "helpdesk_inbound_events",
     "helpdesk_calls",
     "helpdesk_orders",
+    "helpdesk_invitations",
+    "helpdesk_uploads",
 }
 FUTURE = timedelta(days=1)
 """Pending rows are published this far ahead of the clock: no sweeper of a stack on this database takes them."""
@@ -200,7 +202,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"}
-    assert versions == ["0012"]
+    assert versions == ["0013"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"

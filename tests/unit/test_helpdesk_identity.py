@@ -11,7 +11,8 @@ from datetime import timedelta
 import jwt
 import pytest
 
-from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords, digest, opaque
+from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
+from wire.tokens import digest, opaque
 
 CHEAP = PasswordCost(memory_kib=64, passes=1, lanes=1)
 

@@ -1,10 +1,9 @@
-"""The helpdesk's secrets about people: password hashes (argon2id), access tokens (signed JWTs that live 15 minutes)
-and opaque tokens (refresh tokens, sign-in and reset links), which are stored only as their SHA-256."""
+"""What proves who a person is: their password (kept as an argon2id hash) and their access tokens (signed JWTs that live
+15 minutes). Opaque tokens (refresh tokens, links) are wire/tokens.py's."""
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import secrets
 import time
 from collections.abc import Callable
@@ -96,13 +95,3 @@ class AccessTokens:
         if float(claims["exp"]) <= self._clock():
             return None
         return Access(claims["sub"], claims["sid"], float(claims["exp"]))
-
-
-def opaque(kind: str) -> str:
-    """A new random token, `hd_<kind>_<43 characters>` (256 bits): the log redaction knows the `hd_` prefix."""
-    return f"hd_{kind}_{secrets.token_urlsafe(32)}"
-
-
-def digest(token: str) -> str:
-    """What is stored of an opaque token: its SHA-256, hex."""
-    return hashlib.sha256(token.encode()).hexdigest()

@@ -10,10 +10,11 @@ from datetime import UTC, datetime, timedelta
 
 from litestar.datastructures import Cookie
 
-from gateway.helpdesk.accounts.credentials import AccessTokens, digest, opaque
+from gateway.helpdesk.accounts.credentials import AccessTokens
 from storage.common.batching import GroupCommit
 from storage.common.db import Database
 from storage.helpdesk import accounts
+from wire.tokens import digest, opaque
 
 ACCESS_COOKIE, REFRESH_COOKIE = "hd-access-token", "hd-refresh-token"
 ACCESS_LIFETIME = timedelta(minutes=15)

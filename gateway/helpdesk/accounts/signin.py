@@ -10,7 +10,7 @@ configured, if any (`gateway/helpdesk/social.py`); limited to 5 a minute per cli
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
@@ -21,22 +21,27 @@ import structlog
 from limits import RateLimitItem
 from limits import parse as limit
 from litestar import Request, Response, get
+from litestar.datastructures import Cookie
 from litestar.params import FromQuery
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.common.limits import RateLimits
-from gateway.helpdesk.accounts.credentials import Passwords, digest, opaque
+from gateway.helpdesk.accounts.credentials import Passwords
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.sessions import Sessions
 from gateway.helpdesk.accounts.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
 from gateway.helpdesk.accounts.social import COOKIE as SOCIAL_COOKIE
 from gateway.helpdesk.procedures.access import end_session
 from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError
+from operations.helpdesk import team
+from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import EMAIL_PATTERN, LINE
 from operations.helpdesk.mail import Mailer
+from operations.helpdesk.team import INVITE_PATH
 from storage.common.db import Database
 from storage.helpdesk import accounts
+from wire.tokens import digest, opaque
 
 LINK_LIFETIME = timedelta(minutes=15)
 MAILS = {
@@ -52,6 +57,8 @@ PASSWORD_CHECKS_PER_CLIENT = limit("30/minute")
 account: the per-address limit alone would let a client vary the address."""
 PROVIDER_ERROR = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 """An `error` the provider sends back to the callback (`access_denied`...): quoted in the refusal when it is one."""
+
+DEACTIVATED = "This account was deactivated by an admin of its organization: ask them to reactivate it"
 
 log = structlog.get_logger("signalyard.gateway.helpdesk")
 
@@ -259,7 +266,10 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
             raise ProcedureError("UNAUTHORIZED", "Invalid email or password")
         if user.password_hash and passwords.outdated(user.password_hash):
             await db.write(accounts.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
-        started = await sessions.start(user.id)
+        try:
+            started = await sessions.start(user.id)
+        except accounts.Deactivated:
+            raise ProcedureError("UNAUTHORIZED", DEACTIVATED) from None
         call.cookies.extend(started.cookies)
         return PasswordSignIn(SignedInUser(user.id, user.email, user.created_at))
 
@@ -329,11 +339,12 @@ class LinkRefused(msgspec.Struct):
     error: dict[str, str]
 
 
-def link_routes(deps: Accounts) -> list[Any]:
+def link_routes(deps: Accounts, desk: Helpdesk) -> list[Any]:
     """The GETs of mailed links. Used once, a link signs the browser in (both cookies, in this very response) and sends
     it on (303). A sign-in link goes to its `redirectTo` when that is a path of this site, else to `/`; its first use
     makes the account. A reset link removes the password and ends the account's other sessions, then goes to the page
-    that sets a new one (RESET_LANDING).
+    that sets a new one (RESET_LANDING). An invitation link joins its person to the organization as an agent
+    (operations/helpdesk/team.py) and goes to `/`. A deactivated member is signed in by none of them.
 
     And social sign-in's callback (CALLBACK_PATH), where the provider sends the browser back: it signs the browser in
     the same way when the provider vouches for a verified address (the first sign-in makes the account), and answers
@@ -350,12 +361,21 @@ def link_routes(deps: Accounts) -> list[Any]:
             if user is not None:
                 await deps.db.write(accounts.replace_password, user.id, None, "password_reset", now)
         if link is None or user is None:
-            message = "This link is unknown, used or expired: ask for a new one"
-            return Response(LinkRefused({"code": "invalid_link", "message": message}), status_code=400, headers=PRIVATE)
-        started = await deps.sessions.start(user.id)
-        target = link.redirect_to if is_safe_local_path(link.redirect_to) else "/"
+            return refusal("invalid_link", "This link is unknown, used or expired: ask for a new one")
+        return await signed_in(user.id, link.redirect_to)
+
+    async def signed_in(user_id: str, redirect_to: str, cookies: Sequence[Cookie] = ()) -> Response[Any]:
+        """The browser signed in and sent on (a deactivated member is refused)."""
+        try:
+            started = await deps.sessions.start(user_id)
+        except accounts.Deactivated:
+            return refusal("deactivated", DEACTIVATED, list(cookies))
+        target = redirect_to if is_safe_local_path(redirect_to) else "/"
         return Response(
-            b"", status_code=HTTP_303_SEE_OTHER, headers={"Location": target, **PRIVATE}, cookies=list(started.cookies)
+            b"",
+            status_code=HTTP_303_SEE_OTHER,
+            headers={"Location": target, **PRIVATE},
+            cookies=[*started.cookies, *cookies],
         )
 
     @get(LINK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
@@ -365,6 +385,19 @@ def link_routes(deps: Accounts) -> list[Any]:
     @get(RESET_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
     async def reset_link(token: FromQuery[str] = "") -> Response[Any]:
         return await open_link("reset", token)
+
+    @get(INVITE_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
+    async def invitation_link(token: FromQuery[str] = "") -> Response[Any]:
+        """An invitation followed: the person joins the organization as an agent and is signed in."""
+        try:
+            user = await team.accept(desk, token) if token else None
+        except team.InvitationRefused as refused:
+            return refusal("invalid_invitation", str(refused))
+        if user is None:
+            return refusal(
+                "invalid_invitation", "This invitation link is incomplete: open the whole link you were sent"
+            )
+        return await signed_in(user.id, "/")
 
     def refusal(code: str, message: str, cookies: list[Any] | None = None) -> Response[Any]:
         body = LinkRefused({"code": code, "message": message})
@@ -388,13 +421,6 @@ def link_routes(deps: Accounts) -> list[Any]:
             log.info("social_sign_in_refused", code=refused.code, reason=refused.message)
             return refusal(refused.code, refused.message, [cleared])
         user = await deps.db.write(accounts.signed_in_by_email, who.email, deps.clock())
-        started = await deps.sessions.start(user.id)
-        target = who.redirect_to if is_safe_local_path(who.redirect_to) else "/"
-        return Response(
-            b"",
-            status_code=HTTP_303_SEE_OTHER,
-            headers={"Location": target, **PRIVATE},
-            cookies=[*started.cookies, cleared],
-        )
+        return await signed_in(user.id, who.redirect_to, [cleared])
 
-    return [sign_in_link, reset_link, social_callback]
+    return [sign_in_link, reset_link, invitation_link, social_callback]

@@ -36,6 +36,8 @@ class Admission:
         if access == "signed_in":
             return
         user = await self.db.read(accounts.user_by_id, call.session.user_id)
+        if user is not None and user.deactivated_at is not None:  # their sessions ended with it: a backstop
+            raise ProcedureError("UNAUTHORIZED", "This account was deactivated by an admin of its organization")
         if user is None or user.organization_id is None or user.role is None:
             raise ProcedureError("FORBIDDEN", "Complete signup first: you belong to no organization yet")
         call.member = Actor(user.organization_id, user.id, user.role)  # type: ignore[arg-type]

@@ -1,5 +1,6 @@
-"""Customers for a signed-in member: `customers.list`, `customers.get`, `customers.create`, `customers.update`, with
-the REST API's rules (the same operations), answering the same bodies."""
+"""Customers for a signed-in member: `customers.list`, `customers.get`, `customers.create`, `customers.update`,
+`customers.merge` and `customers.delete` (admins), with the REST API's rules (the same operations), answering the same
+bodies."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from collections.abc import Mapping
 import msgspec
 
 from gateway.helpdesk.procedures.wire import Call, Procedure
-from gateway.helpdesk.schemas import Customer
+from gateway.helpdesk.schemas import Customer, Deleted
 from operations.helpdesk import customers
-from operations.helpdesk.customers import CreateCustomer, ListCustomers, UpdateCustomer
+from operations.helpdesk.customers import CreateCustomer, ListCustomers, MergeCustomerInto, UpdateCustomer
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Uuid
 
@@ -29,6 +30,10 @@ class UpdateCustomerById(UpdateCustomer, kw_only=True):
     id: Uuid
 
 
+class MergeCustomer(MergeCustomerInto, kw_only=True):
+    id: Uuid
+
+
 def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
     async def list_customers(call: Call, given: ListCustomers) -> CustomerPage:
         page = await customers.listing(desk, call.actor, given)
@@ -43,9 +48,18 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
     async def update_customer(call: Call, given: UpdateCustomerById) -> Customer:
         return Customer.of(await customers.change(desk, call.actor, given.id, given))
 
+    async def merge_customer(call: Call, given: MergeCustomer) -> Customer:
+        return Customer.of(await customers.merge(desk, call.actor, given.id, given))
+
+    async def delete_customer(call: Call, given: CustomerId) -> Deleted:
+        await customers.delete(desk, call.actor, given.id)
+        return Deleted(id=given.id)
+
     return {
         "customers.list": Procedure("query", ListCustomers, list_customers),
         "customers.get": Procedure("query", CustomerId, get_customer),
         "customers.create": Procedure("mutation", CreateCustomer, create_customer),
         "customers.update": Procedure("mutation", UpdateCustomerById, update_customer),
+        "customers.merge": Procedure("mutation", MergeCustomer, merge_customer),
+        "customers.delete": Procedure("mutation", CustomerId, delete_customer, "admin"),
     }

@@ -1,6 +1,7 @@
 """Tickets and their conversations for a signed-in member: `tickets.list`, `tickets.get`, `tickets.create`,
-`tickets.update`, `conversations.list` and `conversations.create`, with the REST API's rules, filters and paging
-(the same operations), answering the same bodies; lists as `{items, nextCursor, hasMore}`."""
+`tickets.update`, `tickets.merge`, `tickets.delete` (admins), `conversations.list`, `conversations.create`,
+`conversations.update` and `conversations.delete` (their author or an admin), with the REST API's rules, filters and
+paging (the same operations), answering the same bodies; lists as `{items, nextCursor, hasMore}`."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ from collections.abc import Mapping
 import msgspec
 
 from gateway.helpdesk.procedures.wire import Call, Procedure
-from gateway.helpdesk.schemas import Conversation, Ticket
+from gateway.helpdesk.schemas import Conversation, Deleted, Ticket
 from operations.helpdesk import conversations, tickets
-from operations.helpdesk.conversations import AddConversation, ListConversations
+from operations.helpdesk.conversations import AddConversation, EditConversation, ListConversations
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Uuid
-from operations.helpdesk.tickets import CreateTicket, ListTickets, TicketId, UpdateTicket
+from operations.helpdesk.tickets import CreateTicket, ListTickets, MergeTicketInto, TicketId, UpdateTicket
 
 
 class TicketPage(msgspec.Struct):
@@ -35,6 +36,18 @@ class UpdateTicketById(UpdateTicket, kw_only=True):
 
 class AddConversationTo(AddConversation, kw_only=True):
     ticket_id: Uuid
+
+
+class MergeTicket(MergeTicketInto, kw_only=True):
+    id: Uuid
+
+
+class ConversationId(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    id: Uuid
+
+
+class EditConversationById(EditConversation, kw_only=True):
+    id: Uuid
 
 
 def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
@@ -58,6 +71,20 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
     async def add_conversation(call: Call, given: AddConversationTo) -> Conversation:
         return Conversation.of(await conversations.add(desk, call.actor, given.ticket_id, given))
 
+    async def merge_ticket(call: Call, given: MergeTicket) -> Ticket:
+        return Ticket.of(await tickets.merge(desk, call.actor, given.id, given))
+
+    async def delete_ticket(call: Call, given: TicketId) -> Deleted:
+        await tickets.delete(desk, call.actor, given.id)
+        return Deleted(id=given.id)
+
+    async def edit_conversation(call: Call, given: EditConversationById) -> Conversation:
+        return Conversation.of(await conversations.edit(desk, call.actor, given.id, given))
+
+    async def delete_conversation(call: Call, given: ConversationId) -> Deleted:
+        await conversations.delete(desk, call.actor, given.id)
+        return Deleted(id=given.id)
+
     return {
         "tickets.list": Procedure("query", ListTickets, list_tickets),
         "tickets.get": Procedure("query", TicketId, get_ticket),
@@ -65,4 +92,8 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
         "tickets.update": Procedure("mutation", UpdateTicketById, update_ticket),
         "conversations.list": Procedure("query", ListConversations, list_conversations),
         "conversations.create": Procedure("mutation", AddConversationTo, add_conversation),
+        "tickets.merge": Procedure("mutation", MergeTicket, merge_ticket),
+        "tickets.delete": Procedure("mutation", TicketId, delete_ticket, "admin"),
+        "conversations.update": Procedure("mutation", EditConversationById, edit_conversation),
+        "conversations.delete": Procedure("mutation", ConversationId, delete_conversation),
     }

@@ -19,9 +19,9 @@ from gateway.helpdesk.errors import ERRORS
 from gateway.helpdesk.rest.paging import Cursor, Limit
 from gateway.helpdesk.schemas import (
     ChannelCreated,
-    ChannelDeleted,
     ChannelList,
     ChannelObject,
+    Deleted,
     InboundMessage,
     InboundMessageList,
 )
@@ -60,9 +60,9 @@ class ChannelsController(Controller):
     @delete("/{channel_id:str}", guards=[requires("integrations:write")], **docs.DELETE_CHANNEL)
     async def delete_channel(
         self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], channel_id: FromPath[str]
-    ) -> ChannelDeleted:
+    ) -> Deleted:
         await channels.remove(desk, actor_of(request), channel_id)
-        return ChannelDeleted(id=channel_id, deleted=True)
+        return Deleted(id=channel_id, deleted=True)
 
 
 class InboundMessagesController(Controller):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Request, Response, get, patch, post
+from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, Parameter
 
@@ -16,13 +16,14 @@ from gateway.helpdesk import docs
 from gateway.helpdesk.auth import HelpdeskPrincipal, actor_of
 from gateway.helpdesk.errors import ERRORS
 from gateway.helpdesk.rest.paging import Cursor, Limit
-from gateway.helpdesk.schemas import Customer, CustomerList
+from gateway.helpdesk.schemas import Customer, CustomerList, Deleted
 from operations.helpdesk import customers
-from operations.helpdesk.customers import CreateCustomer, ListCustomers, UpdateCustomer
+from operations.helpdesk.customers import CreateCustomer, ListCustomers, MergeCustomerInto, UpdateCustomer
 from operations.helpdesk.desk import Helpdesk
 
 _decode_create = msgspec.json.Decoder(CreateCustomer).decode
 _decode_update = msgspec.json.Decoder(UpdateCustomer).decode
+_decode_merge = msgspec.json.Decoder(MergeCustomerInto).decode
 
 
 class CustomersController(Controller):
@@ -62,3 +63,17 @@ class CustomersController(Controller):
     ) -> Customer:
         given = decode_body(_decode_update, await request.body(), ERRORS)
         return Customer.of(await customers.change(desk, actor_of(request), customer_id, given))
+
+    @delete("/{customer_id:str}", guards=[requires("customers:write")], **docs.DELETE_CUSTOMER)
+    async def delete_customer(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], customer_id: FromPath[str]
+    ) -> Deleted:
+        await customers.delete(desk, actor_of(request), customer_id)
+        return Deleted(id=customer_id)
+
+    @post("/{customer_id:str}/merge", guards=[requires("customers:write")], **docs.MERGE_CUSTOMER)
+    async def merge_customer(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], customer_id: FromPath[str]
+    ) -> Customer:
+        given = decode_body(_decode_merge, await request.body(), ERRORS)
+        return Customer.of(await customers.merge(desk, actor_of(request), customer_id, given))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Request, Response, get, patch, post
+from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, Parameter
 
@@ -17,17 +17,19 @@ from gateway.helpdesk import docs
 from gateway.helpdesk.auth import HelpdeskPrincipal, actor_of
 from gateway.helpdesk.errors import ERRORS
 from gateway.helpdesk.rest.paging import Cursor, Limit, UuidFilter
-from gateway.helpdesk.schemas import Conversation, ConversationList, Event, EventList, Ticket, TicketList
+from gateway.helpdesk.schemas import Conversation, ConversationList, Deleted, Event, EventList, Ticket, TicketList
 from operations.helpdesk import conversations, events, tickets
-from operations.helpdesk.conversations import AddConversation, ListConversations
+from operations.helpdesk.conversations import AddConversation, EditConversation, ListConversations
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.events import ListTicketEvents
 from operations.helpdesk.fields import Priority, Status
-from operations.helpdesk.tickets import CreateTicket, ListTickets, UpdateTicket
+from operations.helpdesk.tickets import CreateTicket, ListTickets, MergeTicketInto, UpdateTicket
 
 _decode_create = msgspec.json.Decoder(CreateTicket).decode
 _decode_update = msgspec.json.Decoder(UpdateTicket).decode
 _decode_conversation = msgspec.json.Decoder(AddConversation).decode
+_decode_merge = msgspec.json.Decoder(MergeTicketInto).decode
+_decode_edit = msgspec.json.Decoder(EditConversation).decode
 
 
 class TicketsController(Controller):
@@ -80,6 +82,20 @@ class TicketsController(Controller):
         given = decode_body(_decode_update, await request.body(), ERRORS)
         return Ticket.of(await tickets.change(desk, actor_of(request), ticket_id, given))
 
+    @delete("/{ticket_id:str}", guards=[requires("tickets:write")], **docs.DELETE_TICKET)
+    async def delete_ticket(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], ticket_id: FromPath[str]
+    ) -> Deleted:
+        await tickets.delete(desk, actor_of(request), ticket_id)
+        return Deleted(id=ticket_id)
+
+    @post("/{ticket_id:str}/merge", guards=[requires("tickets:write")], **docs.MERGE_TICKET)
+    async def merge_ticket(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], ticket_id: FromPath[str]
+    ) -> Ticket:
+        given = decode_body(_decode_merge, await request.body(), ERRORS)
+        return Ticket.of(await tickets.merge(desk, actor_of(request), ticket_id, given))
+
     @get("/{ticket_id:str}/conversations", guards=[requires("conversations:read")], **docs.LIST_CONVERSATIONS)
     async def list_conversations(
         self,
@@ -117,3 +133,28 @@ class TicketsController(Controller):
         await tickets.get(desk, actor, ticket_id)
         page = await events.of_ticket(desk, actor, ListTicketEvents(ticket_id=ticket_id, limit=limit, cursor=cursor))
         return EventList(data=[Event.of(e) for e in page.items], has_more=page.has_more, next_cursor=page.next_cursor)
+
+
+class ConversationsController(Controller):
+    path = "/api/v1/conversations"
+    tags = ["conversations"]
+
+    @patch("/{conversation_id:str}", guards=[requires("conversations:write")], **docs.UPDATE_CONVERSATION)
+    async def update_conversation(
+        self,
+        request: Request[HelpdeskPrincipal, Any, Any],
+        desk: NamedDependency[Helpdesk],
+        conversation_id: FromPath[str],
+    ) -> Conversation:
+        given = decode_body(_decode_edit, await request.body(), ERRORS)
+        return Conversation.of(await conversations.edit(desk, actor_of(request), conversation_id, given))
+
+    @delete("/{conversation_id:str}", guards=[requires("conversations:write")], **docs.DELETE_CONVERSATION)
+    async def delete_conversation(
+        self,
+        request: Request[HelpdeskPrincipal, Any, Any],
+        desk: NamedDependency[Helpdesk],
+        conversation_id: FromPath[str],
+    ) -> Deleted:
+        await conversations.delete(desk, actor_of(request), conversation_id)
+        return Deleted(id=conversation_id)

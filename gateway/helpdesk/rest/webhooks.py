@@ -6,7 +6,7 @@ from __future__ import annotations
 from gateway.common.webhooks import EndpointRoutes, endpoint_routes
 from gateway.helpdesk import docs
 from gateway.helpdesk.errors import ERRORS, HelpdeskError
-from gateway.helpdesk.schemas import Webhook, WebhookDeleted, WebhookList, WebhookTested
+from gateway.helpdesk.schemas import Deleted, Webhook, WebhookList, WebhookTested
 from operations.helpdesk.webhooks import CreateWebhook, UpdateWebhook
 from topics.helpdesk import EVENTS, WEBHOOKS
 
@@ -28,13 +28,13 @@ WEBHOOK_ROUTES = endpoint_routes(
         shown=Webhook.of,
         created=lambda endpoint, _secret: Webhook.of(endpoint),
         listed=lambda endpoints: WebhookList(data=[Webhook.of(endpoint) for endpoint in endpoints]),
-        deleted=lambda endpoint_id: WebhookDeleted(id=endpoint_id, deleted=True),
+        deleted=lambda endpoint_id: Deleted(id=endpoint_id, deleted=True),
         tested=WebhookTested.of,
         types={
             "created": Webhook,
             "listed": WebhookList,
             "shown": Webhook,
-            "deleted": WebhookDeleted,
+            "deleted": Deleted,
             "tested": WebhookTested,
         },
         style=ERRORS,
