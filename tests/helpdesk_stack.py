@@ -38,6 +38,7 @@ from topics.common.webhooks import event_message
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics
 
 LINK = re.compile(r"https?://[^/\s]+(/auth/(?:link|reset)\?token=hd_link_[\w-]+)")
+INVITATION_LINK = re.compile(r"https?://[^/\s]+(/auth/invite\?token=hd_invite_[\w-]+)")
 NO_INPUT = {"json": None, "meta": {"values": ["undefined"], "v": 1}}
 
 
@@ -114,6 +115,15 @@ class Browser:
         created = data(await self.call("apiKeys.create", {"name": "test key", "scopes": list(scopes)}))
         return str(created["key"])
 
+    async def accept_invitation(self, path: str) -> dict[str, Any]:
+        """Follow a mailed invitation link (its `path`): the browser is signed in as the new member (both cookies, 303
+        to `/`); answers the member as `auth.getUser` does."""
+        opened = await self.client.get(path)
+        assert opened.status_code == 303, opened.text
+        user = dict(data(await self.query("auth.getUser")))
+        self.email = str(user["email"])
+        return user
+
 
 @dataclass
 class HelpdeskStack(ServiceStack):
@@ -129,6 +139,13 @@ class HelpdeskStack(ServiceStack):
         """The path of the newest link mailed to `email` (the development outbox keeps every mail)."""
         (mail, *_) = await self.db.read(accounts.kept_mails, email)
         found = LINK.search(mail.body)
+        assert found, mail.body
+        return found.group(1)
+
+    async def mailed_invitation(self, email: str) -> str:
+        """The path of the newest invitation link mailed to `email` (`/auth/invite?token=...`)."""
+        (mail, *_) = await self.db.read(accounts.kept_mails, email)
+        found = INVITATION_LINK.search(mail.body)
         assert found, mail.body
         return found.group(1)
 

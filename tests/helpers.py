@@ -1,9 +1,11 @@
-"""What tests share: waiting for a condition (`until`) and a helpdesk organization signed up (`signed_up`)."""
+"""What tests share: waiting for a condition (`until`), a helpdesk organization signed up (`signed_up`) and an agent
+joined to one by invitation (`joined_agent`)."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -77,3 +79,12 @@ async def signed_up(stack: HelpdeskStack, *scopes: str) -> AsyncIterator[Organiz
     """A new organization in a new browser (`new_organization`), which stays open for the block."""
     async with stack.browser() as browser:
         yield await new_organization(browser, *scopes)
+
+
+async def joined_agent(org: Organization, browser: Browser, email: str | None = None) -> dict[str, Any]:
+    """`browser` signed in as a new agent of `org`: invited by its admin (`team.invite`) and joined by following the
+    mailed link. Answers the agent as `auth.getUser` does."""
+    address = email or f"agent.{uuid.uuid4().hex[:10]}@example.com"
+    invited = await org.browser.call("team.invite", {"email": address})
+    assert invited.status_code == 200, invited.text
+    return await browser.accept_invitation(await org.stack.mailed_invitation(address))

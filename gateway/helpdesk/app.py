@@ -22,7 +22,9 @@ from gateway.helpdesk.procedures import team as team_procedures
 from gateway.helpdesk.procedures import tickets as ticket_procedures
 from gateway.helpdesk.procedures import webhooks as webhook_procedures
 from gateway.helpdesk.procedures.access import Admission
+from gateway.helpdesk.procedures.uploads import upload_route
 from gateway.helpdesk.procedures.wire import Procedure, trpc_route
+from gateway.helpdesk.rest.attachments import AttachmentsController, UploadsController
 from gateway.helpdesk.rest.channels import ChannelsController, InboundMessagesController
 from gateway.helpdesk.rest.customers import CustomersController
 from gateway.helpdesk.rest.events import EventsController
@@ -40,6 +42,8 @@ REST_ROUTES: list[ControllerRouterHandler] = [
     CustomersController,
     UsersController,
     InvitationsController,
+    AttachmentsController,
+    UploadsController,
     EventsController,
     WEBHOOK_ROUTES,
     ChannelsController,
@@ -74,6 +78,7 @@ def create_helpdesk_app(
             *REST_ROUTES,
             *INBOUND_ROUTES,
             trpc_route(procedures(helpdesk), admit),
+            upload_route(admit, helpdesk.desk),
             *signin.link_routes(accounts, helpdesk.desk),
         ],
         docs.DOCUMENT,

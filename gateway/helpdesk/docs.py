@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from litestar.openapi import ResponseSpec
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, Reference, RequestBody, Schema
+from litestar.openapi.spec import OpenAPIFormat, OpenAPIMediaType, OpenAPIType, Reference, RequestBody, Schema
 
 from gateway.common import openapi
 from gateway.common.app import ApiDocument
@@ -30,7 +30,9 @@ from gateway.helpdesk.schemas import (
     MemberList,
     Ticket,
     TicketList,
+    Upload,
 )
+from operations.helpdesk.attachments import MAX_UPLOAD_BYTES
 from operations.helpdesk.channels import CreateChannel
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.customers import CreateCustomer, MergeCustomerInto, UpdateCustomer
@@ -75,11 +77,16 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
     ),
     409: (
         "The object conflicts with another: a customer's address taken; webhooks at their limit or disabled; a "
-        "channel's address routing to another channel already",
+        "channel's address routing to another channel already; a merge into a merged ticket; the last active admin",
         [
             ("email_taken", "Another customer of this organization has the address ada@example.com"),
             ("too_many", "An organization can have at most 16 webhook subscriptions; delete one first"),
+            ("last_admin", "An organization keeps at least one active admin: make another member an admin first"),
         ],
+    ),
+    413: (
+        "A file or a body over its documented size: nothing was kept",
+        [("too_large", "A file is at most 10 MiB; this one is 12582912 bytes")],
     ),
     429: (
         "The key's per-minute or per-hour budget is spent: nothing was done",
@@ -106,6 +113,7 @@ def errors(*statuses: int) -> dict[int, ResponseSpec]:
     )
 
 
+_FILE = Schema(type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY)
 MANAGEMENT = (401, 403, 429, 500, 503)
 """What every route may answer besides its own."""
 _RETRY = openapi.retry_after("Seconds to wait before the key's budget allows another request")
@@ -180,6 +188,29 @@ ADD_CONVERSATION = _route(
     400,
     404,
     body=AddConversation,
+)
+ADD_CONVERSATION["operation_class"] = openapi.documented_operation(
+    response_headers={429: _RETRY},
+    request_body=RequestBody(
+        required=True,
+        description=f"{AddConversation.__doc__} As JSON, or as multipart/form-data with its files (`file`, repeated, "
+        f"each at most {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB, 25 MiB in all)",
+        content={
+            openapi.JSON: OpenAPIMediaType(schema=Reference(ref="#/components/schemas/AddConversation")),
+            "multipart/form-data": OpenAPIMediaType(
+                schema=Schema(
+                    type=OpenAPIType.OBJECT,
+                    required=["body"],
+                    properties={
+                        "body": Schema(type=OpenAPIType.STRING, min_length=1, max_length=65536),
+                        "internal": Schema(type=OpenAPIType.BOOLEAN),
+                        "author_type": Schema(type=OpenAPIType.STRING, enum=["agent", "customer"]),
+                        "file": Schema(type=OpenAPIType.ARRAY, items=_FILE, max_items=10),
+                    },
+                )
+            ),
+        },
+    ),
 )
 LIST_TICKET_EVENTS = _route(
     "listTicketEvents",
@@ -393,4 +424,44 @@ CREATE_INVITATION = _route(
 )
 DELETE_INVITATION = _route(
     "deleteInvitation", "Revoke a pending invitation", 200, openapi.response(Deleted, "Revoked"), 400, 404
+)
+_SIGNED = [
+    openapi.query(
+        "expires",
+        Schema(type=OpenAPIType.STRING, pattern=r"^[0-9]+$"),
+        "When the URL stops working, in UNIX seconds (part of the signed URL)",
+        example="1795514400",
+        required=True,
+    ),
+    openapi.query(
+        "signature",
+        Schema(type=OpenAPIType.STRING, pattern=r"^[0-9a-f]{64}$"),
+        "The URL's signature (part of the signed URL)",
+        example="5b6c0f1e8a4d2c9b7e3f1a0d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39",
+        required=True,
+    ),
+]
+GET_ATTACHMENT = openapi.route_docs(
+    "getAttachment",
+    "A stored attachment, by the signed `url` its conversation lists (no API key: the URL is the credential)",
+    {
+        200: openapi.response(bytes, "The file, as it was received or uploaded", media_type="application/octet-stream"),
+        **errors(400, 403, 404, 500),
+    },
+    operation=openapi.documented_operation(parameters=_SIGNED, keyless=True),
+)
+UPLOAD = _route(
+    "uploadFile", "Keep a file to attach to a reply or note", 201, openapi.response(Upload, "The file"), 400, 413
+)
+UPLOAD["operation_class"] = openapi.documented_operation(
+    response_headers={429: _RETRY},
+    request_body=RequestBody(
+        required=True,
+        description=f"One file, at most {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB, as the `file` field",
+        content={
+            "multipart/form-data": OpenAPIMediaType(
+                schema=Schema(type=OpenAPIType.OBJECT, required=["file"], properties={"file": _FILE})
+            )
+        },
+    ),
 )

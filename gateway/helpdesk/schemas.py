@@ -10,10 +10,12 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from operations.common.webhooks import Trial
+from operations.helpdesk import attachments
 from operations.helpdesk.channels import ChannelKindName
+from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
 from storage.common.webhooks.endpoints import Endpoint
-from storage.helpdesk import channels, customers, events, inbound, team, tickets
+from storage.helpdesk import channels, customers, events, inbound, team, tickets, uploads
 from wire.timestamps import iso
 
 Timestamp = Annotated[
@@ -66,6 +68,8 @@ class Ticket(msgspec.Struct, kw_only=True):
     customer_email: str | None
     assignee_id: Uuid | None
     tags: list[str]
+    merged_into_id: Uuid | None
+    """The ticket this one was merged into (it is closed)."""
     created_at: Timestamp
     updated_at: Timestamp
 
@@ -82,6 +86,7 @@ class Ticket(msgspec.Struct, kw_only=True):
             customer_email=ticket.customer_email,
             assignee_id=ticket.assignee_id,
             tags=ticket.tags,
+            merged_into_id=ticket.merged_into_id,
             created_at=_iso(ticket.created_at),
             updated_at=_iso(ticket.updated_at),
         )
@@ -93,6 +98,19 @@ class TicketList(msgspec.Struct, kw_only=True):
     next_cursor: str | None
 
 
+class Attachment(msgspec.Struct, kw_only=True):
+    """What came with a message or was attached to it: a stored `file`, fetched from its `url` (signed, valid for a
+    few minutes: read the conversation again for a fresh one); a provider's `link`; or a file `refused` for good
+    (`refused` says why)."""
+
+    kind: Literal["file", "link", "refused"]
+    name: str | None
+    content_type: str | None
+    size: int | None
+    url: str | None
+    refused: str | None = None
+
+
 class Conversation(msgspec.Struct, kw_only=True):
     id: Uuid
     ticket_id: Uuid
@@ -100,10 +118,12 @@ class Conversation(msgspec.Struct, kw_only=True):
     author_id: Uuid | None
     body: str
     internal: bool
+    attachments: list[Attachment]
     created_at: Timestamp
+    edited_at: Timestamp | None
 
     @classmethod
-    def of(cls, conversation: tickets.ConversationRecord) -> Conversation:
+    def of(cls, conversation: tickets.ConversationRecord, desk: Helpdesk) -> Conversation:
         return cls(
             id=conversation.id,
             ticket_id=conversation.ticket_id,
@@ -111,7 +131,19 @@ class Conversation(msgspec.Struct, kw_only=True):
             author_id=conversation.author_id,
             body=conversation.body,
             internal=conversation.internal,
+            attachments=[
+                Attachment(
+                    kind=item.kind,  # type: ignore[arg-type]
+                    name=item.name,
+                    content_type=item.content_type,
+                    size=item.size,
+                    url=item.url,
+                    refused=item.refused,
+                )
+                for item in attachments.shown(desk, conversation)
+            ],
             created_at=_iso(conversation.created_at),
+            edited_at=_iso(conversation.edited_at) if conversation.edited_at else None,
         )
 
 
@@ -344,3 +376,23 @@ class Deleted(msgspec.Struct, kw_only=True):
 
     id: str
     deleted: bool = True
+
+
+class Upload(msgspec.Struct, kw_only=True):
+    """A file kept for a reply or note: name its `id` in `attachment_ids`."""
+
+    id: Uuid
+    name: str
+    content_type: str
+    size: int
+    created_at: Timestamp
+
+    @classmethod
+    def of(cls, upload: uploads.UploadRecord) -> Upload:
+        return cls(
+            id=upload.id,
+            name=upload.name,
+            content_type=upload.content_type,
+            size=upload.size,
+            created_at=_iso(upload.created_at),
+        )

@@ -3,19 +3,21 @@ person's reply or note is theirs (`author_id`) and its events carry them as the 
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
+from sqlalchemy.engine import Connection
 
 from operations.common.actors import Actor
 from operations.common.errors import Invalid, NotFound
 from operations.common.pages import Page
 from operations.helpdesk import tickets as ticket_operations
+from operations.helpdesk.attachments import MAX_ATTACHMENTS
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Body, Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
-from storage.helpdesk import tickets
-from storage.helpdesk.tickets import ConversationRecord
+from storage.helpdesk import tickets, uploads
+from storage.helpdesk.tickets import ConversationRecord, TicketRecord
 
 NOT_FOUND = "No conversation with that id in this organization"
 
@@ -29,6 +31,10 @@ class AddConversation(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     body: Body
     internal: bool = False
     author_type: Literal["agent", "customer"] = "agent"
+    attachment_ids: Annotated[list[Uuid], msgspec.Meta(max_length=MAX_ATTACHMENTS)] = msgspec.field(
+        default_factory=list
+    )
+    """Files uploaded for it (each taken by one conversation)."""
 
 
 class ListConversations(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -41,16 +47,33 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
     ticket = await ticket_operations.own(desk, actor, ticket_id)
     if given.author_type == "customer" and given.internal:
         raise Invalid("An internal note is written by an agent: author_type customer cannot be internal")
-    return await desk.changes.run(
-        actor.organization_id,
-        tickets.add_conversation,
-        ticket,
-        author_type=given.author_type,
-        author_id=ticket.customer_id if given.author_type == "customer" else actor.user_id,
-        body=given.body,
-        internal=given.internal,
-        actor_id=actor.user_id,
+    try:
+        return await desk.changes.run(
+            actor.organization_id,
+            _add,
+            ticket,
+            list(dict.fromkeys(given.attachment_ids)),
+            author_type=given.author_type,
+            author_id=ticket.customer_id if given.author_type == "customer" else actor.user_id,
+            body=given.body,
+            internal=given.internal,
+            actor_id=actor.user_id,
+        )
+    except uploads.UploadUnavailable:
+        raise Invalid(
+            "attachment_ids names a file that is not this organization's upload, or is attached already"
+        ) from None
+
+
+def _add(connection: Connection, ticket: TicketRecord, upload_ids: list[str], **fields: Any) -> ConversationRecord:
+    """The conversation, and the uploads it names taken by it, in one unit of work."""
+    attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
+    conversation = tickets.add_conversation(
+        connection, ticket, attachments=[upload.attachment() for upload in attached], **fields
     )
+    if upload_ids:
+        uploads.take(connection, ticket.organization_id, upload_ids, conversation.id)
+    return conversation
 
 
 async def listing(desk: Helpdesk, actor: Actor, given: ListConversations) -> Page[ConversationRecord]:

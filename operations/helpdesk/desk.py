@@ -13,8 +13,10 @@ from cryptography.fernet import MultiFernet
 from operations.common.changes import Changes, PublishEvent
 from operations.common.webhooks import Endpoints, Words
 from operations.helpdesk.mail import Mailer
+from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from topics.helpdesk import WEBHOOKS
+from wire.signed_urls import SignedUrls
 
 WORDS = Words(
     not_found="No webhook subscription with that id in this organization",
@@ -35,6 +37,10 @@ class Helpdesk:
     """Mails invitations (the sign-in mail's path: SMTP, or the kept-mail outbox); None: nothing can be mailed."""
     public_url: str = ""
     """Where people reach the gateway: the links mailed to them start with it."""
+    blobs: BlobStore | None = None
+    """Where attachments are kept."""
+    files: SignedUrls | None = None
+    """Signs attachment URLs (operations/helpdesk/attachments.py)."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     @functools.cached_property

@@ -41,8 +41,13 @@ class HelpdeskSettings:
     stripe_connect_webhook_secret: str | None = setting("SIGNALYARD_HELPDESK_STRIPE_CONNECT_WEBHOOK_SECRET", None, text)
     """Signing secret of the Stripe Connect endpoint /api/webhooks/payments-connect (connected accounts' events);
     unset: that endpoint receives nothing (404)."""
+    url_signing_key: str | None = setting("SIGNALYARD_HELPDESK_URL_SIGNING_KEY", None, text)
+    """Secret that signs attachment URLs; every gateway must share it (default: a random key kept in the data
+    directory)."""
+    attachment_url_ttl_s: int = setting("SIGNALYARD_HELPDESK_ATTACHMENT_URL_TTL_S", 600, positive(int))
+    """How long a signed attachment URL stays valid."""
     blob_url: str = setting("SIGNALYARD_HELPDESK_BLOB_URL", "", text)
-    """Where inbound attachments and exports are stored: empty for DATA_DIR/helpdesk-blobs, file:///path, or
+    """Where inbound attachments, uploads and exports are stored: empty for DATA_DIR/helpdesk-blobs, file:///path, or
     s3://bucket/prefix?... (as SIGNALYARD_PHOTO_BLOB_URL, and never the same place: photo deletes what is old in its
     store)."""
     oidc_issuer: str | None = setting("SIGNALYARD_HELPDESK_OIDC_ISSUER", None, url("http", "https"))

@@ -26,6 +26,7 @@ from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.inbound import marketplace, payments
 from gateway.helpdesk.inbound.common import Inbound
 from operations.common.changes import PublishEvent
+from operations.helpdesk.attachments import ATTACHMENTS_PATH
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from processors.common.outbox import Sweeper, relay_forever
@@ -46,6 +47,7 @@ from storage.helpdesk import accounts, channels, keys, workspaces
 from topics import helpdesk as helpdesk_topics
 from topics.common.webhooks import event_message, events_channel
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics, InboundReceived
+from wire.signed_urls import SignedUrls
 
 DEMO_EMAIL = "admin@helpdesk.example"
 DEMO_ORGANIZATION = "Demo"
@@ -133,6 +135,9 @@ def _publish_event(p: Platform) -> PublishEvent:
 
 def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
     """The operations' parts, in a gateway or a processors process."""
+    blobs = blob_store(p.settings, s)
+    p.closers.append(blobs.close)
+    key = s.url_signing_key or secrets.kept(p.settings.data_dir, "helpdesk-url-signing-key")
     return Helpdesk(
         p.db,
         _publish_event(p),
@@ -140,6 +145,8 @@ def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
         allow_private_targets=p.settings.webhook_allow_private_targets,
         mailer=_mailer(p, s),
         public_url=_public_url(p, s),
+        blobs=blobs,
+        files=SignedUrls(_public_url(p, s), ATTACHMENTS_PATH, key.encode(), s.attachment_url_ttl_s),
     )
 
 

@@ -763,3 +763,16 @@ def is_deleted(connection: Connection, organization_id: str, aggregate_type: str
         select(TICKETS.c.deleted_at).where(TICKETS.c.organization_id == organization_id, scope)
     ).scalar_one_or_none()
     return deleted_at is not None
+
+
+_ANYWHERE = (
+    select(CONVERSATIONS)
+    .join(TICKETS, TICKETS.c.id == CONVERSATIONS.c.ticket_id)
+    .where(CONVERSATIONS.c.id == bindparam("id"), CONVERSATIONS.c.deleted_at.is_(None), _LIVE)
+)
+
+
+def conversation_anywhere(connection: Connection, conversation_id: str) -> ConversationRecord | None:
+    """A conversation by its id alone, for whoever holds a signed URL to one of its attachments."""
+    row = connection.execute(_ANYWHERE, {"id": conversation_id}).first()
+    return _conversation_record(row) if row else None

@@ -66,10 +66,10 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
 
     async def list_conversations(call: Call, given: ListConversations) -> ConversationPage:
         page = await conversations.listing(desk, call.actor, given)
-        return ConversationPage([Conversation.of(c) for c in page.items], page.next_cursor, page.has_more)
+        return ConversationPage([Conversation.of(c, desk) for c in page.items], page.next_cursor, page.has_more)
 
     async def add_conversation(call: Call, given: AddConversationTo) -> Conversation:
-        return Conversation.of(await conversations.add(desk, call.actor, given.ticket_id, given))
+        return Conversation.of(await conversations.add(desk, call.actor, given.ticket_id, given), desk)
 
     async def merge_ticket(call: Call, given: MergeTicket) -> Ticket:
         return Ticket.of(await tickets.merge(desk, call.actor, given.id, given))
@@ -79,7 +79,7 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
         return Deleted(id=given.id)
 
     async def edit_conversation(call: Call, given: EditConversationById) -> Conversation:
-        return Conversation.of(await conversations.edit(desk, call.actor, given.id, given))
+        return Conversation.of(await conversations.edit(desk, call.actor, given.id, given), desk)
 
     async def delete_conversation(call: Call, given: ConversationId) -> Deleted:
         await conversations.delete(desk, call.actor, given.id)

@@ -15,16 +15,22 @@ from gateway.common.auth import requires
 from gateway.common.errors import decode_body
 from gateway.helpdesk import docs
 from gateway.helpdesk.auth import HelpdeskPrincipal, actor_of
-from gateway.helpdesk.errors import ERRORS
+from gateway.helpdesk.errors import ERRORS, HelpdeskError
+from gateway.helpdesk.files import keep, read_files
 from gateway.helpdesk.rest.paging import Cursor, Limit, UuidFilter
 from gateway.helpdesk.schemas import Conversation, ConversationList, Deleted, Event, EventList, Ticket, TicketList
+from operations.common.actors import Actor
 from operations.helpdesk import conversations, events, tickets
+from operations.helpdesk.attachments import MAX_ATTACHMENTS
 from operations.helpdesk.conversations import AddConversation, EditConversation, ListConversations
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.events import ListTicketEvents
 from operations.helpdesk.fields import Priority, Status
 from operations.helpdesk.tickets import CreateTicket, ListTickets, MergeTicketInto, UpdateTicket
 
+MAX_REPLY_BODY = 25 * 1024 * 1024
+"""A reply or note with its files, sent as multipart/form-data: 25 MiB at most (each file at most MAX_UPLOAD_BYTES)."""
+MAX_JSON_BODY = 1024 * 1024
 _decode_create = msgspec.json.Decoder(CreateTicket).decode
 _decode_update = msgspec.json.Decoder(UpdateTicket).decode
 _decode_conversation = msgspec.json.Decoder(AddConversation).decode
@@ -108,16 +114,27 @@ class TicketsController(Controller):
     ) -> ConversationList:
         given = ListConversations(ticket_id=ticket_id, limit=limit, cursor=cursor)
         page = await conversations.listing(desk, actor_of(request), given)
-        data = [Conversation.of(conversation) for conversation in page.items]
+        data = [Conversation.of(conversation, desk) for conversation in page.items]
         return ConversationList(data=data, has_more=page.has_more, next_cursor=page.next_cursor)
 
-    @post("/{ticket_id:str}/conversations", guards=[requires("conversations:write")], **docs.ADD_CONVERSATION)
+    @post(
+        "/{ticket_id:str}/conversations",
+        guards=[requires("conversations:write")],
+        request_max_body_size=MAX_REPLY_BODY,
+        **docs.ADD_CONVERSATION,
+    )
     async def add_conversation(
         self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], ticket_id: FromPath[str]
     ) -> Response[Conversation]:
-        given = decode_body(_decode_conversation, await request.body(), ERRORS)
-        conversation = await conversations.add(desk, actor_of(request), ticket_id, given)
-        return Response(Conversation.of(conversation), status_code=201)
+        actor = actor_of(request)
+        if request.headers.get("content-type", "").lower().startswith("multipart/form-data"):
+            given = await _with_files(request, desk, actor)
+        else:
+            if int(request.headers.get("content-length") or 0) > MAX_JSON_BODY:
+                raise HelpdeskError(413, "A JSON body is at most 1 MiB: send files as multipart/form-data")
+            given = decode_body(_decode_conversation, await request.body(), ERRORS)
+        conversation = await conversations.add(desk, actor, ticket_id, given)
+        return Response(Conversation.of(conversation, desk), status_code=201)
 
     @get("/{ticket_id:str}/events", guards=[requires("events:read")], **docs.LIST_TICKET_EVENTS)
     async def list_ticket_events(
@@ -147,7 +164,7 @@ class ConversationsController(Controller):
         conversation_id: FromPath[str],
     ) -> Conversation:
         given = decode_body(_decode_edit, await request.body(), ERRORS)
-        return Conversation.of(await conversations.edit(desk, actor_of(request), conversation_id, given))
+        return Conversation.of(await conversations.edit(desk, actor_of(request), conversation_id, given), desk)
 
     @delete("/{conversation_id:str}", guards=[requires("conversations:write")], **docs.DELETE_CONVERSATION)
     async def delete_conversation(
@@ -158,3 +175,14 @@ class ConversationsController(Controller):
     ) -> Deleted:
         await conversations.delete(desk, actor_of(request), conversation_id)
         return Deleted(id=conversation_id)
+
+
+async def _with_files(request: Request[Any, Any, Any], desk: Helpdesk, actor: Actor) -> AddConversation:
+    """A reply or note sent as multipart/form-data: its fields, and its files (`file`, repeated) kept as uploads."""
+    fields, files = await read_files(request, "file", MAX_ATTACHMENTS)
+    try:
+        given = msgspec.convert(fields, AddConversation, strict=False)
+    except msgspec.ValidationError as error:
+        raise ERRORS.invalid_body(str(error)) from None
+    kept = [await keep(desk, actor, file) for file in files]
+    return msgspec.structs.replace(given, attachment_ids=[*given.attachment_ids, *(upload.id for upload in kept)])
