@@ -8,21 +8,41 @@ number) is taken once per round and counted on in memory, its last value written
 
 Only tables that nothing in the transaction reads back are written late. A function that does read such a table
 within a transaction that may defer (the reopen limit reads the activity log, erasure scrubs both tables) calls
-`flush` first. What is read once must not change within the transaction: units that change webhook endpoints do not
-run in a deferring round. Outside a deferring transaction everything runs at once, so the same storage functions serve
-both."""
+`flush` first; a statement that reads or changes a table with rows still waiting raises `UnflushedRead` instead of
+missing them, so a forgotten `flush` fails the first test that runs it. What is read once must not change within the
+transaction: units that change webhook endpoints do not run in a deferring round. Outside a deferring transaction
+everything runs at once, so the same storage functions serve both."""
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import Insert, Update
+from sqlalchemy import Insert, Table, Update, event
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql import ClauseElement
+from sqlalchemy.sql.util import find_tables
 
 T = TypeVar("T")
 _KEY = "signalyard.later"
+
+
+class UnflushedRead(RuntimeError):
+    """A statement touched a table whose rows this transaction deferred and has not written yet: call `flush` first."""
+
+
+_TABLES: weakref.WeakKeyDictionary[ClauseElement, frozenset[str]] = weakref.WeakKeyDictionary()
+"""The tables each statement names, worked out once per statement (most are built once, at import)."""
+
+
+def _tables(statement: ClauseElement) -> frozenset[str]:
+    named = _TABLES.get(statement)
+    if named is None:
+        named = frozenset(table.name for table in find_tables(statement, include_crud=True) if isinstance(table, Table))
+        _TABLES[statement] = named
+    return named
 
 
 class _Later:
@@ -35,8 +55,29 @@ class _Later:
         """key -> the counter's value, once taken in this transaction."""
         self.unwritten: dict[Hashable, Callable[[int], object]] = {}
         """key -> how to write the counter's value, for those counted on in memory since the last flush."""
+        self.flushing = False
+
+    def check(self, statement: Any) -> None:
+        """Refuses a statement that would miss rows still waiting (before_execute)."""
+        if self.flushing or not isinstance(statement, ClauseElement) or not (self.rows or self.updates):
+            return
+        missed = _tables(statement) & self.waiting
+        if missed:
+            raise UnflushedRead(f"{', '.join(sorted(missed))}: rows of this transaction wait: call later.flush first")
+
+    @property
+    def waiting(self) -> set[str]:
+        """The tables with rows this transaction has not written yet."""
+        return {str(getattr(statement.table, "name", "")) for statement in [*self.rows, *self.updates]}
 
     def flush(self, connection: Connection) -> None:
+        self.flushing = True
+        try:
+            self._flush(connection)
+        finally:
+            self.flushing = False
+
+    def _flush(self, connection: Connection) -> None:
         rows, self.rows = self.rows, {}
         for insert_, values in rows.items():
             connection.execute(insert_, values)
@@ -122,8 +163,14 @@ def deferring(connection: Connection) -> Iterator[None]:
     that raises makes none of them (its transaction is rolled back)."""
     later = _Later()
     connection.info[_KEY] = later
+
+    def check(_connection: Connection, statement: Any, *_: Any) -> None:
+        later.check(statement)
+
+    event.listen(connection, "before_execute", check)
     try:
         yield
         later.flush(connection)
     finally:
+        event.remove(connection, "before_execute", check)
         del connection.info[_KEY]

@@ -13,6 +13,7 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection
 
+from storage.common import later
 from storage.common.batching import BatchedWrites
 from storage.common.db import Database
 from storage.common.paging import CursorNotFound
@@ -117,7 +118,8 @@ async def test_an_erasure_later_in_a_deferring_round_scrubs_the_log_rows_its_ear
             now=now,
             recorded=[],
         )
-        assert not any(email in text for text in logged(connection, organization)), "the log rows wait for the end"
+        with pytest.raises(later.UnflushedRead, match="helpdesk_events"):  # the log rows wait for the end
+            logged(connection, organization)
         return ticket.customer_id
 
     def redaction(connection: Connection) -> orders.Erased:
@@ -131,6 +133,32 @@ async def test_an_erasure_later_in_a_deferring_round_scrubs_the_log_rows_its_ear
     texts = await db.read(logged, organization)
     assert len(texts) >= 4, texts  # the ticket's and its message's activity, their webhook events, customer.updated
     assert not [text for text in texts if email in text], "the erased address is still in the log"
+
+
+async def test_a_read_of_a_table_whose_rows_a_deferring_round_holds_fails_loudly_until_flushed(db: Database) -> None:
+    """A storage function that reads a log table in a deferring round without `later.flush` would miss the round's
+    own rows: it raises instead, and after a flush it finds them."""
+    organization = await organization_of_its_own(db)
+    writes = BatchedWrites(db, defer=16)
+    now = datetime.now(UTC)
+
+    def unit(connection: Connection) -> int:
+        ticket = tickets.create(
+            connection,
+            organization,
+            subject="Kept",
+            customer_email="kept@example.com",
+            actor_id=None,
+            now=now,
+            recorded=[],
+        )
+        read = select(events.EVENTS.c.id).where(events.EVENTS.c.ticket_id == ticket.id)
+        with pytest.raises(later.UnflushedRead):
+            connection.execute(read)
+        later.flush(connection)
+        return len(connection.execute(read).all())
+
+    assert await writes.write(unit) == 1
 
 
 async def test_one_unit_of_a_deferring_round_that_finds_its_event_processed_is_refused_alone(db: Database) -> None:
