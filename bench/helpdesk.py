@@ -75,15 +75,20 @@ from phone import (  # noqa: E402
     wait_ready,
 )
 
+from gateway.helpdesk.accounts.credentials import AccessTokens  # noqa: E402
+from gateway.helpdesk.accounts.sessions import Sessions  # noqa: E402
 from processors.common.webhooks.fanout import FANOUT_WAIT_MS  # noqa: E402
+from signalyard.secrets import kept as secrets_kept  # noqa: E402
+from signalyard.services.helpdesk import DEMO_EMAIL  # noqa: E402
 from storage.common.db import Database, sqlite_url  # noqa: E402
 from storage.common.keys import hash_key  # noqa: E402
-from storage.helpdesk import keys  # noqa: E402
+from storage.helpdesk import accounts, keys  # noqa: E402
 
 RATIO_CONCURRENCY = 32
 RATIO_TARGET = 0.5
 DELIVERY_P99_TARGET_MS = 1000.0
 TICKETS = "/api/v1/tickets"
+PROCEDURE = "/api/trpc/tickets.create"
 SCRIPT = str(Path(__file__).resolve())
 KEY_LIMIT = 1_000_000_000
 """Per minute and per hour, for each phase's key: never reached."""
@@ -201,42 +206,65 @@ class _Created(msgspec.Struct):
     id: str
 
 
+class _Data(msgspec.Struct):
+    json: _Created
+
+
+class _Result(msgspec.Struct):
+    data: _Data
+
+
+class _Called(msgspec.Struct):
+    result: _Result
+
+
 _created = msgspec.json.Decoder(_Created).decode
+_called = msgspec.json.Decoder(_Called).decode
 
 
 class Creates:
     """The load client (bench/phone.py's LoadClient): ticket creates, each with its own subject, for one of
-    `customers` customers in turn (new ones at first, then existing ones), with the key `use` gave. While tracking,
-    it keeps each ticket's (sent, answered) times by id."""
-
-    ok_status = "201"
+    `customers` customers in turn (new ones at first, then existing ones), with the key `use` gave, or, after
+    `use_session`, as the procedure `tickets.create` with a signed-in member's cookies. While tracking, it keeps each
+    ticket's (sent, answered) times by id."""
 
     def __init__(self, kind: str, customers: int) -> None:
         self.kind = kind
         self.customers = customers
         self.seq = 0
         self.authorization = ""
+        self.cookie = ""
         self.created: dict[str, tuple[float, float]] | None = None
 
+    ok_status = "201"
+
     def use(self, key: str, *, track: bool) -> None:
-        self.authorization = f"Bearer {key}"
+        self.authorization, self.cookie, self.ok_status = f"Bearer {key}", "", "201"
+        self.created = {} if track else None
+
+    def use_session(self, cookie: str, *, track: bool) -> None:
+        self.authorization, self.cookie, self.ok_status = "", cookie, "200"
         self.created = {} if track else None
 
     def connect(self, server: Server, limit: int) -> Http:
+        if self.cookie:
+            return RawHttp(server.port, "", path=PROCEDURE, headers={"Cookie": self.cookie})
         if self.kind == "aiohttp":
             return AiohttpHttp(server.port, self.authorization, limit, path=TICKETS)
         return RawHttp(server.port, self.authorization, path=TICKETS)
 
     async def send(self, http: Http) -> Answer:
         self.seq += 1
-        body = b'{"subject": "Order %d has not arrived", "customer_email": "customer-%d@bench.example"}' % (
-            self.seq,
-            self.seq % self.customers,
-        )
+        subject, customer = self.seq, self.seq % self.customers
+        if self.cookie:
+            body = b'{"json": {"subject": "Order %d has not arrived", "customerEmail": "customer-%d@bench.example"}}'
+        else:
+            body = b'{"subject": "Order %d has not arrived", "customer_email": "customer-%d@bench.example"}'
         sent = time.monotonic()
-        status, answer = await http.post(body)
-        if status == "201" and self.created is not None:
-            self.created[_created(answer).id] = (sent, time.monotonic())
+        status, answer = await http.post(body % (subject, customer))
+        if status == self.ok_status and self.created is not None:
+            made = _called(answer).result.data.json if self.cookie else _created(answer)
+            self.created[made.id] = (sent, time.monotonic())
         return status, answer
 
 
@@ -379,6 +407,15 @@ class Keys:
             self.organization_id = next(iter(owners.values())).organization_id
         return self.organization_id
 
+    async def session(self, data_dir: Path) -> str:
+        """A new session of the demo organization's admin, as signing in makes one: the Cookie header of its access
+        and refresh tokens (signed with the stack's session key, kept in its data directory)."""
+        user = await self.db.read(accounts.user_by_email, DEMO_EMAIL)
+        assert user is not None, "the demo admin"
+        key = secrets_kept(data_dir, "helpdesk-session-key").encode()
+        started = await Sessions(self.db, AccessTokens(key), secure=False).start(user.id)
+        return "; ".join(f"{cookie.key}={cookie.value}" for cookie in started.cookies)
+
     async def next(self) -> str:
         await self.organization()
         self.made += 1
@@ -499,9 +536,31 @@ class Bench:
         await asyncio.sleep(args.pause)
         return phase
 
+    async def procedure_phase(self, concurrency: int) -> Phase:
+        """A closed loop of `tickets.create` procedure calls with a new session's cookies, and their deliveries."""
+        args, client = self.args, self.client
+        client.use_session(await self.keys.session(self.data_dir), track=True)
+        began = time.monotonic()
+        phase = await closed_loop(
+            client, self.stack, self.servers, concurrency, duration_s=args.duration, warmup_s=args.warmup
+        )
+        phase.target = "procedures"
+        self.phases.append(phase)
+        log(f"  {phase.throughput:.1f} ok/s, p50 {phase.p50_ms} ms, p99 {phase.p99_ms} ms, other {phase.failures}")
+        assert client.created is not None
+        ended = time.monotonic()
+        last = await self.arrivals.wait_for(set(client.created), args.delivery_timeout)
+        window = (began + args.warmup, began + args.warmup + args.duration)
+        self.deliveries.append(deliveries_of(phase, client.created, self.arrivals, window, ended=ended, last=last))
+        await asyncio.sleep(args.pause)
+        return phase
+
     async def measure(self) -> dict[str, Any]:
         args = self.args
         best, open_phase = await closed_then_open(args, self.phase, (self.stack, self.bare), self.phases, "creates")
+        for concurrency in args.concurrency:
+            log(f"closed loop: procedures (tickets.create, session cookie), concurrency {concurrency}")
+            await self.procedure_phase(concurrency)
         half_rate = best.throughput / 2
         open_deliveries = self.deliveries[-1] if open_phase is not None else None
         closed, hop = await floors(args, self.stack, FANOUT_WAIT_MS, "the fan-out's hop")
@@ -510,6 +569,7 @@ class Bench:
         counts = self.arrivals.counts
 
         ratio, ceiling = ratios(self.phases, RATIO_CONCURRENCY)
+        procedures = procedure_ratio(self.phases, RATIO_CONCURRENCY)
         delivery_met = None
         if open_phase is not None and open_deliveries is not None and open_deliveries.p99_ms is not None:
             delivery_met = (
@@ -540,6 +600,8 @@ class Bench:
             "ratio_target": RATIO_TARGET,
             "ratio_met": None if ratio is None else ratio >= RATIO_TARGET,
             "transport_ceiling_at_32": ceiling,
+            "procedures_ratio_at_32": procedures,
+            "procedures_ratio_met": None if procedures is None or ratio is None else procedures >= ratio,
             "half_max_rate": round(half_rate, 1),
             "open_loop": None if open_phase is None else asdict(open_phase) | {"failures": open_phase.failures},
             "open_loop_deliveries": None if open_deliveries is None else asdict(open_deliveries),
@@ -603,6 +665,15 @@ def latency_table(
     return lines
 
 
+def procedure_ratio(phases: list[Phase], concurrency: int) -> float | None:
+    """Procedure creates / bare creates, closed loops at `concurrency`."""
+    by = {(p.target, p.concurrency): p for p in phases if p.mode == "closed"}
+    bare, procedures = by.get(("bare", concurrency)), by.get(("procedures", concurrency))
+    if bare is None or procedures is None or not bare.throughput:
+        return None
+    return round(procedures.throughput / bare.throughput, 3)
+
+
 def rate_lines(result: dict[str, Any], unit: str, per: str) -> list[str]:
     """The stack's best rate, the ratio at RATIO_CONCURRENCY against its target, and the transport ceiling (`unit`:
     what is counted a second; `per`: one publish per what)."""
@@ -649,6 +720,13 @@ def report(result: dict[str, Any]) -> str:
         "",
         *rate_lines(result, "creates", "create, against bare creates"),
     ]
+    if "procedures_ratio_at_32" in result:
+        procedures = result["procedures_ratio_at_32"]
+        shown = "n/a" if procedures is None else f"{procedures:.3f}"
+        lines.append(
+            f"procedures ratio@{RATIO_CONCURRENCY} = {shown} (tickets.create with a session cookie / bare REST"
+            f" creates; target >= the REST ratio)  {verdict(result['procedures_ratio_met'])}"
+        )
     if hop := result["fanout_hop_ms"]:
         lines.append(
             f"fan-out hop alone = p50 {ms_text(hop['p50'])} ms, p99 {ms_text(hop['p99'])} ms (kafka hop: a publish to a"

@@ -355,14 +355,22 @@ class RawHttp:
     flight), requests written as ready-made bytes, answers parsed by httptools. A few times cheaper per request
     than aiohttp, so the client stays far from being the limit even against the bare endpoint."""
 
-    def __init__(self, port: int, authorization: str, timeout_s: float = 60, path: str = "/v1/verify") -> None:
+    def __init__(
+        self,
+        port: int,
+        authorization: str,
+        timeout_s: float = 60,
+        path: str = "/v1/verify",
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        """`authorization`: the Authorization header's value (empty: none); `headers`: any others every request
+        carries (a session's Cookie)."""
         self.port = port
         self.timeout_s = timeout_s
         self.host = f"127.0.0.1:{port}"
-        self.prefix = (
-            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nAuthorization: {authorization}\r\n"
-            "Content-Type: application/json\r\n"
-        ).encode()
+        given = {"Authorization": authorization} if authorization else {}
+        lines = "".join(f"{name}: {value}\r\n" for name, value in {**given, **(headers or {})}.items())
+        self.prefix = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\n{lines}Content-Type: application/json\r\n".encode()
         self.idle: list[_Connection] = []
 
     async def verify(self, idempotency_key: str, body: bytes) -> Answer:
