@@ -233,14 +233,33 @@ def _ticket_ids(connection: Connection, organization_id: str, customer_ids: Sequ
     )
 
 
+def _written_by(connection: Connection, organization_id: str, customer_ids: Sequence[str]) -> list[str]:
+    """The conversations these customers wrote, on whichever ticket they are now."""
+    if not customer_ids:
+        return []
+    return list(
+        connection.scalars(
+            select(CONVERSATIONS.c.id).where(
+                CONVERSATIONS.c.organization_id == organization_id,
+                CONVERSATIONS.c.author_type == "customer",
+                CONVERSATIONS.c.author_id.in_(list(customer_ids)),
+            )
+        )
+    )
+
+
 def erasure_blobs(connection: Connection, organization_id: str, customer_ids: Sequence[str]) -> list[str]:
-    """The blobs that hold these customers' data: their conversations' attachments and their exports. Read before
-    the erasure, and deleted outside its transaction."""
+    """The blobs that hold these customers' data: their conversations' attachments (those on their tickets, and
+    their own messages wherever they are) and their exports. Read before the erasure, and deleted outside its
+    transaction."""
     keys = exports_of(connection, organization_id, customer_ids)
     ticket_ids = _ticket_ids(connection, organization_id, customer_ids)
-    if ticket_ids:
+    written = _written_by(connection, organization_id, customer_ids)
+    if ticket_ids or written:
         for attachments in connection.scalars(
-            select(CONVERSATIONS.c.attachments).where(CONVERSATIONS.c.ticket_id.in_(ticket_ids))
+            select(CONVERSATIONS.c.attachments).where(
+                or_(CONVERSATIONS.c.ticket_id.in_(ticket_ids), CONVERSATIONS.c.id.in_(written))
+            )
         ):
             keys.extend(str(item["blob"]) for item in attachments or [] if item.get("blob"))
     return list(dict.fromkeys(keys))
@@ -307,6 +326,20 @@ def erase(
             if kind in ("email", "phone", "sms", "whatsapp") and len(value) >= MIN_NEEDLE
         )
     ticket_ids = _ticket_ids(connection, organization_id, customer_ids)
+    written = _written_by(connection, organization_id, customer_ids)
+    if written:  # their messages on tickets no longer theirs (a merge moved them)
+        connection.execute(
+            update(CONVERSATIONS).where(CONVERSATIONS.c.id.in_(written)).values(body=REDACTED, attachments=[])
+        )
+        connection.execute(
+            update(events.EVENTS)
+            .where(
+                events.EVENTS.c.organization_id == organization_id,
+                events.EVENTS.c.aggregate_type == "conversation",
+                events.EVENTS.c.aggregate_id.in_(written),
+            )
+            .values(event_data={"redacted": True})
+        )
 
     if ticket_ids:
         connection.execute(

@@ -173,8 +173,10 @@ def deactivate(
         return current, 0
     if current.role == ADMIN and not _other_active_admins(connection, organization_id, user_id):
         raise LastAdmin(user_id)
-    if reassign_to is not None and reassign_to == user_id:
-        raise tickets.UnknownAssignee(reassign_to)
+    if reassign_to is not None:
+        heir = member(connection, organization_id, reassign_to)
+        if heir is None or not heir.active or heir.id == user_id:
+            raise tickets.UnknownAssignee(reassign_to)
     connection.execute(update(USERS).where(USERS.c.id == user_id).values(deactivated_at=now, updated_at=now))
     accounts.end_sessions(connection, user_id, "deactivated", now)
     _user_event(connection, organization_id, user_id, "deactivated", {}, actor_id=actor_id, now=now)

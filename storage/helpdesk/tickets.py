@@ -625,7 +625,8 @@ def merge(
     now: datetime,
     recorded: list[str],
 ) -> tuple[TicketRecord, TicketRecord] | None:
-    """Merge `source` into `target`: the source's conversations become the target's, and the source is closed with
+    """Merge `source` into `target`: the source's conversations (with their events) become the target's, and the
+    source is closed with
     its `merged` event (`merged_into_id`); what threads to the source from now on goes to the target. None when
     either is not a ticket of the organization; MergeRefused for a merge that cannot be made."""
     source, target = get(connection, organization_id, source_id), get(connection, organization_id, target_id)
@@ -640,6 +641,11 @@ def merge(
             f"Ticket #{target.number} is merged into another ticket: merge into the ticket it was merged into"
         )
     connection.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.ticket_id == source.id).values(ticket_id=target.id))
+    connection.execute(  # their events go with them: the target's listing combines its conversations' (4.3)
+        update(events.EVENTS)
+        .where(events.EVENTS.c.ticket_id == source.id, events.EVENTS.c.aggregate_type == "conversation")
+        .values(ticket_id=target.id)
+    )
     closed = change(
         connection, organization_id, source.id, Changes(status="closed"), actor_id=actor_id, now=now, recorded=recorded
     )
@@ -748,16 +754,12 @@ def _conversation_event(
 
 
 def is_deleted(connection: Connection, organization_id: str, aggregate_type: str, aggregate_id: str) -> bool:
-    """Whether this ticket, or this conversation (or its ticket), was deleted."""
+    """Whether this ticket, or the ticket of this conversation, was deleted (a deleted conversation's events stay
+    its ticket's history, readable with it)."""
     if aggregate_type == "ticket":
         scope = TICKETS.c.id == aggregate_id
     else:
         ticket_of = select(CONVERSATIONS.c.ticket_id).where(CONVERSATIONS.c.id == aggregate_id).scalar_subquery()
-        gone = connection.execute(
-            select(CONVERSATIONS.c.deleted_at).where(CONVERSATIONS.c.id == aggregate_id)
-        ).scalar_one_or_none()
-        if gone is not None:
-            return True
         scope = TICKETS.c.id == ticket_of
     deleted_at = connection.execute(
         select(TICKETS.c.deleted_at).where(TICKETS.c.organization_id == organization_id, scope)
