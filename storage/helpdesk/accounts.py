@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, cast
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.db import per_dialect
@@ -44,8 +44,11 @@ def _user(row: Any) -> UserRecord:
     return UserRecord(**{field: getattr(row, field) for field in UserRecord.__dataclass_fields__})
 
 
+_USER_BY_ID = select(USERS).where(USERS.c.id == bindparam("user_id"))
+
+
 def user_by_id(connection: Connection, user_id: str) -> UserRecord | None:
-    row = connection.execute(select(USERS).where(USERS.c.id == user_id)).first()
+    row = connection.execute(_USER_BY_ID, {"user_id": user_id}).first()
     return _user(row) if row else None
 
 
@@ -181,14 +184,32 @@ def rotate(
     return Rotation("rotated", row.session_id, row.user_id)
 
 
-def alive(connection: Connection, session_ids: Collection[str]) -> set[str]:
-    """Which of these sessions are still alive: one query for a whole batch of requests."""
-    if not session_ids:
-        return set()
-    rows = connection.execute(
-        select(SESSIONS.c.id).where(SESSIONS.c.id.in_(list(session_ids)), SESSIONS.c.revoked_at.is_(None))
+@dataclass(frozen=True, slots=True)
+class Member:
+    """Where a live session's user belongs: their organization and role (None before signup completes)."""
+
+    organization_id: str | None
+    role: str | None
+
+
+_ALIVE = (
+    select(SESSIONS.c.id, USERS.c.organization_id, USERS.c.role)
+    .join(USERS, USERS.c.id == SESSIONS.c.user_id)
+    .where(
+        SESSIONS.c.id.in_(bindparam("ids", expanding=True)),
+        SESSIONS.c.revoked_at.is_(None),
+        USERS.c.deactivated_at.is_(None),
     )
-    return {row.id for row in rows}
+)
+
+
+def alive(connection: Connection, session_ids: Collection[str]) -> dict[str, Member]:
+    """Which of these sessions are still alive, their user active, and where each user belongs: one query for a
+    whole batch of requests."""
+    if not session_ids:
+        return {}
+    rows = connection.execute(_ALIVE, {"ids": list(session_ids)})
+    return {row.id: Member(row.organization_id, row.role) for row in rows}
 
 
 def revoke(connection: Connection, session_id: str, because: str, now: datetime) -> bool:

@@ -28,6 +28,9 @@ REFRESH_GRACE = timedelta(seconds=10)
 class SignedIn:
     user_id: str
     session_id: str
+    member: accounts.Member | None = None
+    """Where the user belongs, when the request's check of its session told (an access token's); None after a
+    refresh, when it is read from the user."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +56,7 @@ class Sessions:
         self.tokens = tokens
         self.secure = secure
         self.clock = clock
-        self._alive: GroupCommit[str, bool] = GroupCommit(self._look_up)
+        self._alive: GroupCommit[str, accounts.Member | None] = GroupCommit(self._look_up)
 
     async def start(self, user_id: str) -> Resolved:
         """A new session for a user who just proved who they are, and its cookies."""
@@ -66,8 +69,9 @@ class Sessions:
         expired or missing one is renewed from the refresh token (rotating it), once per request."""
         access = self.tokens.read(cookies.get(ACCESS_COOKIE, ""))
         if access is not None:
-            if await self._alive.submit(access.session_id):
-                return Resolved(SignedIn(access.user_id, access.session_id))
+            member = await self._alive.submit(access.session_id)
+            if member is not None:
+                return Resolved(SignedIn(access.user_id, access.session_id, member))
             return Resolved(None, self.cleared())
         refresh = cookies.get(REFRESH_COOKIE)
         if not refresh:
@@ -109,6 +113,6 @@ class Sessions:
             key=name, value=value, max_age=max_age, path="/", httponly=True, samesite="lax", secure=self.secure
         )
 
-    async def _look_up(self, session_ids: list[str]) -> list[bool]:
+    async def _look_up(self, session_ids: list[str]) -> list[accounts.Member | None]:
         alive = await self.db.read(accounts.alive, set(session_ids))
-        return [session_id in alive for session_id in session_ids]
+        return [alive.get(session_id) for session_id in session_ids]

@@ -35,14 +35,19 @@ class Admission:
         call.session = await self._session(call)
         if access == "signed_in":
             return
-        user = await self.db.read(accounts.user_by_id, call.session.user_id)
-        if user is not None and user.deactivated_at is not None:  # their sessions ended with it: a backstop
-            raise ProcedureError("UNAUTHORIZED", "This account was deactivated by an admin of its organization")
-        if user is None or user.organization_id is None or user.role is None:
+        member = call.session.member or await self._member(call.session.user_id)
+        if member.organization_id is None or member.role is None:
             raise ProcedureError("FORBIDDEN", "Complete signup first: you belong to no organization yet")
-        call.member = Actor(user.organization_id, user.id, user.role)  # type: ignore[arg-type]
+        call.member = Actor(member.organization_id, call.session.user_id, member.role)  # type: ignore[arg-type]
         if access == "admin" and not call.member.is_admin:
             raise ProcedureError("FORBIDDEN", "Only an admin of the organization may do this")
+
+    async def _member(self, user_id: str) -> accounts.Member:
+        """Where the user belongs, read (after a refresh: an access token's check tells it otherwise)."""
+        user = await self.db.read(accounts.user_by_id, user_id)
+        if user is not None and user.deactivated_at is not None:  # their sessions ended with it: a backstop
+            raise ProcedureError("UNAUTHORIZED", "This account was deactivated by an admin of its organization")
+        return accounts.Member(user.organization_id, user.role) if user is not None else accounts.Member(None, None)
 
     async def _session(self, call: Call) -> SignedIn:
         resolved = call.request.state.get(_RESOLVED)
