@@ -1,1 +1,2 @@
-"""The helpdesk service's tables: organizations, users and their sessions, one-time links, outgoing mail."""
+"""The helpdesk service's storage: organizations, accounts and sessions, the team, tickets and their conversations,
+customers, the activity log, uploads, search, channels and what they received (inbound events, calls, orders)."""

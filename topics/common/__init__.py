@@ -1,1 +1,2 @@
-"""Kafka client settings, topic creation and the AsyncAPI document, for every service's topics."""
+"""Kafka client settings, topic creation, pacing, the AsyncAPI document and the webhook-events topic, for every
+service's topics."""
