@@ -317,3 +317,23 @@ def retry_after(description: str) -> dict[str, OpenAPIHeader]:
             schema=Schema(type=OpenAPIType.INTEGER, minimum=1), description=description, required=True
         )
     }
+
+
+def signed_url_parameters() -> list[Parameter]:
+    """The query parameters of a signed, expiring URL (wire/signed_urls.py), as a route served by one documents them."""
+    return [
+        query(
+            "expires",
+            Schema(type=OpenAPIType.STRING, pattern=r"^[0-9]+$"),
+            "When the URL stops working, in UNIX seconds (part of the signed URL)",
+            example="1795514400",
+            required=True,
+        ),
+        query(
+            "signature",
+            Schema(type=OpenAPIType.STRING, pattern=r"^[0-9a-f]{64}$"),
+            "The URL's signature (part of the signed URL)",
+            example="5b6c0f1e8a4d2c9b7e3f1a0d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39",
+            required=True,
+        ),
+    ]

@@ -425,22 +425,6 @@ CREATE_INVITATION = _route(
 DELETE_INVITATION = _route(
     "deleteInvitation", "Revoke a pending invitation", 200, openapi.response(Deleted, "Revoked"), 400, 404
 )
-_SIGNED = [
-    openapi.query(
-        "expires",
-        Schema(type=OpenAPIType.STRING, pattern=r"^[0-9]+$"),
-        "When the URL stops working, in UNIX seconds (part of the signed URL)",
-        example="1795514400",
-        required=True,
-    ),
-    openapi.query(
-        "signature",
-        Schema(type=OpenAPIType.STRING, pattern=r"^[0-9a-f]{64}$"),
-        "The URL's signature (part of the signed URL)",
-        example="5b6c0f1e8a4d2c9b7e3f1a0d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39",
-        required=True,
-    ),
-]
 GET_ATTACHMENT = openapi.route_docs(
     "getAttachment",
     "A stored attachment, by the signed `url` its conversation lists (no API key: the URL is the credential)",
@@ -448,7 +432,7 @@ GET_ATTACHMENT = openapi.route_docs(
         200: openapi.response(bytes, "The file, as it was received or uploaded", media_type="application/octet-stream"),
         **errors(400, 403, 404, 500),
     },
-    operation=openapi.documented_operation(parameters=_SIGNED, keyless=True),
+    operation=openapi.documented_operation(parameters=openapi.signed_url_parameters(), keyless=True),
 )
 UPLOAD = _route(
     "uploadFile", "Keep a file to attach to a reply or note", 201, openapi.response(Upload, "The file"), 400, 413

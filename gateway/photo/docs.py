@@ -159,22 +159,7 @@ GET_IMAGE = openapi.route_docs(
     "The image of a verification, by the signed URL in its `image_url` (no API key)",
     {200: openapi.response(bytes, "The image, as it was submitted", media_type="image/*"), **errors(403, 404, 500)},
     operation=openapi.documented_operation(
-        parameters=[
-            openapi.query(
-                "expires",
-                Schema(type=OpenAPIType.STRING, pattern=r"^[0-9]+$"),
-                "When the URL stops working, in UNIX seconds (part of the signed URL)",
-                example="1795514400",
-                required=True,
-            ),
-            openapi.query(
-                "signature",
-                Schema(type=OpenAPIType.STRING, pattern=r"^[0-9a-f]{64}$"),
-                "The URL's signature (part of the signed URL)",
-                example="5b6c0f1e8a4d2c9b7e3f1a0d6c5b4a39281706f5e4d3c2b1a09f8e7d6c5b4a39",
-                required=True,
-            ),
-        ],
+        parameters=openapi.signed_url_parameters(),
         never_answered=[400],
         keyless=True,
     ),

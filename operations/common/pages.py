@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 
-class _Identified(Protocol):
+class Identified(Protocol):
     @property
     def id(self) -> str: ...
 
 
-T = TypeVar("T", bound=_Identified)
+T = TypeVar("T", bound=Identified)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,18 +8,12 @@ from collections.abc import Mapping
 
 import msgspec
 
-from gateway.helpdesk.procedures.wire import Call, Procedure
+from gateway.helpdesk.procedures.wire import Call, Listing, Procedure
 from gateway.helpdesk.schemas import Customer, Deleted
 from operations.helpdesk import customers
 from operations.helpdesk.customers import CreateCustomer, ListCustomers, MergeCustomerInto, UpdateCustomer
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Uuid
-
-
-class CustomerPage(msgspec.Struct):
-    items: list[Customer]
-    nextCursor: str | None
-    hasMore: bool
 
 
 class CustomerId(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -35,9 +29,8 @@ class MergeCustomer(MergeCustomerInto, kw_only=True):
 
 
 def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
-    async def list_customers(call: Call, given: ListCustomers) -> CustomerPage:
-        page = await customers.listing(desk, call.actor, given)
-        return CustomerPage([Customer.of(customer) for customer in page.items], page.next_cursor, page.has_more)
+    async def list_customers(call: Call, given: ListCustomers) -> Listing[Customer]:
+        return Listing.of(await customers.listing(desk, call.actor, given), Customer.of)
 
     async def get_customer(call: Call, given: CustomerId) -> Customer:
         return Customer.of(await customers.get(desk, call.actor, given.id))

@@ -9,25 +9,13 @@ from collections.abc import Mapping
 
 import msgspec
 
-from gateway.helpdesk.procedures.wire import Call, Procedure
+from gateway.helpdesk.procedures.wire import Call, Listing, Procedure
 from gateway.helpdesk.schemas import Conversation, Deleted, Ticket
 from operations.helpdesk import conversations, tickets
 from operations.helpdesk.conversations import AddConversation, EditConversation, ListConversations
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Uuid
 from operations.helpdesk.tickets import CreateTicket, ListTickets, MergeTicketInto, TicketId, UpdateTicket
-
-
-class TicketPage(msgspec.Struct):
-    items: list[Ticket]
-    nextCursor: str | None
-    hasMore: bool
-
-
-class ConversationPage(msgspec.Struct):
-    items: list[Conversation]
-    nextCursor: str | None
-    hasMore: bool
 
 
 class UpdateTicketById(UpdateTicket, kw_only=True):
@@ -51,9 +39,8 @@ class EditConversationById(EditConversation, kw_only=True):
 
 
 def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
-    async def list_tickets(call: Call, given: ListTickets) -> TicketPage:
-        page = await tickets.listing(desk, call.actor, given)
-        return TicketPage([Ticket.of(ticket) for ticket in page.items], page.next_cursor, page.has_more)
+    async def list_tickets(call: Call, given: ListTickets) -> Listing[Ticket]:
+        return Listing.of(await tickets.listing(desk, call.actor, given), Ticket.of)
 
     async def get_ticket(call: Call, given: TicketId) -> Ticket:
         return Ticket.of(await tickets.get(desk, call.actor, given.id))
@@ -64,9 +51,9 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
     async def update_ticket(call: Call, given: UpdateTicketById) -> Ticket:
         return Ticket.of(await tickets.change(desk, call.actor, given.id, given))
 
-    async def list_conversations(call: Call, given: ListConversations) -> ConversationPage:
+    async def list_conversations(call: Call, given: ListConversations) -> Listing[Conversation]:
         page = await conversations.listing(desk, call.actor, given)
-        return ConversationPage([Conversation.of(c, desk) for c in page.items], page.next_cursor, page.has_more)
+        return Listing.of(page, lambda conversation: Conversation.of(conversation, desk))
 
     async def add_conversation(call: Call, given: AddConversationTo) -> Conversation:
         return Conversation.of(await conversations.add(desk, call.actor, given.ticket_id, given), desk)

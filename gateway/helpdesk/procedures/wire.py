@@ -25,7 +25,7 @@ import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 import structlog
@@ -40,6 +40,7 @@ from gateway.common.errors import readable
 from gateway.helpdesk.accounts.sessions import SignedIn
 from operations.common.actors import Actor
 from operations.common.errors import Kind, NotFound, OperationError
+from operations.common.pages import Identified, Page
 
 log = structlog.get_logger("signalyard.gateway.helpdesk")
 
@@ -150,6 +151,22 @@ class Procedure:
     camel_case: bool = True
     """The input's fields are read in camelCase; False: as they are named (the contract's `auth.updateProfile` takes
     `avatar_url`)."""
+
+
+T = TypeVar("T")
+R = TypeVar("R", bound=Identified)
+
+
+class Listing(msgspec.Struct, Generic[T]):
+    """A page of a list procedure: its items, the id of the last (the next page's `cursor`) when more follow."""
+
+    items: list[T]
+    nextCursor: str | None  # camelCase, as the contract's events.list pages are
+    hasMore: bool
+
+    @classmethod
+    def of(cls, page: Page[R], view: Callable[[R], T]) -> Listing[T]:
+        return cls([view(item) for item in page.items], page.next_cursor, page.has_more)
 
 
 TRPC_BASE = "/api/trpc"
