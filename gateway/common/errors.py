@@ -54,6 +54,7 @@ REFUSED: Mapping[Kind, int] = {
     "conflict": 409,
     "precondition": 412,
     "too_large": 413,
+    "stale_cursor": 404,
 }
 """The HTTP status of each kind of refusal an operation raises (operations.common.errors)."""
 

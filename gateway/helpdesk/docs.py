@@ -53,11 +53,9 @@ DOCUMENT = ApiDocument(
 
 ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
     400: (
-        "A body, parameter or cursor that does not fit: the message names the field; a cursor that names no item of "
-        "the listing",
+        "A body or parameter that does not fit: the message names the field",
         [
             ("invalid_field", "Expected `str` of length <= 255, got `str` of length 300 (field `subject`)"),
-            ("stale_cursor", "cursor names no ticket of this listing"),
         ],
     ),
     401: (
@@ -69,9 +67,10 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
     ),
     403: ("The key lacks the route's scope", [("scope", "This key lacks the scope tickets:write")]),
     404: (
-        "No such object in this organization",
+        "No such object in this organization; a cursor that names no item of the listing",
         [
             ("not_found", "No ticket with that id in this organization"),
+            ("stale_cursor", "cursor names no ticket of this listing"),
             ("unknown_assignee", "assignee_id names no active member of this organization"),
         ],
     ),
@@ -187,6 +186,8 @@ ADD_CONVERSATION = _route(
     openapi.response(Conversation, "The new reply or note"),
     400,
     404,
+    409,
+    413,
     body=AddConversation,
 )
 ADD_CONVERSATION["operation_class"] = openapi.documented_operation(
@@ -194,17 +195,17 @@ ADD_CONVERSATION["operation_class"] = openapi.documented_operation(
     request_body=RequestBody(
         required=True,
         description=f"{AddConversation.__doc__} As JSON, or as multipart/form-data with its files (`file`, repeated, "
-        f"each at most {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB, 25 MiB in all)",
+        f"each at most {MAX_UPLOAD_BYTES // (1024 * 1024)} MiB, 25 MiB in all): an agent's reply or note",
         content={
             openapi.JSON: OpenAPIMediaType(schema=Reference(ref="#/components/schemas/AddConversation")),
             "multipart/form-data": OpenAPIMediaType(
                 schema=Schema(
                     type=OpenAPIType.OBJECT,
                     required=["body"],
+                    additional_properties=False,
                     properties={
-                        "body": Schema(type=OpenAPIType.STRING, min_length=1, max_length=65536),
+                        "body": Schema(type=OpenAPIType.STRING, min_length=1, max_length=65536, pattern=TEXT),
                         "internal": Schema(type=OpenAPIType.BOOLEAN),
-                        "author_type": Schema(type=OpenAPIType.STRING, enum=["agent", "customer"]),
                         "file": Schema(type=OpenAPIType.ARRAY, items=_FILE, max_items=10),
                     },
                 )
@@ -375,6 +376,7 @@ MERGE_CUSTOMER = _route(
     openapi.response(Customer, "The customer merged into, as it now is"),
     400,
     404,
+    409,
     body=MergeCustomerInto,
 )
 DELETE_CUSTOMER = _route(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-Kind = Literal["invalid", "not_found", "forbidden", "conflict", "precondition", "too_large"]
+Kind = Literal["invalid", "not_found", "forbidden", "conflict", "precondition", "too_large", "stale_cursor"]
 
 
 class OperationError(Exception):
@@ -33,6 +33,13 @@ class NotFound(OperationError):
     def __init__(self, message: str, *, elsewhere: bool = False) -> None:
         super().__init__(message)
         self.elsewhere = elsewhere
+
+
+class StaleCursor(OperationError):
+    """A listing's cursor names no item of it: REST answers 404 (what the query names is not there), the procedures
+    BAD_REQUEST (section 7: an input that does not fit)."""
+
+    kind = "stale_cursor"
 
 
 class Forbidden(OperationError):

@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 import msgspec
 
 from operations.common.actors import Actor
-from operations.common.errors import Conflict, Invalid, NotFound
+from operations.common.errors import Conflict, Invalid, NotFound, StaleCursor
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import LINE, TEXT, Cursor, Limit, PersonName, Uuid, is_uuid
@@ -120,5 +120,5 @@ async def inbound_messages(desk: Helpdesk, actor: Actor, given: ListInbound) -> 
             cursor=given.cursor,
         )
     except CursorNotFound:
-        raise Invalid("cursor names no inbound message of this listing") from None
+        raise StaleCursor("cursor names no inbound message of this listing") from None
     return Page(found, has_more)

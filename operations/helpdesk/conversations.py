@@ -9,7 +9,7 @@ import msgspec
 from sqlalchemy.engine import Connection
 
 from operations.common.actors import Actor
-from operations.common.errors import Invalid, NotFound
+from operations.common.errors import Conflict, Invalid, NotFound, StaleCursor
 from operations.common.pages import Page
 from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.attachments import MAX_ATTACHMENTS
@@ -59,10 +59,10 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
             internal=given.internal,
             actor_id=actor.user_id,
         )
-    except uploads.UploadUnavailable:
-        raise Invalid(
-            "attachment_ids names a file that is not this organization's upload, or is attached already"
-        ) from None
+    except uploads.UploadUnavailable as unavailable:
+        if unavailable.taken:
+            raise Conflict(f"attachment_ids names a file attached to another reply already: {unavailable}") from None
+        raise NotFound(f"attachment_ids names no upload of this organization: {unavailable}") from None
 
 
 def _add(connection: Connection, ticket: TicketRecord, upload_ids: list[str], **fields: Any) -> ConversationRecord:
@@ -81,7 +81,7 @@ async def listing(desk: Helpdesk, actor: Actor, given: ListConversations) -> Pag
     try:
         found, has_more = await desk.db.read(tickets.conversations, ticket.id, limit=given.limit, cursor=given.cursor)
     except CursorNotFound:
-        raise Invalid("cursor names no conversation of this ticket") from None
+        raise StaleCursor("cursor names no conversation of this ticket") from None
     return Page(found, has_more)
 
 

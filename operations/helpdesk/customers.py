@@ -9,7 +9,7 @@ import msgspec
 from sqlalchemy.engine import Connection
 
 from operations.common.actors import Actor
-from operations.common.errors import Conflict, Invalid, NotFound
+from operations.common.errors import Conflict, NotFound, StaleCursor
 from operations.common.inputs import given_fields
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
@@ -72,7 +72,7 @@ async def listing(desk: Helpdesk, actor: Actor, given: ListCustomers) -> Page[Cu
             customers.listing, actor.organization_id, email=given.email, limit=given.limit, cursor=given.cursor
         )
     except CursorNotFound:
-        raise Invalid("cursor names no customer of this listing") from None
+        raise StaleCursor("cursor names no customer of this listing") from None
     return Page(found, has_more)
 
 
@@ -102,12 +102,13 @@ class MergeCustomerInto(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
 async def merge(desk: Helpdesk, actor: Actor, customer_id: str, given: MergeCustomerInto) -> CustomerRecord:
     """The target, now with the source's tickets, orders and ways of being reached; the source is listed nowhere
     after. Fires `customer.updated` for the target."""
-    if customer_id == given.into_id:
-        raise Invalid("A customer cannot be merged into itself")
     await own(desk, actor, customer_id)
-    merged = await desk.changes.run(
-        actor.organization_id, customers.merge, actor.organization_id, customer_id, given.into_id
-    )
+    try:
+        merged = await desk.changes.run(
+            actor.organization_id, customers.merge, actor.organization_id, customer_id, given.into_id
+        )
+    except customers.MergeRefused as refused:
+        raise Conflict(str(refused)) from None
     if merged is None:
         raise NotFound(NOT_FOUND)
     return merged

@@ -9,7 +9,7 @@ from typing import Literal
 import msgspec
 
 from operations.common.actors import Actor
-from operations.common.errors import Invalid, NotFound
+from operations.common.errors import NotFound, StaleCursor
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Cursor, Limit, Uuid, is_uuid
@@ -70,7 +70,7 @@ async def of_aggregate(desk: Helpdesk, actor: Actor, given: ListEvents) -> Page[
             cursor=given.cursor,
         )
     except CursorNotFound:
-        raise Invalid("cursor names no event of this listing") from None
+        raise StaleCursor("cursor names no event of this listing") from None
     return Page(page.events, page.has_more)
 
 
@@ -82,7 +82,7 @@ async def of_ticket(desk: Helpdesk, actor: Actor, given: ListTicketEvents) -> Pa
             events.of_ticket, actor.organization_id, given.ticket_id, limit=given.limit, cursor=given.cursor
         )
     except CursorNotFound:
-        raise Invalid("cursor names no event of this ticket") from None
+        raise StaleCursor("cursor names no event of this ticket") from None
     return Page(page.events, page.has_more)
 
 

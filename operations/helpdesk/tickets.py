@@ -9,7 +9,7 @@ from typing import ClassVar
 import msgspec
 
 from operations.common.actors import Actor
-from operations.common.errors import Conflict, Invalid, NotFound
+from operations.common.errors import Conflict, Invalid, NotFound, StaleCursor
 from operations.common.inputs import given_fields
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
@@ -143,7 +143,7 @@ async def listing(desk: Helpdesk, actor: Actor, given: ListTickets) -> Page[Tick
             cursor=given.cursor,
         )
     except CursorNotFound:
-        raise Invalid("cursor names no ticket of this listing") from None
+        raise StaleCursor("cursor names no ticket of this listing") from None
     return Page(found, has_more)
 
 

@@ -25,6 +25,10 @@ TICKETS = cast(Table, Ticket.__table__)
 ORDERS = cast(Table, Order.__table__)
 
 
+class MergeRefused(Exception):
+    """A merge into a customer the organization does not have (409)."""
+
+
 class EmailTaken(Exception):
     """Another customer of the organization has this address (409)."""
 
@@ -226,10 +230,13 @@ def merge(
 ) -> CustomerRecord | None:
     """Two customers who are one person become `target`: the source's tickets, orders and identities (how channels
     name them) move to it, its address and phone fill the target's where it has none, and the source is listed nowhere
-    after. Records `customer.updated` for the target. None when either is not a live customer of the organization."""
+    after. Records `customer.updated` for the target. None when the source is not a live customer of the organization;
+    MergeRefused when the target is not another one."""
     source, target = get(connection, organization_id, source_id), get(connection, organization_id, target_id)
-    if source is None or target is None or source.id == target.id:
+    if source is None:
         return None
+    if target is None or source.id == target.id:
+        raise MergeRefused("into_id names no other customer of this organization")
     connection.execute(update(TICKETS).where(TICKETS.c.customer_id == source.id).values(customer_id=target.id))
     connection.execute(update(ORDERS).where(ORDERS.c.customer_id == source.id).values(customer_id=target.id))
     connection.execute(

@@ -627,11 +627,16 @@ def merge(
 ) -> tuple[TicketRecord, TicketRecord] | None:
     """Merge `source` into `target`: the source's conversations (with their events) become the target's, and the
     source is closed with
-    its `merged` event (`merged_into_id`); what threads to the source from now on goes to the target. None when
-    either is not a ticket of the organization; MergeRefused for a merge that cannot be made."""
+    its `merged` event (`merged_into_id`); what threads to the source from now on goes to the target. None when the
+    source is not a ticket of the organization; MergeRefused for a merge that cannot be made (a target that is none
+    of its tickets, or is deleted, included)."""
     source, target = get(connection, organization_id, source_id), get(connection, organization_id, target_id)
-    if source is None or target is None:
+    if source is None:
         return None
+    if target is None:
+        raise MergeRefused(
+            "into_id names no ticket of this organization: deleted, or never one; merge into one that is"
+        )
     if source.id == target.id:
         raise MergeRefused("A ticket cannot be merged into itself")
     if source.merged_into_id is not None:

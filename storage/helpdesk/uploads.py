@@ -17,7 +17,11 @@ UPLOADS = cast(Table, Upload.__table__)
 
 
 class UploadUnavailable(Exception):
-    """An upload a reply names is not the organization's, or another conversation took it already (400)."""
+    """An upload a reply names is not the organization's (404), or another conversation took it already (409)."""
+
+    def __init__(self, upload_ids: str, *, taken: bool) -> None:
+        super().__init__(upload_ids)
+        self.taken = taken
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +58,7 @@ def take(connection: Connection, organization_id: str, upload_ids: Sequence[str]
         .values(attached_to=conversation_id)
     )
     if taken.rowcount != len(set(upload_ids)):
-        raise UploadUnavailable(", ".join(upload_ids))
+        raise UploadUnavailable(", ".join(upload_ids), taken=True)
 
 
 def unattached(connection: Connection, organization_id: str, upload_ids: Sequence[str]) -> list[UploadRecord]:
@@ -62,15 +66,14 @@ def unattached(connection: Connection, organization_id: str, upload_ids: Sequenc
     rows = {
         row.id: row
         for row in connection.execute(
-            select(UPLOADS).where(
-                UPLOADS.c.organization_id == organization_id,
-                UPLOADS.c.id.in_(list(upload_ids)),
-                UPLOADS.c.attached_to.is_(None),
-            )
+            select(UPLOADS).where(UPLOADS.c.organization_id == organization_id, UPLOADS.c.id.in_(list(upload_ids)))
         )
     }
     missing = [upload_id for upload_id in upload_ids if upload_id not in rows]
     if missing:
-        raise UploadUnavailable(", ".join(missing))
+        raise UploadUnavailable(", ".join(missing), taken=False)
+    taken = [upload_id for upload_id in upload_ids if rows[upload_id].attached_to is not None]
+    if taken:
+        raise UploadUnavailable(", ".join(taken), taken=True)
     fields = UploadRecord.__slots__  # type: ignore[attr-defined]
     return [UploadRecord(**{name: getattr(rows[upload_id], name) for name in fields}) for upload_id in upload_ids]

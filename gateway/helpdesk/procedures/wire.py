@@ -80,6 +80,7 @@ REFUSED: Mapping[Kind, Code] = {
     "conflict": "CONFLICT",
     "precondition": "PRECONDITION_FAILED",
     "too_large": "PAYLOAD_TOO_LARGE",
+    "stale_cursor": "BAD_REQUEST",
 }
 """An operation's refusal as a procedure answers it; another organization's entity (`NotFound.elsewhere`) is
 FORBIDDEN, as section 7 has it for the events procedures."""

@@ -179,10 +179,17 @@ class ConversationsController(Controller):
 
 async def _with_files(request: Request[Any, Any, Any], desk: Helpdesk, actor: Actor) -> AddConversation:
     """A reply or note sent as multipart/form-data: its fields, and its files (`file`, repeated) kept as uploads."""
-    fields, files = await read_files(request, "file", MAX_ATTACHMENTS)
+    texts, files = await read_files(request, "file", MAX_ATTACHMENTS)
+    if "author_type" in texts or "attachment_ids" in texts:
+        raise HelpdeskError(
+            400, "A multipart reply is an agent's, its files in it: send author_type and attachment_ids as JSON"
+        )
+    fields: dict[str, Any] = dict(texts)
+    if "internal" in fields:  # a form's booleans are words: `true` or `false`, nothing else
+        fields["internal"] = {"true": True, "false": False}.get(texts["internal"], texts["internal"])
     try:
-        given = msgspec.convert(fields, AddConversation, strict=False)
+        given = msgspec.convert(fields, AddConversation)
     except msgspec.ValidationError as error:
         raise ERRORS.invalid_body(str(error)) from None
     kept = [await keep(desk, actor, file) for file in files]
-    return msgspec.structs.replace(given, attachment_ids=[*given.attachment_ids, *(upload.id for upload in kept)])
+    return msgspec.structs.replace(given, attachment_ids=[upload.id for upload in kept])

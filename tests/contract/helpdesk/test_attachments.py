@@ -73,7 +73,7 @@ async def test_an_uploaded_file_is_attached_to_a_reply_once_and_downloads(helpde
             assert (await anyone.get(attachment["url"])).content == b"%PDF-1.7 invoice"
 
         again = await org.rest("POST", f"/tickets/{ticket_id}/conversations", json=reply)
-        assert (again.status_code, again.json()["error"]["code"]) == (400, "invalid_request")
+        assert (again.status_code, again.json()["error"]["code"]) == (409, "conflict")
         assert "attachment_ids" in again.json()["error"]["message"]
 
 
@@ -110,7 +110,7 @@ async def test_another_organizations_upload_cannot_be_attached(helpdesk_stack: H
         refused = await mine.rest(
             "POST", f"/tickets/{ticket_id}/conversations", json={"body": "stolen", "attachment_ids": [upload["id"]]}
         )
-        assert refused.status_code == 400
+        assert (refused.status_code, refused.json()["error"]["code"]) == (404, "not_found")
         assert (await mine.rest("GET", f"/tickets/{ticket_id}/conversations")).json()["data"] == []
 
 

@@ -135,17 +135,20 @@ async def test_a_merge_over_rest_moves_the_tickets_and_delivers_one_customer_upd
     assert (again.status_code, again.json()["error"]["code"]) == (404, "not_found")
 
 
-async def test_merging_with_another_organization_s_customer_is_not_found(
+async def test_another_organization_s_customer_is_not_found_and_cannot_be_merged_into(
     helpdesk_stack: HelpdeskStack, org: Organization
 ) -> None:
     mine = await customer(org, "Mine Person")
     async with signed_up(helpdesk_stack) as other:
         theirs = await customer(other, "Their Person")
-    for source_id, into_id in ((mine["id"], theirs["id"]), (theirs["id"], mine["id"])):
+    for source_id, into_id, status, code in (
+        (theirs["id"], mine["id"], 404, "not_found"),  # the customer in the path: none of ours
+        (mine["id"], theirs["id"], 409, "conflict"),  # ours, into a customer the organization does not have
+    ):
         refused = await org.browser.call("customers.merge", {"id": source_id, "intoId": into_id})
-        assert trpc_error(refused) == (404, "NOT_FOUND")
+        assert trpc_error(refused) == (status, code.upper())
         over_rest = await org.rest("POST", f"/customers/{source_id}/merge", json={"into_id": into_id})
-        assert (over_rest.status_code, over_rest.json()["error"]["code"]) == (404, "not_found")
+        assert (over_rest.status_code, over_rest.json()["error"]["code"]) == (status, code)
     assert (await org.rest("GET", f"/customers/{mine['id']}")).status_code == 200
     assert await org.stack.db.read(updates_of, org.id) == []
 

@@ -371,9 +371,9 @@ async def test_an_unknown_route_is_404_in_the_rest_envelope(org: Organization, p
 @pytest.mark.parametrize(
     ("method", "template", "allowed"),
     [
-        ("DELETE", "/tickets/{ticket}", {"GET", "PATCH"}),
+        ("PUT", "/tickets/{ticket}", {"GET", "PATCH", "DELETE"}),
         ("PUT", "/tickets", {"GET", "POST"}),
-        ("DELETE", "/customers/{customer}", {"GET", "PATCH"}),
+        ("PUT", "/customers/{customer}", {"GET", "PATCH", "DELETE"}),
         ("POST", "/events", {"GET"}),
         ("PATCH", "/tickets/{ticket}/events", {"GET"}),
     ],

@@ -155,7 +155,7 @@ async def test_the_listing_pages_by_cursor(org: Organization) -> None:
     third = (await org.rest("GET", "/customers", params={"limit": 2, "cursor": second["next_cursor"]})).json()
     assert ([c["id"] for c in third["data"]], third["has_more"], third["next_cursor"]) == ([made[0]], False, None)
     stray = await org.rest("GET", "/customers", params={"cursor": str(uuid.uuid4())})
-    assert_error(stray, 400, "invalid_request", "cursor")
+    assert_error(stray, 404, "not_found", "cursor")
     assert_error(await org.rest("GET", "/customers", params={"cursor": "x"}), 400, "invalid_request", "cursor")
 
 

@@ -215,16 +215,16 @@ async def test_paging_is_stable_under_concurrent_changes(org: Organization) -> N
     assert set(seen) <= set(everything)
 
 
-async def test_a_cursor_that_names_no_event_of_the_listing_or_is_malformed_is_400(org: Organization) -> None:
+async def test_a_cursor_that_names_no_event_of_the_listing_is_404_and_a_malformed_one_400(org: Organization) -> None:
     ticket = await create_ticket(org)
     other_ticket = await create_ticket(org)
     (theirs,) = await events_of(org, "ticket", other_ticket["id"])
     listing = {"aggregate_type": "ticket", "aggregate_id": ticket["id"]}
     for cursor in (str(uuid.uuid4()), theirs["id"]):
         response = await org.rest("GET", "/events", params={**listing, "cursor": cursor})
-        assert_error(response, 400, "invalid_request", "cursor")
+        assert_error(response, 404, "not_found", "cursor")
         combined = await org.rest("GET", f"/tickets/{ticket['id']}/events", params={"cursor": cursor})
-        assert_error(combined, 400, "invalid_request", "cursor")
+        assert_error(combined, 404, "not_found", "cursor")
     malformed = await org.rest("GET", "/events", params={**listing, "cursor": "not-an-event"})
     assert_error(malformed, 400, "invalid_request", "cursor")
 

@@ -27,9 +27,11 @@ from tests.helpers import Organization, signed_up
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TICKET_FIELDS = {
     "id", "number", "subject", "status", "priority", "channel", "customer_id", "customer_email", "assignee_id", "tags",
-    "created_at", "updated_at",
+    "merged_into_id", "created_at", "updated_at",
 }  # fmt: skip
-CONVERSATION_FIELDS = {"id", "ticket_id", "author_type", "author_id", "body", "internal", "created_at"}
+CONVERSATION_FIELDS = {
+    "id", "ticket_id", "author_type", "author_id", "body", "internal", "attachments", "created_at", "edited_at",
+}  # fmt: skip
 
 
 @pytest.fixture
@@ -585,7 +587,7 @@ async def test_a_page_that_ends_the_listing_exactly_has_no_more(org: Organizatio
     assert (len(second["data"]), second["has_more"], second["next_cursor"]) == (2, False, None)
 
 
-async def test_a_cursor_that_names_no_ticket_of_the_listing_or_is_malformed_is_400(
+async def test_a_cursor_that_names_no_ticket_of_the_listing_is_404_and_a_malformed_one_400(
     org: Organization, helpdesk_stack: HelpdeskStack
 ) -> None:
     open_ticket = await create(org)
@@ -598,7 +600,7 @@ async def test_a_cursor_that_names_no_ticket_of_the_listing_or_is_malformed_is_4
         {"cursor": closed_ticket["id"], "status": "open"},
         {"cursor": open_ticket["id"], "tag": "vip"},
     ]:
-        assert_error(await org.rest("GET", "/tickets", params=params), 400, "invalid_request", "cursor")
+        assert_error(await org.rest("GET", "/tickets", params=params), 404, "not_found", "cursor")
     assert_error(await org.rest("GET", "/tickets", params={"cursor": "not-a-ticket"}), 400, "invalid_request", "cursor")
     assert (await org.rest("GET", "/tickets", params={"cursor": closed_ticket["id"]})).json()["data"][0]["id"] == (
         open_ticket["id"]
@@ -711,7 +713,7 @@ async def test_another_tickets_conversations_are_not_listed(org: Organization) -
     assert [item["body"] for item in response.json()["data"]] == ["Mine"]
     other = (await org.rest("GET", f"/tickets/{two['id']}/conversations")).json()["data"][0]["id"]
     stray = await org.rest("GET", f"/tickets/{one['id']}/conversations", params={"cursor": other})
-    assert_error(stray, 400, "invalid_request", "cursor")
+    assert_error(stray, 404, "not_found", "cursor")
 
 
 # Bad bodies

@@ -174,19 +174,22 @@ async def test_merging_into_a_merged_ticket_a_merged_ticket_again_or_a_ticket_in
     ]
 
 
-async def test_merging_with_another_organization_s_ticket_is_not_found(
+async def test_another_organization_s_ticket_is_not_found_and_cannot_be_merged_into(
     helpdesk_stack: HelpdeskStack, org: Organization
 ) -> None:
     mine = await create(org)
     async with signed_up(helpdesk_stack) as other:
         theirs = await create(other)
-    for source_id, into_id in ((mine["id"], theirs["id"]), (theirs["id"], mine["id"])):
+    for source_id, into_id, status, code in (
+        (theirs["id"], mine["id"], 404, "not_found"),  # the ticket in the path: none of ours
+        (mine["id"], theirs["id"], 409, "conflict"),  # ours, into a ticket the organization does not have
+    ):
         by_procedure = await org.browser.call("tickets.merge", {"id": source_id, "intoId": into_id})
-        assert trpc_error(by_procedure) == (404, "NOT_FOUND")
+        assert trpc_error(by_procedure) == (status, code.upper())
         over_rest = await org.rest("POST", f"/tickets/{source_id}/merge", json={"into_id": into_id})
-        assert (over_rest.status_code, over_rest.json()["error"]["code"]) == (404, "not_found")
+        assert (over_rest.status_code, over_rest.json()["error"]["code"]) == (status, code)
     unknown = await org.rest("POST", f"/tickets/{mine['id']}/merge", json={"into_id": str(uuid.uuid4())})
-    assert unknown.status_code == 404
+    assert unknown.status_code == 409
     now = await ticket(org, mine["id"])
     assert (now["status"], now["merged_into_id"]) == ("open", None)
     assert await conversation_bodies(org.browser, mine["id"]) == ["It has not arrived."]
