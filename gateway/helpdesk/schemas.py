@@ -10,10 +10,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from operations.common.webhooks import Trial
-from operations.helpdesk.channels import ChannelKindName
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
 from storage.common.webhooks import Endpoint
 from storage.helpdesk import channels, customers, events, inbound, tickets
+from topics.helpdesk.inbound import ChannelKindName, Provider
 from wire.timestamps import iso
 
 Timestamp = Annotated[
@@ -259,7 +259,7 @@ class InboundMessage(msgspec.Struct, kw_only=True):
 
     id: Uuid
     channel_id: str
-    provider: str
+    provider: Provider
     dedup_key: str
     state: Literal["pending", "processed"]
     classification: str | None

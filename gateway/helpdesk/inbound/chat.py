@@ -22,9 +22,10 @@ from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, equal, fresh, refused
+from topics.helpdesk.inbound import Provider
 
 PATH = "/api/webhooks/chat"
-PROVIDER = "chat"
+PROVIDER: Provider = "chat"
 SIGNATURE = "x-chat-signature"
 TIMESTAMP = "x-chat-request-timestamp"
 MAX_BODY_BYTES = 1024 * 1024

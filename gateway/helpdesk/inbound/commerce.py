@@ -27,11 +27,12 @@ from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import MAX_BODY_BYTES, Inbound, equal, refused
+from topics.helpdesk.inbound import Provider
 
 PATH = "/api/webhooks/commerce"
 PRIVACY_PATH = "/api/webhooks/commerce/gdpr"
-PROVIDER = "commerce"
-PRIVACY_PROVIDER = "commerce_privacy"
+PROVIDER: Provider = "commerce"
+PRIVACY_PROVIDER: Provider = "commerce_privacy"
 TOPICS = ("orders/create", "orders/updated", "customers/create", "customers/update")
 PRIVACY_TOPICS = ("customers/data_request", "customers/redact", "shop/redact")
 SIGNATURE = "x-commerce-hmac-sha256"
@@ -78,7 +79,7 @@ def _partition(channel_id: str, topic: str, payload: dict[str, Any]) -> str:
 
 
 async def _receive(
-    request: Request[Any, Any, Any], inbound: Inbound, *, topics: tuple[str, ...], secret_name: str, provider: str
+    request: Request[Any, Any, Any], inbound: Inbound, *, topics: tuple[str, ...], secret_name: str, provider: Provider
 ) -> Response[dict[str, str]]:
     body = await request.body()
     shop = request.headers.get("x-commerce-shop-domain", "").strip().lower()

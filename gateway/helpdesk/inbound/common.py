@@ -24,6 +24,7 @@ from storage.common.secrets import Cipher
 from storage.helpdesk import channels, inbound
 from storage.helpdesk.channels import Routed
 from topics.helpdesk import InboundReceived
+from topics.helpdesk.inbound import Provider
 from wire.ids import new_uuid
 
 log = structlog.get_logger("signalyard.gateway.helpdesk.inbound")
@@ -107,7 +108,7 @@ class Inbound:
     async def accept(
         self,
         channel: Routed,
-        provider: str,
+        provider: Provider,
         *,
         dedup_key: str,
         body: bytes,

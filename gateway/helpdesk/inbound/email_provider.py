@@ -29,10 +29,11 @@ from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, equal, fresh, refused, run_blocking
+from topics.helpdesk.inbound import Provider
 
 PATH = "/api/webhooks/email-provider"
 LEGACY_PATH = "/api/webhooks/email"
-PROVIDER = "email_provider"
+PROVIDER: Provider = "email_provider"
 SIGNATURE = "x-vendor-email-event-webhook-signature"
 TIMESTAMP = "x-vendor-email-event-webhook-timestamp"
 MAX_BODY_BYTES = 8 * 1024 * 1024

@@ -46,11 +46,12 @@ from litestar.di import NamedDependency
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, refused
 from net.guard import Resolve, guarded_client, system_resolve
+from topics.helpdesk.inbound import Provider
 
 log = structlog.get_logger("signalyard.gateway.helpdesk.marketplace")
 
 PATH = "/api/marketplace/webhook"
-PROVIDER = "marketplace"
+PROVIDER: Provider = "marketplace"
 MAX_BODY_BYTES = 256 * 1024
 REPLAY_WINDOW_S = 3600
 SNS_HOST = re.compile(r"sns\.[a-z0-9]+(?:-[a-z0-9]+)*\.amazonaws\.com")

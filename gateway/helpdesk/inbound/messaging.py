@@ -34,6 +34,7 @@ from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, equal, refused
 from storage.helpdesk import channels
 from storage.helpdesk.channels import Routed
+from topics.helpdesk.inbound import Provider
 
 BUSINESS_PATH = "/api/webhooks/messaging-business"
 PAGE_PATH = "/api/webhooks/messaging-page"
@@ -199,7 +200,7 @@ def page_items(payload: Any) -> list[Item]:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
-    kind: str
+    kind: Provider
     """The channel kind, and the inbound events' provider."""
     address_kind: str
     thread: str
@@ -220,7 +221,7 @@ def hub_signed(body: bytes, app_secret: str, header: str) -> bool:
     return equal(given.lower(), hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest())
 
 
-async def verify_subscription(request: Request[Any, Any, Any], inbound: Inbound, kind: str) -> Response[str]:
+async def verify_subscription(request: Request[Any, Any, Any], inbound: Inbound, kind: Provider) -> Response[str]:
     query = request.query_params
     mode, token, challenge = query.get("hub.mode"), query.get("hub.verify_token"), query.get("hub.challenge")
     if mode == "subscribe" and token and challenge:

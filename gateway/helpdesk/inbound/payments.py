@@ -28,11 +28,12 @@ from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, fresh, refused
 from storage.helpdesk import workspaces
 from storage.helpdesk.channels import Routed
+from topics.helpdesk.inbound import Provider
 
 PATH = "/api/webhooks/payments"
 CONNECT_PATH = "/api/webhooks/payments-connect"
-PROVIDER = "payments"
-CONNECT_PROVIDER = "payments_connect"
+PROVIDER: Provider = "payments"
+CONNECT_PROVIDER: Provider = "payments_connect"
 SIGNATURE = "payment-signature"
 TOLERANCE_S = 300
 MAX_BODY_BYTES = 1024 * 1024

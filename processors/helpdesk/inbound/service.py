@@ -32,6 +32,7 @@ from storage.common.db import Database
 from storage.helpdesk import channels, inbound, tickets
 from storage.helpdesk.inbound import Outcome
 from topics.helpdesk import HelpdeskTopics, InboundReceived
+from topics.helpdesk.inbound import Provider
 
 log = structlog.get_logger("signalyard.processors.helpdesk")
 
@@ -116,7 +117,7 @@ def failed(reason: str) -> Apply:
 
 
 class InboundProcessor:
-    def __init__(self, context: Context, handlers: Mapping[str, Handler], announce: Announce) -> None:
+    def __init__(self, context: Context, handlers: Mapping[Provider, Handler], announce: Announce) -> None:
         self.context = context
         self.handlers = handlers
         self.announce = announce
