@@ -3,7 +3,9 @@ provider kinds and the channel kinds, each declared here once, and each provider
 
 from __future__ import annotations
 
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
+
+import msgspec
 
 Provider = Literal[
     "email_a",
@@ -40,3 +42,62 @@ ChannelKindName = Literal[
 ]
 """A kind of channel (storage/helpdesk/channels.py says what each is made of)."""
 CHANNEL_KINDS: tuple[ChannelKindName, ...] = get_args(ChannelKindName)
+
+NonEmpty = Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class Payload(msgspec.Struct):
+    """A provider's object as far as the helpdesk reads it: the fields it does not read are ignored (providers add
+    fields), and one a provider does not always send has a default."""
+
+
+# Chat (Slack's Events API) ---------------------------------------------------------------------------------------
+
+
+class ChatFile(Payload):
+    url_private: str | None = None
+    mimetype: str | None = None
+    name: str | None = None
+    title: str | None = None
+
+
+class ChatProfile(Payload):
+    real_name: str | None = None
+    display_name: str | None = None
+
+
+class ChatEvent(Payload):
+    """The event of a callback: a message or an app mention as the processors read it; any other type is recorded."""
+
+    type: str
+    channel: str | None = None
+    user: str | None = None
+    text: str | None = None
+    ts: str | None = None
+    thread_ts: str | None = None
+    subtype: str | None = None
+    bot_id: str | None = None
+    files: list[ChatFile] = []
+    user_profile: ChatProfile | None = None
+
+
+class ChatTeam(Payload):
+    team_id: str | None = None
+    """What routes the call (a url_verification carries none: the URL's `?team=` does)."""
+
+
+class ChatVerification(ChatTeam, tag_field="type", tag="url_verification", kw_only=True):
+    """The check of the request URL: answered with its challenge, and stored nowhere."""
+
+    challenge: NonEmpty
+
+
+class ChatCallback(ChatTeam, tag_field="type", tag="event_callback", kw_only=True):
+    event_id: NonEmpty
+    """The same on a retry: the de-duplication key."""
+    event: ChatEvent
+
+
+CHAT = msgspec.json.Decoder(ChatVerification | ChatCallback)
+CHAT_CALLBACK = msgspec.json.Decoder(ChatCallback)
+CHAT_TEAM = msgspec.json.Decoder(ChatTeam)
