@@ -101,3 +101,27 @@ class ChatCallback(ChatTeam, tag_field="type", tag="event_callback", kw_only=Tru
 CHAT = msgspec.json.Decoder(ChatVerification | ChatCallback)
 CHAT_CALLBACK = msgspec.json.Decoder(ChatCallback)
 CHAT_TEAM = msgspec.json.Decoder(ChatTeam)
+
+
+# Email sending provider (SendGrid's Event Webhook) ----------------------------------------------------------------
+
+
+class DeliveryEvent(Payload):
+    """One event of the provider that sends the helpdesk's mail, on one of those mails."""
+
+    event: str
+    """processed | delivered | deferred | bounce | dropped | spamreport | open | click | unsubscribe | ..."""
+    email: str
+    sg_event_id: str | None = None
+    smtp_id: str | None = msgspec.field(name="smtp-id", default=None)
+    """The Message-ID of the helpdesk's mail."""
+    message_id: str | None = None
+    """The same, as the custom argument the helpdesk may give instead."""
+    status: str | None = None
+    reason: str | None = None
+    response: str | None = None
+
+
+DELIVERY_EVENTS = msgspec.json.Decoder(Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1)])
+"""A call's body: its events, each read on its own (and stored as its own inbound event)."""
+DELIVERY_EVENT = msgspec.json.Decoder(DeliveryEvent)
