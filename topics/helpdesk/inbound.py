@@ -125,3 +125,88 @@ class DeliveryEvent(Payload):
 DELIVERY_EVENTS = msgspec.json.Decoder(Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1)])
 """A call's body: its events, each read on its own (and stored as its own inbound event)."""
 DELIVERY_EVENT = msgspec.json.Decoder(DeliveryEvent)
+
+
+# Marketplace (Amazon SNS's HTTP(S) deliveries) --------------------------------------------------------------------
+
+
+class SnsMessage(Payload, rename="pascal", tag_field="Type", kw_only=True):
+    """What every SNS message carries: what routes it, and what its signature is checked with."""
+
+    message: str
+    message_id: str
+    timestamp: str
+    topic_arn: str
+    signature: str
+    signature_version: str
+    signing_cert_url: str = msgspec.field(name="SigningCertURL")
+
+    @property
+    def type(self) -> str:
+        """`Type`: what told the message's class."""
+        return str(self.__struct_config__.tag)
+
+
+class SnsNotification(SnsMessage, tag="Notification", kw_only=True):
+    """`message` is the marketplace's notice: `MARKETPLACE_NOTICE` reads it."""
+
+    subject: str | None = None
+
+
+class SnsConfirmation(SnsMessage, kw_only=True):
+    subscribe_url: str = msgspec.field(name="SubscribeURL")
+    token: str
+
+
+class SnsSubscriptionConfirmation(SnsConfirmation, tag="SubscriptionConfirmation", kw_only=True):
+    pass
+
+
+class SnsUnsubscribeConfirmation(SnsConfirmation, tag="UnsubscribeConfirmation", kw_only=True):
+    pass
+
+
+SNS_MESSAGE = msgspec.json.Decoder(SnsNotification | SnsSubscriptionConfirmation | SnsUnsubscribeConfirmation)
+
+Amount = str | int | float
+
+
+class MarketplaceBuyer(Payload):
+    id: str | int | None = None
+    email: str | None = None
+    name: str | None = None
+
+
+class MarketplaceItem(Payload, omit_defaults=True):
+    sku: str | None = None
+    title: str | None = None
+    quantity: int | None = None
+    price: Amount | None = None
+
+
+class MarketplaceTotal(Payload, omit_defaults=True):
+    amount: Amount | None = None
+    currency: str | None = None
+
+
+class MarketplaceNotice(Payload, tag_field="type", kw_only=True):
+    order_id: NonEmpty
+    marketplace: str | None = None
+    status: str | None = None
+    buyer: MarketplaceBuyer | None = None
+    items: list[MarketplaceItem] | None = None
+    updated_at: str | None = None
+
+
+class MarketplaceOrder(MarketplaceNotice, tag="order", kw_only=True):
+    total: MarketplaceTotal | None = None
+    purchased_at: str | None = None
+
+
+class MarketplaceReturn(MarketplaceNotice, tag="return", kw_only=True):
+    return_id: NonEmpty
+    reason: str | None = None
+    comment: str | None = None
+
+
+MARKETPLACE_NOTICE = msgspec.json.Decoder(MarketplaceOrder | MarketplaceReturn)

@@ -61,7 +61,7 @@ def malformed(error: msgspec.DecodeError, what: str = "The body") -> HelpdeskErr
     return refused(400, f"{what} is not JSON")
 
 
-def decoded(decoder: msgspec.json.Decoder[T], body: bytes, what: str = "The body") -> T:
+def decoded(decoder: msgspec.json.Decoder[T], body: bytes | str, what: str = "The body") -> T:
     """`body` in its provider's shape; 400 (`malformed`) when it is not."""
     try:
         return decoder.decode(body)
