@@ -3,7 +3,7 @@ provider kinds and the channel kinds, each declared here once, and each provider
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import Annotated, Generic, Literal, TypeVar, get_args
 
 import msgspec
 
@@ -210,3 +210,86 @@ class MarketplaceReturn(MarketplaceNotice, tag="return", kw_only=True):
 
 
 MARKETPLACE_NOTICE = msgspec.json.Decoder(MarketplaceOrder | MarketplaceReturn)
+
+
+# Payments (Stripe's events) ---------------------------------------------------------------------------------------
+
+StripeObjectT = TypeVar("StripeObjectT")
+
+
+class StripeRef(Payload):
+    """An object by its id (an event's object when its id is all that is read, or an expanded reference)."""
+
+    id: str | None = None
+
+
+class StripeObject(StripeRef):
+    customer: str | StripeRef | None = None
+    """The Stripe customer's id, or the customer expanded."""
+
+    @property
+    def customer_id(self) -> str | None:
+        return (self.customer.id if isinstance(self.customer, StripeRef) else self.customer) or None
+
+
+class SubscriptionDetails(Payload):
+    metadata: dict[str, str] | None = None
+
+
+class InvoiceParent(Payload):
+    subscription_details: SubscriptionDetails | None = None
+
+
+class BillingObject(StripeObject):
+    """The object of one of the platform's billing events (a checkout session, a subscription, an invoice): what
+    names its organization, and its state."""
+
+    client_reference_id: str | None = None
+    metadata: dict[str, str] | None = None
+    subscription_details: SubscriptionDetails | None = None
+    """An invoice's, in older API versions (newer ones: `parent`)."""
+    parent: InvoiceParent | None = None
+    payment_status: str | None = None
+    status: str | None = None
+
+
+class DisputeEvidence(Payload):
+    customer_email_address: str | None = None
+    customer_name: str | None = None
+
+
+class DisputeEvidenceDetails(Payload):
+    due_by: int | None = None
+
+
+class Dispute(StripeObject):
+    """A connected account's dispute (`charge.dispute.*`)."""
+
+    amount: int | None = None
+    """In the currency's smallest unit."""
+    currency: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    charge: str | None = None
+    payment_intent: str | None = None
+    evidence: DisputeEvidence | None = None
+    evidence_details: DisputeEvidenceDetails | None = None
+
+
+class StripeData(Payload, Generic[StripeObjectT]):
+    object: StripeObjectT
+
+
+class StripeEvent(Payload, Generic[StripeObjectT]):
+    id: str
+    type: str
+    data: StripeData[StripeObjectT]
+    created: int | None = None
+    livemode: bool = False
+    account: str | None = None
+    """The connected account an event of Connect is about."""
+
+
+BILLING_EVENT = msgspec.json.Decoder(StripeEvent[BillingObject])
+CONNECTED_EVENT = msgspec.json.Decoder(StripeEvent[StripeRef])
+DISPUTE_EVENT = msgspec.json.Decoder(StripeEvent[Dispute])
