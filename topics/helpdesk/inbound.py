@@ -293,3 +293,82 @@ class StripeEvent(Payload, Generic[StripeObjectT]):
 BILLING_EVENT = msgspec.json.Decoder(StripeEvent[BillingObject])
 CONNECTED_EVENT = msgspec.json.Decoder(StripeEvent[StripeRef])
 DISPUTE_EVENT = msgspec.json.Decoder(StripeEvent[Dispute])
+
+
+# Commerce (a Shopify-shaped shop's webhooks; the topic, in a header, names the body's shape) ------------------------
+
+ShopId = int | str
+"""A shop's resource id: a number (a GraphQL id is a string)."""
+
+
+class ShopCustomer(Payload):
+    """A shop's customer: a `customers/*` event's body, an order's customer, a privacy request's."""
+
+    id: ShopId | None = None
+    email: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    phone: str | None = None
+    updated_at: str | None = None
+
+
+class ShopLineItem(Payload, omit_defaults=True):
+    title: str | None = None
+    variant_title: str | None = None
+    sku: str | None = None
+    quantity: int | None = None
+    price: str | None = None
+
+
+class ShopOrder(Payload):
+    """An `orders/*` event's body: who ordered, and the facts an agent answers about (nothing else personal)."""
+
+    id: ShopId | None = None
+    customer: ShopCustomer | None = None
+    email: str | None = None
+    contact_email: str | None = None
+    phone: str | None = None
+    name: str | None = None
+    order_number: int | None = None
+    total_price: str | None = None
+    subtotal_price: str | None = None
+    total_tax: str | None = None
+    currency: str | None = None
+    financial_status: str | None = None
+    fulfillment_status: str | None = None
+    cancelled_at: str | None = None
+    cancel_reason: str | None = None
+    closed_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    line_items: list[ShopLineItem] = []
+
+
+class ShopRequest(Payload):
+    id: ShopId | None = None
+
+
+class ShopPrivacyRequest(Payload):
+    """A privacy topic's body: `customers/data_request`, `customers/redact` or `shop/redact`."""
+
+    shop_id: ShopId | None = None
+    shop_domain: str | None = None
+    customer: ShopCustomer | None = None
+    data_request: ShopRequest | None = None
+    orders_requested: list[ShopId] = []
+    orders_to_redact: list[ShopId] = []
+
+
+ShopEvent = ShopOrder | ShopCustomer | ShopPrivacyRequest
+SHOP_ORDER: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopOrder)
+SHOP_CUSTOMER: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopCustomer)
+SHOP_PRIVACY_REQUEST: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopPrivacyRequest)
+SHOP_EVENTS = {
+    "orders/create": SHOP_ORDER,
+    "orders/updated": SHOP_ORDER,
+    "customers/create": SHOP_CUSTOMER,
+    "customers/update": SHOP_CUSTOMER,
+}
+"""The events endpoint's topics, and the shape of each one's body."""
+SHOP_PRIVACY_EVENTS = dict.fromkeys(("customers/data_request", "customers/redact", "shop/redact"), SHOP_PRIVACY_REQUEST)
+"""The privacy endpoint's topics, and the shape of each one's body."""
