@@ -19,6 +19,7 @@ from gateway.helpdesk.inbound.sms import form, signed, twiml
 from processors.helpdesk.inbound import sms as sms_processor
 from processors.helpdesk.inbound.messaging import business_content, page_content
 from processors.helpdesk.inbound.voice import call_event, merged, voicemail_ready
+from topics.helpdesk.inbound import VoiceEvent
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -163,9 +164,9 @@ def test_a_page_message_s_attachments_are_references_and_its_location_is_text() 
 
 
 VOICEMAIL = {
-    "voicemail": {"call_id": "c1", "state": "voicemail"},
-    "voicemail_uploaded": {"call_id": "c1", "state": "voicemail_uploaded", "voicemail_link": "https://r.example/1"},
-    "transcription": {"call_id": "c1", "state": "transcription", "transcription_text": "Call me back"},
+    "voicemail": VoiceEvent(call_id="c1", state="voicemail"),
+    "voicemail_uploaded": VoiceEvent(call_id="c1", state="voicemail_uploaded", voicemail_link="https://r.example/1"),
+    "transcription": VoiceEvent(call_id="c1", state="transcription", transcription_text="Call me back"),
 }
 
 
@@ -176,7 +177,8 @@ def test_a_voicemail_is_ready_once_its_audio_and_transcription_are_in_whatever_t
     call = None
     ready = []
     for state in order:
-        call = merged(call, call_event(VOICEMAIL[state]), organization_id="o", channel_id="c", new_id="i", now=NOW)
+        event = call_event(VOICEMAIL[state])
+        call = merged(call, event, organization_id="o", channel_id="c", new_id="i", now=NOW)
         ready.append(voicemail_ready(call))
     assert call is not None
     # ready from the event that brings the second of the audio and the transcription on (no ticket is made here)
@@ -192,10 +194,9 @@ def test_a_voicemail_is_ready_once_its_audio_and_transcription_are_in_whatever_t
 
 def test_an_upload_without_a_link_and_an_empty_transcription_still_make_the_voicemail_ready() -> None:
     call = None
-    for event in ({"state": "voicemail_uploaded"}, {"state": "transcription"}):
-        call = merged(
-            call, call_event({"call_id": "c", **event}), organization_id="o", channel_id="c", new_id="i", now=NOW
-        )
+    for state in ("voicemail_uploaded", "transcription"):
+        event = call_event(VoiceEvent(call_id="c", state=state))
+        call = merged(call, event, organization_id="o", channel_id="c", new_id="i", now=NOW)
     assert call is not None
     assert (call.recording_url, call.transcription, voicemail_ready(call)) == ("", "", True)
 
@@ -203,7 +204,7 @@ def test_an_upload_without_a_link_and_an_empty_transcription_still_make_the_voic
 def test_a_call_keeps_its_furthest_state_and_a_recorded_call_s_transcription_is_no_voicemail() -> None:
     call = None
     for state in ("hangup", "ringing", "recording", "transcription"):
-        event = call_event({"call_id": "c", "state": state})
+        event = call_event(VoiceEvent(call_id="c", state=state))
         call = merged(call, event, organization_id="o", channel_id="c", new_id="i", now=NOW)
         assert call is not None
         assert not voicemail_ready(call)

@@ -372,3 +372,50 @@ SHOP_EVENTS = {
 """The events endpoint's topics, and the shape of each one's body."""
 SHOP_PRIVACY_EVENTS = dict.fromkeys(("customers/data_request", "customers/redact", "shop/redact"), SHOP_PRIVACY_REQUEST)
 """The privacy endpoint's topics, and the shape of each one's body."""
+
+
+# Voice (Dialpad's call and SMS events) ----------------------------------------------------------------------------
+
+
+class VoiceParty(Payload, omit_defaults=True):
+    phone_number: str | None = None
+    name: str | None = None
+
+
+class VoiceEvent(Payload):
+    """A call event (`call_id`, `state`, ...), or with `event_type` sms an SMS event (`from_number`, ...)."""
+
+    event_type: str | None = None
+    call_id: str | int | None = None
+    state: str | None = None
+    direction: str | None = None
+    target: VoiceParty | None = None
+    """The channel's own number, on a call."""
+    contact: VoiceParty | None = None
+    """The caller, or the called."""
+    started_at: int | float | None = None
+    answered_at: int | float | None = None
+    duration: int | float | None = None
+    voicemail_link: str | None = None
+    transcription_text: str | None = None
+    id: str | int | None = None
+    """An SMS event's id."""
+    from_number: str | list[str] | None = None
+    to_number: str | list[str] | None = None
+    text: str | None = None
+
+    @property
+    def senders(self) -> list[str]:
+        return _numbers(self.from_number)
+
+    @property
+    def recipients(self) -> list[str]:
+        return _numbers(self.to_number)
+
+
+def _numbers(given: str | list[str] | None) -> list[str]:
+    """A number or a list of them, as a list."""
+    return [number.strip() for number in ([given] if isinstance(given, str) else given or []) if number.strip()]
+
+
+VOICE_EVENT = msgspec.json.Decoder(VoiceEvent)
