@@ -3,6 +3,7 @@ provider kinds and the channel kinds, each declared here once, and each provider
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Generic, Literal, TypeVar, get_args
 
 import msgspec
@@ -419,3 +420,22 @@ def _numbers(given: str | list[str] | None) -> list[str]:
 
 
 VOICE_EVENT = msgspec.json.Decoder(VoiceEvent)
+
+
+# SMS (Twilio's form) ----------------------------------------------------------------------------------------------
+
+
+class SmsMessage(Payload):
+    """An incoming SMS or MMS as the SMS provider posts it, its named fields (its media are the numbered fields
+    `MediaUrl<n>` and `MediaContentType<n>`, n below `NumMedia`)."""
+
+    sid: str = msgspec.field(name="MessageSid", default="")
+    sender: str = msgspec.field(name="From", default="")
+    to: str = msgspec.field(name="To", default="")
+    text: str = msgspec.field(name="Body", default="")
+    num_media: Annotated[int, msgspec.Meta(ge=0)] = msgspec.field(name="NumMedia", default=0)
+
+
+def sms_message(form: Mapping[str, str]) -> SmsMessage:
+    """The form's message (a field given empty is as absent); msgspec.ValidationError names a field that is wrong."""
+    return msgspec.convert({name: value for name, value in form.items() if value}, SmsMessage, strict=False)
