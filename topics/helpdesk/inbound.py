@@ -439,3 +439,252 @@ class SmsMessage(Payload):
 def sms_message(form: Mapping[str, str]) -> SmsMessage:
     """The form's message (a field given empty is as absent); msgspec.ValidationError names a field that is wrong."""
     return msgspec.convert({name: value for name, value in form.items() if value}, SmsMessage, strict=False)
+
+
+# Business messaging (the WhatsApp Cloud API's webhooks) ------------------------------------------------------------
+# A call's items are kept as they came (msgspec.Raw: each is stored as its own event, unknown fields and all) and
+# read by their own Struct.
+
+
+class BusinessChange(Payload):
+    field: str = ""
+    value: msgspec.Raw = msgspec.Raw()
+    """A `messages` change's is a BusinessValue; another field's is no concern of the helpdesk. (A Raw is empty
+    when absent: msgspec takes no `Raw | None`.)"""
+
+
+class BusinessEntry(Payload):
+    changes: list[BusinessChange] = []
+
+
+class BusinessCall(Payload):
+    entry: Annotated[list[BusinessEntry], msgspec.Meta(min_length=1)]
+
+
+class BusinessValue(Payload):
+    metadata: msgspec.Raw
+    """A BusinessMetadata."""
+    contacts: list[msgspec.Raw] = []
+    """BusinessContacts."""
+    messages: list[msgspec.Raw] = []
+    """BusinessMessages."""
+    statuses: list[msgspec.Raw] = []
+    """BusinessStatuses."""
+
+
+class BusinessMetadata(Payload):
+    phone_number_id: NonEmpty
+    """The channel's number: what routes the change."""
+
+
+class BusinessProfile(Payload):
+    name: str | None = None
+
+
+class BusinessContact(Payload):
+    wa_id: str = ""
+    profile: BusinessProfile | None = None
+
+
+class BusinessText(Payload):
+    body: str | None = None
+
+
+BUSINESS_MEDIA = ("image", "document", "audio", "video", "sticker")
+
+
+class BusinessMedium(Payload):
+    """An image, document, audio, video or sticker: by its media id (not downloaded)."""
+
+    id: str | None = None
+    mime_type: str | None = None
+    filename: str | None = None
+    caption: str | None = None
+    sha256: str | None = None
+
+
+class BusinessLocation(Payload):
+    latitude: int | float | None = None
+    longitude: int | float | None = None
+    name: str | None = None
+    address: str | None = None
+
+
+class BusinessCardName(Payload):
+    formatted_name: str | None = None
+
+
+class BusinessCardPhone(Payload):
+    phone: str | None = None
+
+
+class BusinessCardEmail(Payload):
+    email: str | None = None
+
+
+class BusinessCard(Payload):
+    name: BusinessCardName | None = None
+    phones: list[BusinessCardPhone] = []
+    emails: list[BusinessCardEmail] = []
+
+
+class BusinessReply(Payload):
+    title: str | None = None
+    description: str | None = None
+
+
+class BusinessInteractive(Payload):
+    button_reply: BusinessReply | None = None
+    list_reply: BusinessReply | None = None
+    nfm_reply: msgspec.Raw = msgspec.Raw()
+    """A flow's answer: shown as it came."""
+
+
+class BusinessButton(Payload):
+    text: str | None = None
+
+
+class BusinessReaction(Payload):
+    emoji: str | None = None
+
+
+class BusinessMessage(Payload):
+    """A customer's message, of any type (its content in the field named by its type)."""
+
+    id: NonEmpty
+    """The wamid: the de-duplication key."""
+    sender: NonEmpty = msgspec.field(name="from")
+    """The customer's wa_id."""
+    type: str | None = None
+    text: BusinessText | None = None
+    image: BusinessMedium | None = None
+    document: BusinessMedium | None = None
+    audio: BusinessMedium | None = None
+    video: BusinessMedium | None = None
+    sticker: BusinessMedium | None = None
+    location: BusinessLocation | None = None
+    contacts: list[BusinessCard] = []
+    interactive: msgspec.Raw = msgspec.Raw()
+    """A BusinessInteractive, shown as it came when it is a reply of no kind known here."""
+    button: BusinessButton | None = None
+    reaction: BusinessReaction | None = None
+
+    @property
+    def medium(self) -> BusinessMedium | None:
+        """The medium of an image, document, audio, video or sticker message."""
+        return getattr(self, self.type) if self.type in BUSINESS_MEDIA else None
+
+
+class BusinessError(Payload):
+    code: int | str | None = None
+    title: str | None = None
+
+
+class BusinessStatus(Payload):
+    """The delivery state of one of our own messages."""
+
+    id: NonEmpty
+    status: NonEmpty
+    """sent | delivered | read | failed"""
+    recipient_id: str | None = None
+    errors: list[BusinessError] = []
+
+
+class BusinessItem(Payload):
+    """One item of a call, as it is stored: a message with its contact, or a status, or a change of no kind known
+    here; each with the change's metadata."""
+
+    contact: BusinessContact | None = None
+    message: BusinessMessage | None = None
+    status: BusinessStatus | None = None
+
+
+BUSINESS_CALL = msgspec.json.Decoder(BusinessCall)
+BUSINESS_VALUE = msgspec.json.Decoder(BusinessValue)
+BUSINESS_METADATA = msgspec.json.Decoder(BusinessMetadata)
+BUSINESS_CONTACT = msgspec.json.Decoder(BusinessContact)
+BUSINESS_MESSAGE = msgspec.json.Decoder(BusinessMessage)
+BUSINESS_STATUS = msgspec.json.Decoder(BusinessStatus)
+BUSINESS_INTERACTIVE = msgspec.json.Decoder(BusinessInteractive)
+BUSINESS_ITEM = msgspec.json.Decoder(BusinessItem)
+
+
+# Page messaging (Messenger's webhooks) ----------------------------------------------------------------------------
+
+
+class PageCall(Payload):
+    entry: Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1)]
+    """PageEntries, each kept as it came when it carries no messaging event."""
+
+
+class PageEntry(Payload):
+    id: NonEmpty
+    """The page's id: what routes the entry."""
+    time: int | None = None
+    messaging: list[msgspec.Raw] = []
+    """PageEvents."""
+
+
+class PageParty(Payload):
+    id: str | None = None
+
+
+class PageCoordinates(Payload):
+    lat: int | float | None = None
+    long: int | float | None = None
+
+
+class PageAttachmentPayload(Payload):
+    url: str | None = None
+    coordinates: PageCoordinates | None = None
+
+
+class PageAttachment(Payload):
+    type: str | None = None
+    payload: PageAttachmentPayload | None = None
+
+
+class PageMessage(Payload):
+    mid: NonEmpty
+    text: str | None = None
+    is_echo: bool = False
+    """The page's own message, echoed: its customer is the recipient."""
+    attachments: list[PageAttachment] = []
+
+
+class PagePostback(Payload):
+    mid: str | None = None
+    title: str | None = None
+    payload: str | None = None
+
+
+class PageReceipt(Payload):
+    """A read receipt (up to its watermark) or a delivery receipt (its mids, or up to its watermark)."""
+
+    watermark: int | None = None
+    mids: list[str] = []
+
+
+class PageEvent(Payload):
+    """One messaging event: a message, a postback, a read or delivery receipt, or of a kind not known here."""
+
+    sender: PageParty | None = None
+    recipient: PageParty | None = None
+    timestamp: int | None = None
+    message: PageMessage | None = None
+    postback: PagePostback | None = None
+    read: PageReceipt | None = None
+    delivery: PageReceipt | None = None
+
+
+class PageItem(Payload):
+    """One item of a call, as it is stored: an event with its page and the entry's time, or an entry without
+    messaging events."""
+
+    event: PageEvent | None = None
+
+
+PAGE_CALL = msgspec.json.Decoder(PageCall)
+PAGE_ENTRY = msgspec.json.Decoder(PageEntry)
+PAGE_EVENT = msgspec.json.Decoder(PageEvent)
+PAGE_ITEM = msgspec.json.Decoder(PageItem)
