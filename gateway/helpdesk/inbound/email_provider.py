@@ -18,6 +18,7 @@ import asyncio
 import base64
 import binascii
 import hashlib
+import json
 from typing import Any
 
 import msgspec
@@ -70,7 +71,7 @@ def ecdsa_valid(key_text: str, signature_b64: str, timestamp: str, body: bytes) 
 def canonical(item: msgspec.Raw) -> bytes:
     """An event as it is stored, and hashed when it has no id: its JSON with sorted keys, so that the provider's
     retry of it hashes the same however it is written."""
-    return msgspec.json.encode(msgspec.json.decode(item), order="sorted")
+    return json.dumps(msgspec.json.decode(item), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 @post(
