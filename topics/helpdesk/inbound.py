@@ -52,6 +52,77 @@ class Payload(msgspec.Struct):
     fields), and one a provider does not always send has a default."""
 
 
+# Inbound email: kind A (Mailgun's route forwarding), B (SendGrid's Inbound Parse), C (Postmark's inbound webhook) ----
+# Kinds A and B are multipart forms whose text fields are read as they are; these are the fields that hold JSON.
+
+MailgunHeaderValue = str | tuple[str, dict[str, str]]
+"""A header's value: text, or a Content-Type's or Content-Disposition's `[value, {parameter: value}]`."""
+MAILGUN_HEADERS = msgspec.json.Decoder(list[tuple[str, MailgunHeaderValue]])
+"""Kind A's `message-headers`: the mail's headers, as [name, value] pairs."""
+
+
+class SendgridEnvelope(Payload):
+    """Kind B's `envelope`."""
+
+    to: list[str] | str = []
+    sender: str | None = msgspec.field(name="from", default=None)
+
+    @property
+    def recipients(self) -> list[str]:
+        return [self.to] if isinstance(self.to, str) else self.to
+
+
+class SendgridAttachment(Payload):
+    filename: str | None = None
+    name: str | None = None
+    type: str | None = None
+
+
+SENDGRID_ENVELOPE = msgspec.json.Decoder(SendgridEnvelope)
+SENDGRID_CHARSETS = msgspec.json.Decoder(dict[str, str])
+"""Kind B's `charsets`: the charset of each text field, by its name."""
+SENDGRID_ATTACHMENTS = msgspec.json.Decoder(dict[str, SendgridAttachment])
+"""Kind B's `attachment-info`: each file's, by its field's name."""
+
+
+class PostmarkAddress(Payload):
+    email: str = msgspec.field(name="Email", default="")
+
+
+class PostmarkHeader(Payload, rename="pascal"):
+    name: str = ""
+    value: str = ""
+
+
+class PostmarkAttachment(Payload, rename="pascal"):
+    name: str = ""
+    content_type: str = ""
+    content: str = ""
+    """Base64."""
+
+
+class PostmarkMail(Payload, rename="pascal"):
+    """Kind C: the mail, parsed by the provider."""
+
+    sender: str = msgspec.field(name="From", default="")
+    from_name: str = ""
+    to: str = ""
+    to_full: list[PostmarkAddress] = []
+    cc: str = ""
+    reply_to: str = ""
+    original_recipient: str = ""
+    """The address the provider received for."""
+    subject: str = ""
+    text_body: str = ""
+    html_body: str = ""
+    message_id: str = msgspec.field(name="MessageID", default="")
+    """The provider's own id (the mail's Message-ID is among its headers)."""
+    headers: list[PostmarkHeader] = []
+    attachments: list[PostmarkAttachment] = []
+
+
+POSTMARK_MAIL = msgspec.json.Decoder(PostmarkMail)
+
 # Chat (Slack's Events API) ---------------------------------------------------------------------------------------
 
 
