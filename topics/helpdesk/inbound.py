@@ -52,7 +52,7 @@ class Payload(msgspec.Struct):
     fields), and one a provider does not always send has a default."""
 
 
-# Inbound email: kind A (Mailgun's route forwarding), B (SendGrid's Inbound Parse), C (Postmark's inbound webhook) ----
+# Inbound email: kind A (Mailgun's route forwarding), B (SendGrid's Inbound Parse), C (Postmark's inbound webhook) -----
 # Kinds A and B are multipart forms whose text fields are read as they are; these are the fields that hold JSON.
 
 MailgunHeaderValue = str | tuple[str, dict[str, str]]
@@ -123,377 +123,8 @@ class PostmarkMail(Payload, rename="pascal"):
 
 POSTMARK_MAIL = msgspec.json.Decoder(PostmarkMail)
 
-# Chat (Slack's Events API) ---------------------------------------------------------------------------------------
 
-
-class ChatFile(Payload):
-    url_private: str | None = None
-    mimetype: str | None = None
-    name: str | None = None
-    title: str | None = None
-
-
-class ChatProfile(Payload):
-    real_name: str | None = None
-    display_name: str | None = None
-
-
-class ChatEvent(Payload):
-    """The event of a callback: a message or an app mention as the processors read it; any other type is recorded."""
-
-    type: str
-    channel: str | None = None
-    user: str | None = None
-    text: str | None = None
-    ts: str | None = None
-    thread_ts: str | None = None
-    subtype: str | None = None
-    bot_id: str | None = None
-    files: list[ChatFile] = []
-    user_profile: ChatProfile | None = None
-
-
-class ChatTeam(Payload):
-    team_id: str | None = None
-    """What routes the call (a url_verification carries none: the URL's `?team=` does)."""
-
-
-class ChatVerification(ChatTeam, tag_field="type", tag="url_verification", kw_only=True):
-    """The check of the request URL: answered with its challenge, and stored nowhere."""
-
-    challenge: NonEmpty
-
-
-class ChatCallback(ChatTeam, tag_field="type", tag="event_callback", kw_only=True):
-    event_id: NonEmpty
-    """The same on a retry: the de-duplication key."""
-    event: ChatEvent
-
-
-CHAT = msgspec.json.Decoder(ChatVerification | ChatCallback)
-CHAT_CALLBACK = msgspec.json.Decoder(ChatCallback)
-CHAT_TEAM = msgspec.json.Decoder(ChatTeam)
-
-
-# Email sending provider (SendGrid's Event Webhook) ----------------------------------------------------------------
-
-
-class DeliveryEvent(Payload):
-    """One event of the provider that sends the helpdesk's mail, on one of those mails."""
-
-    event: str
-    """processed | delivered | deferred | bounce | dropped | spamreport | open | click | unsubscribe | ..."""
-    email: str
-    sg_event_id: str | None = None
-    smtp_id: str | None = msgspec.field(name="smtp-id", default=None)
-    """The Message-ID of the helpdesk's mail."""
-    message_id: str | None = None
-    """The same, as the custom argument the helpdesk may give instead."""
-    status: str | None = None
-    reason: str | None = None
-    response: str | None = None
-
-
-DELIVERY_EVENTS = msgspec.json.Decoder(Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1)])
-"""A call's body: its events, each read on its own (and stored as its own inbound event)."""
-DELIVERY_EVENT = msgspec.json.Decoder(DeliveryEvent)
-
-
-# Marketplace (Amazon SNS's HTTP(S) deliveries) --------------------------------------------------------------------
-
-
-class SnsMessage(Payload, rename="pascal", tag_field="Type", kw_only=True):
-    """What every SNS message carries: what routes it, and what its signature is checked with."""
-
-    message: str
-    message_id: str
-    timestamp: str
-    topic_arn: str
-    signature: str
-    signature_version: str
-    signing_cert_url: str = msgspec.field(name="SigningCertURL")
-
-    @property
-    def type(self) -> str:
-        """`Type`: what told the message's class."""
-        return str(self.__struct_config__.tag)
-
-
-class SnsNotification(SnsMessage, tag="Notification", kw_only=True):
-    """`message` is the marketplace's notice: `MARKETPLACE_NOTICE` reads it."""
-
-    subject: str | None = None
-
-
-class SnsConfirmation(SnsMessage, kw_only=True):
-    subscribe_url: str = msgspec.field(name="SubscribeURL")
-    token: str
-
-
-class SnsSubscriptionConfirmation(SnsConfirmation, tag="SubscriptionConfirmation", kw_only=True):
-    pass
-
-
-class SnsUnsubscribeConfirmation(SnsConfirmation, tag="UnsubscribeConfirmation", kw_only=True):
-    pass
-
-
-SNS_MESSAGE = msgspec.json.Decoder(SnsNotification | SnsSubscriptionConfirmation | SnsUnsubscribeConfirmation)
-
-Amount = str | int | float
-
-
-class MarketplaceBuyer(Payload):
-    id: str | int | None = None
-    email: str | None = None
-    name: str | None = None
-
-
-class MarketplaceItem(Payload, omit_defaults=True):
-    sku: str | None = None
-    title: str | None = None
-    quantity: int | None = None
-    price: Amount | None = None
-
-
-class MarketplaceTotal(Payload, omit_defaults=True):
-    amount: Amount | None = None
-    currency: str | None = None
-
-
-class MarketplaceNotice(Payload, tag_field="type", kw_only=True):
-    order_id: NonEmpty
-    marketplace: str | None = None
-    status: str | None = None
-    buyer: MarketplaceBuyer | None = None
-    items: list[MarketplaceItem] | None = None
-    updated_at: str | None = None
-
-
-class MarketplaceOrder(MarketplaceNotice, tag="order", kw_only=True):
-    total: MarketplaceTotal | None = None
-    purchased_at: str | None = None
-
-
-class MarketplaceReturn(MarketplaceNotice, tag="return", kw_only=True):
-    return_id: NonEmpty
-    reason: str | None = None
-    comment: str | None = None
-
-
-MARKETPLACE_NOTICE = msgspec.json.Decoder(MarketplaceOrder | MarketplaceReturn)
-
-
-# Payments (Stripe's events) ---------------------------------------------------------------------------------------
-
-StripeObjectT = TypeVar("StripeObjectT")
-
-
-class StripeRef(Payload):
-    """An object by its id (an event's object when its id is all that is read, or an expanded reference)."""
-
-    id: str | None = None
-
-
-class StripeObject(StripeRef):
-    customer: str | StripeRef | None = None
-    """The Stripe customer's id, or the customer expanded."""
-
-    @property
-    def customer_id(self) -> str | None:
-        return (self.customer.id if isinstance(self.customer, StripeRef) else self.customer) or None
-
-
-class SubscriptionDetails(Payload):
-    metadata: dict[str, str] | None = None
-
-
-class InvoiceParent(Payload):
-    subscription_details: SubscriptionDetails | None = None
-
-
-class BillingObject(StripeObject):
-    """The object of one of the platform's billing events (a checkout session, a subscription, an invoice): what
-    names its organization, and its state."""
-
-    client_reference_id: str | None = None
-    metadata: dict[str, str] | None = None
-    subscription_details: SubscriptionDetails | None = None
-    """An invoice's, in older API versions (newer ones: `parent`)."""
-    parent: InvoiceParent | None = None
-    payment_status: str | None = None
-    status: str | None = None
-
-
-class DisputeEvidence(Payload):
-    customer_email_address: str | None = None
-    customer_name: str | None = None
-
-
-class DisputeEvidenceDetails(Payload):
-    due_by: int | None = None
-
-
-class Dispute(StripeObject):
-    """A connected account's dispute (`charge.dispute.*`)."""
-
-    amount: int | None = None
-    """In the currency's smallest unit."""
-    currency: str | None = None
-    reason: str | None = None
-    status: str | None = None
-    charge: str | None = None
-    payment_intent: str | None = None
-    evidence: DisputeEvidence | None = None
-    evidence_details: DisputeEvidenceDetails | None = None
-
-
-class StripeData(Payload, Generic[StripeObjectT]):
-    object: StripeObjectT
-
-
-class StripeEvent(Payload, Generic[StripeObjectT]):
-    id: str
-    type: str
-    data: StripeData[StripeObjectT]
-    created: int | None = None
-    livemode: bool = False
-    account: str | None = None
-    """The connected account an event of Connect is about."""
-
-
-BILLING_EVENT = msgspec.json.Decoder(StripeEvent[BillingObject])
-CONNECTED_EVENT = msgspec.json.Decoder(StripeEvent[StripeRef])
-DISPUTE_EVENT = msgspec.json.Decoder(StripeEvent[Dispute])
-
-
-# Commerce (a Shopify-shaped shop's webhooks; the topic, in a header, names the body's shape) ------------------------
-
-ShopId = int | str
-"""A shop's resource id: a number (a GraphQL id is a string)."""
-
-
-class ShopCustomer(Payload):
-    """A shop's customer: a `customers/*` event's body, an order's customer, a privacy request's."""
-
-    id: ShopId | None = None
-    email: str | None = None
-    first_name: str | None = None
-    last_name: str | None = None
-    phone: str | None = None
-    updated_at: str | None = None
-
-
-class ShopLineItem(Payload, omit_defaults=True):
-    title: str | None = None
-    variant_title: str | None = None
-    sku: str | None = None
-    quantity: int | None = None
-    price: str | None = None
-
-
-class ShopOrder(Payload):
-    """An `orders/*` event's body: who ordered, and the facts an agent answers about (nothing else personal)."""
-
-    id: ShopId | None = None
-    customer: ShopCustomer | None = None
-    email: str | None = None
-    contact_email: str | None = None
-    phone: str | None = None
-    name: str | None = None
-    order_number: int | None = None
-    total_price: str | None = None
-    subtotal_price: str | None = None
-    total_tax: str | None = None
-    currency: str | None = None
-    financial_status: str | None = None
-    fulfillment_status: str | None = None
-    cancelled_at: str | None = None
-    cancel_reason: str | None = None
-    closed_at: str | None = None
-    created_at: str | None = None
-    updated_at: str | None = None
-    line_items: list[ShopLineItem] = []
-
-
-class ShopRequest(Payload):
-    id: ShopId | None = None
-
-
-class ShopPrivacyRequest(Payload):
-    """A privacy topic's body: `customers/data_request`, `customers/redact` or `shop/redact`."""
-
-    shop_id: ShopId | None = None
-    shop_domain: str | None = None
-    customer: ShopCustomer | None = None
-    data_request: ShopRequest | None = None
-    orders_requested: list[ShopId] = []
-    orders_to_redact: list[ShopId] = []
-
-
-ShopEvent = ShopOrder | ShopCustomer | ShopPrivacyRequest
-SHOP_ORDER: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopOrder)
-SHOP_CUSTOMER: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopCustomer)
-SHOP_PRIVACY_REQUEST: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopPrivacyRequest)
-SHOP_EVENTS = {
-    "orders/create": SHOP_ORDER,
-    "orders/updated": SHOP_ORDER,
-    "customers/create": SHOP_CUSTOMER,
-    "customers/update": SHOP_CUSTOMER,
-}
-"""The events endpoint's topics, and the shape of each one's body."""
-SHOP_PRIVACY_EVENTS = dict.fromkeys(("customers/data_request", "customers/redact", "shop/redact"), SHOP_PRIVACY_REQUEST)
-"""The privacy endpoint's topics, and the shape of each one's body."""
-
-
-# Voice (Dialpad's call and SMS events) ----------------------------------------------------------------------------
-
-
-class VoiceParty(Payload, omit_defaults=True):
-    phone_number: str | None = None
-    name: str | None = None
-
-
-class VoiceEvent(Payload):
-    """A call event (`call_id`, `state`, ...), or with `event_type` sms an SMS event (`from_number`, ...)."""
-
-    event_type: str | None = None
-    call_id: str | int | None = None
-    state: str | None = None
-    direction: str | None = None
-    target: VoiceParty | None = None
-    """The channel's own number, on a call."""
-    contact: VoiceParty | None = None
-    """The caller, or the called."""
-    started_at: int | float | None = None
-    answered_at: int | float | None = None
-    duration: int | float | None = None
-    voicemail_link: str | None = None
-    transcription_text: str | None = None
-    id: str | int | None = None
-    """An SMS event's id."""
-    from_number: str | list[str] | None = None
-    to_number: str | list[str] | None = None
-    text: str | None = None
-
-    @property
-    def senders(self) -> list[str]:
-        return _numbers(self.from_number)
-
-    @property
-    def recipients(self) -> list[str]:
-        return _numbers(self.to_number)
-
-
-def _numbers(given: str | list[str] | None) -> list[str]:
-    """A number or a list of them, as a list."""
-    return [number.strip() for number in ([given] if isinstance(given, str) else given or []) if number.strip()]
-
-
-VOICE_EVENT = msgspec.json.Decoder(VoiceEvent)
-
-
-# SMS (Twilio's form) ----------------------------------------------------------------------------------------------
+# SMS (Twilio's form) --------------------------------------------------------------------------------------------------
 
 
 class SmsMessage(Payload):
@@ -512,7 +143,7 @@ def sms_message(form: Mapping[str, str]) -> SmsMessage:
     return msgspec.convert({name: value for name, value in form.items() if value}, SmsMessage, strict=False)
 
 
-# Business messaging (the WhatsApp Cloud API's webhooks) ------------------------------------------------------------
+# Business messaging (the WhatsApp Cloud API's webhooks) ---------------------------------------------------------------
 # A call's items are kept as they came (msgspec.Raw: each is stored as its own event, unknown fields and all) and
 # read by their own Struct.
 
@@ -680,7 +311,7 @@ BUSINESS_INTERACTIVE = msgspec.json.Decoder(BusinessInteractive)
 BUSINESS_ITEM = msgspec.json.Decoder(BusinessItem)
 
 
-# Page messaging (Messenger's webhooks) ----------------------------------------------------------------------------
+# Page messaging (Messenger's webhooks) --------------------------------------------------------------------------------
 
 
 class PageCall(Payload):
@@ -759,3 +390,373 @@ PAGE_CALL = msgspec.json.Decoder(PageCall)
 PAGE_ENTRY = msgspec.json.Decoder(PageEntry)
 PAGE_EVENT = msgspec.json.Decoder(PageEvent)
 PAGE_ITEM = msgspec.json.Decoder(PageItem)
+
+
+# Voice (Dialpad's call and SMS events) --------------------------------------------------------------------------------
+
+
+class VoiceParty(Payload, omit_defaults=True):
+    phone_number: str | None = None
+    name: str | None = None
+
+
+class VoiceEvent(Payload):
+    """A call event (`call_id`, `state`, ...), or with `event_type` sms an SMS event (`from_number`, ...)."""
+
+    event_type: str | None = None
+    call_id: str | int | None = None
+    state: str | None = None
+    direction: str | None = None
+    target: VoiceParty | None = None
+    """The channel's own number, on a call."""
+    contact: VoiceParty | None = None
+    """The caller, or the called."""
+    started_at: int | float | None = None
+    answered_at: int | float | None = None
+    duration: int | float | None = None
+    voicemail_link: str | None = None
+    transcription_text: str | None = None
+    id: str | int | None = None
+    """An SMS event's id."""
+    from_number: str | list[str] | None = None
+    to_number: str | list[str] | None = None
+    text: str | None = None
+
+    @property
+    def senders(self) -> list[str]:
+        return _numbers(self.from_number)
+
+    @property
+    def recipients(self) -> list[str]:
+        return _numbers(self.to_number)
+
+
+def _numbers(given: str | list[str] | None) -> list[str]:
+    """A number or a list of them, as a list."""
+    return [number.strip() for number in ([given] if isinstance(given, str) else given or []) if number.strip()]
+
+
+VOICE_EVENT = msgspec.json.Decoder(VoiceEvent)
+
+
+# Commerce (a Shopify-shaped shop's webhooks; the topic, in a header, names the body's shape) --------------------------
+
+ShopId = int | str
+"""A shop's resource id: a number (a GraphQL id is a string)."""
+
+
+class ShopCustomer(Payload):
+    """A shop's customer: a `customers/*` event's body, an order's customer, a privacy request's."""
+
+    id: ShopId | None = None
+    email: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+    phone: str | None = None
+    updated_at: str | None = None
+
+
+class ShopLineItem(Payload, omit_defaults=True):
+    title: str | None = None
+    variant_title: str | None = None
+    sku: str | None = None
+    quantity: int | None = None
+    price: str | None = None
+
+
+class ShopOrder(Payload):
+    """An `orders/*` event's body: who ordered, and the facts an agent answers about (nothing else personal)."""
+
+    id: ShopId | None = None
+    customer: ShopCustomer | None = None
+    email: str | None = None
+    contact_email: str | None = None
+    phone: str | None = None
+    name: str | None = None
+    order_number: int | None = None
+    total_price: str | None = None
+    subtotal_price: str | None = None
+    total_tax: str | None = None
+    currency: str | None = None
+    financial_status: str | None = None
+    fulfillment_status: str | None = None
+    cancelled_at: str | None = None
+    cancel_reason: str | None = None
+    closed_at: str | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    line_items: list[ShopLineItem] = []
+
+
+class ShopDataRequest(Payload):
+    id: ShopId | None = None
+
+
+class ShopPrivacyRequest(Payload):
+    """A privacy topic's body: `customers/data_request`, `customers/redact` or `shop/redact`."""
+
+    shop_id: ShopId | None = None
+    shop_domain: str | None = None
+    customer: ShopCustomer | None = None
+    data_request: ShopDataRequest | None = None
+    orders_requested: list[ShopId] = []
+    orders_to_redact: list[ShopId] = []
+
+
+ShopEvent = ShopOrder | ShopCustomer | ShopPrivacyRequest
+SHOP_ORDER: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopOrder)
+SHOP_CUSTOMER: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopCustomer)
+SHOP_PRIVACY_REQUEST: msgspec.json.Decoder[ShopEvent] = msgspec.json.Decoder(ShopPrivacyRequest)
+SHOP_EVENTS = {
+    "orders/create": SHOP_ORDER,
+    "orders/updated": SHOP_ORDER,
+    "customers/create": SHOP_CUSTOMER,
+    "customers/update": SHOP_CUSTOMER,
+}
+"""The events endpoint's topics, and the shape of each one's body."""
+SHOP_PRIVACY_EVENTS = dict.fromkeys(("customers/data_request", "customers/redact", "shop/redact"), SHOP_PRIVACY_REQUEST)
+"""The privacy endpoint's topics, and the shape of each one's body."""
+
+
+# Payments (Stripe's events) -------------------------------------------------------------------------------------------
+
+StripeObjectT = TypeVar("StripeObjectT")
+
+
+class StripeRef(Payload):
+    """An object by its id (an event's object when its id is all that is read, or an expanded reference)."""
+
+    id: str | None = None
+
+
+class StripeObject(StripeRef):
+    customer: str | StripeRef | None = None
+    """The Stripe customer's id, or the customer expanded."""
+
+    @property
+    def customer_id(self) -> str | None:
+        return (self.customer.id if isinstance(self.customer, StripeRef) else self.customer) or None
+
+
+class SubscriptionDetails(Payload):
+    metadata: dict[str, str] | None = None
+
+
+class InvoiceParent(Payload):
+    subscription_details: SubscriptionDetails | None = None
+
+
+class BillingObject(StripeObject):
+    """The object of one of the platform's billing events (a checkout session, a subscription, an invoice): what
+    names its organization, and its state."""
+
+    client_reference_id: str | None = None
+    metadata: dict[str, str] | None = None
+    subscription_details: SubscriptionDetails | None = None
+    """An invoice's, in older API versions (newer ones: `parent`)."""
+    parent: InvoiceParent | None = None
+    payment_status: str | None = None
+    status: str | None = None
+
+
+class DisputeEvidence(Payload):
+    customer_email_address: str | None = None
+    customer_name: str | None = None
+
+
+class DisputeEvidenceDetails(Payload):
+    due_by: int | None = None
+
+
+class Dispute(StripeObject):
+    """A connected account's dispute (`charge.dispute.*`)."""
+
+    amount: int | None = None
+    """In the currency's smallest unit."""
+    currency: str | None = None
+    reason: str | None = None
+    status: str | None = None
+    charge: str | None = None
+    payment_intent: str | None = None
+    evidence: DisputeEvidence | None = None
+    evidence_details: DisputeEvidenceDetails | None = None
+
+
+class StripeData(Payload, Generic[StripeObjectT]):
+    object: StripeObjectT
+
+
+class StripeEvent(Payload, Generic[StripeObjectT]):
+    id: str
+    type: str
+    data: StripeData[StripeObjectT]
+    created: int | None = None
+    livemode: bool = False
+    account: str | None = None
+    """The connected account an event of Connect is about."""
+
+
+BILLING_EVENT = msgspec.json.Decoder(StripeEvent[BillingObject])
+CONNECTED_EVENT = msgspec.json.Decoder(StripeEvent[StripeRef])
+DISPUTE_EVENT = msgspec.json.Decoder(StripeEvent[Dispute])
+
+
+# Chat (Slack's Events API) --------------------------------------------------------------------------------------------
+
+
+class ChatFile(Payload):
+    url_private: str | None = None
+    mimetype: str | None = None
+    name: str | None = None
+    title: str | None = None
+
+
+class ChatProfile(Payload):
+    real_name: str | None = None
+    display_name: str | None = None
+
+
+class ChatEvent(Payload):
+    """The event of a callback: a message or an app mention as the processors read it; any other type is recorded."""
+
+    type: str
+    channel: str | None = None
+    user: str | None = None
+    text: str | None = None
+    ts: str | None = None
+    thread_ts: str | None = None
+    subtype: str | None = None
+    bot_id: str | None = None
+    files: list[ChatFile] = []
+    user_profile: ChatProfile | None = None
+
+
+class ChatTeam(Payload):
+    team_id: str | None = None
+    """What routes the call (a url_verification carries none: the URL's `?team=` does)."""
+
+
+class ChatVerification(ChatTeam, tag_field="type", tag="url_verification", kw_only=True):
+    """The check of the request URL: answered with its challenge, and stored nowhere."""
+
+    challenge: NonEmpty
+
+
+class ChatCallback(ChatTeam, tag_field="type", tag="event_callback", kw_only=True):
+    event_id: NonEmpty
+    """The same on a retry: the de-duplication key."""
+    event: ChatEvent
+
+
+CHAT = msgspec.json.Decoder(ChatVerification | ChatCallback)
+CHAT_CALLBACK = msgspec.json.Decoder(ChatCallback)
+CHAT_TEAM = msgspec.json.Decoder(ChatTeam)
+
+
+# Email sending provider (SendGrid's Event Webhook) --------------------------------------------------------------------
+
+
+class DeliveryEvent(Payload):
+    """One event of the provider that sends the helpdesk's mail, on one of those mails."""
+
+    event: str
+    """processed | delivered | deferred | bounce | dropped | spamreport | open | click | unsubscribe | ..."""
+    email: str
+    sg_event_id: str | None = None
+    smtp_id: str | None = msgspec.field(name="smtp-id", default=None)
+    """The Message-ID of the helpdesk's mail."""
+    message_id: str | None = None
+    """The same, as the custom argument the helpdesk may give instead."""
+    status: str | None = None
+    reason: str | None = None
+    response: str | None = None
+
+
+DELIVERY_EVENTS = msgspec.json.Decoder(Annotated[list[msgspec.Raw], msgspec.Meta(min_length=1)])
+"""A call's body: its events, each read on its own (and stored as its own inbound event)."""
+DELIVERY_EVENT = msgspec.json.Decoder(DeliveryEvent)
+
+
+# Marketplace (Amazon SNS's HTTP(S) deliveries) ------------------------------------------------------------------------
+
+
+class SnsMessage(Payload, rename="pascal", tag_field="Type", kw_only=True):
+    """What every SNS message carries: what routes it, and what its signature is checked with."""
+
+    message: str
+    message_id: str
+    timestamp: str
+    topic_arn: str
+    signature: str
+    signature_version: str
+    signing_cert_url: str = msgspec.field(name="SigningCertURL")
+
+    @property
+    def type(self) -> str:
+        """`Type`: what told the message's class."""
+        return str(self.__struct_config__.tag)
+
+
+class SnsNotification(SnsMessage, tag="Notification", kw_only=True):
+    """`message` is the marketplace's notice: `MARKETPLACE_NOTICE` reads it."""
+
+    subject: str | None = None
+
+
+class SnsConfirmation(SnsMessage, kw_only=True):
+    subscribe_url: str = msgspec.field(name="SubscribeURL")
+    token: str
+
+
+class SnsSubscriptionConfirmation(SnsConfirmation, tag="SubscriptionConfirmation", kw_only=True):
+    pass
+
+
+class SnsUnsubscribeConfirmation(SnsConfirmation, tag="UnsubscribeConfirmation", kw_only=True):
+    pass
+
+
+SNS_MESSAGE = msgspec.json.Decoder(SnsNotification | SnsSubscriptionConfirmation | SnsUnsubscribeConfirmation)
+
+Amount = str | int | float
+
+
+class MarketplaceBuyer(Payload):
+    id: str | int | None = None
+    email: str | None = None
+    name: str | None = None
+
+
+class MarketplaceItem(Payload, omit_defaults=True):
+    sku: str | None = None
+    title: str | None = None
+    quantity: int | None = None
+    price: Amount | None = None
+
+
+class MarketplaceTotal(Payload, omit_defaults=True):
+    amount: Amount | None = None
+    currency: str | None = None
+
+
+class MarketplaceNotice(Payload, tag_field="type", kw_only=True):
+    order_id: NonEmpty
+    marketplace: str | None = None
+    status: str | None = None
+    buyer: MarketplaceBuyer | None = None
+    items: list[MarketplaceItem] | None = None
+    updated_at: str | None = None
+
+
+class MarketplaceOrder(MarketplaceNotice, tag="order", kw_only=True):
+    total: MarketplaceTotal | None = None
+    purchased_at: str | None = None
+
+
+class MarketplaceReturn(MarketplaceNotice, tag="return", kw_only=True):
+    return_id: NonEmpty
+    reason: str | None = None
+    comment: str | None = None
+
+
+MARKETPLACE_NOTICE = msgspec.json.Decoder(MarketplaceOrder | MarketplaceReturn)
