@@ -11,11 +11,11 @@ import msgspec
 
 from operations.common.webhooks import Trial
 from operations.helpdesk import attachments
-from operations.helpdesk.channels import ChannelKindName
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
 from storage.common.webhooks.endpoints import Endpoint
 from storage.helpdesk import channels, customers, events, inbound, team, tickets, uploads
+from topics.helpdesk.inbound import ChannelKindName, Provider
 from wire.timestamps import iso
 
 Timestamp = Annotated[
@@ -281,7 +281,7 @@ class InboundMessage(msgspec.Struct, kw_only=True):
 
     id: Uuid
     channel_id: str
-    provider: str
+    provider: Provider
     dedup_key: str
     state: Literal["pending", "processed"]
     classification: str | None

@@ -4,7 +4,7 @@ channels received, with what each became."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 
@@ -16,21 +16,10 @@ from operations.helpdesk.fields import LINE, TEXT, Cursor, Limit, PersonName, Uu
 from storage.common.paging import CursorNotFound
 from storage.helpdesk import channels, inbound
 from storage.helpdesk.channels import ChannelRecord
+from topics.helpdesk.inbound import ChannelKindName
 
 MANAGE = "manage channels"
 NOT_FOUND = "No channel with that id in this organization"
-ChannelKindName = Literal[
-    "email",
-    "sms",
-    "business_messaging",
-    "page_messaging",
-    "voice",
-    "commerce",
-    "payments",
-    "chat",
-    "email_provider",
-    "marketplace",
-]
 Address = Annotated[str, msgspec.Meta(min_length=1, max_length=320, pattern=LINE, examples=["support@acme.example"])]
 
 

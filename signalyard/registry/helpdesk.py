@@ -8,6 +8,7 @@ from typing import Any
 
 from signalyard.service import Command, Service
 from signalyard.settings import at_least, port, positive, setting, text, url
+from topics.helpdesk.inbound import CHANNEL_KINDS
 
 
 @dataclass(frozen=True)
@@ -60,19 +61,6 @@ class HelpdeskSettings:
 
 
 ORGANIZATION_ID = "an organization's id, as `helpdesk organizations` lists it"
-CHANNEL_KINDS = (
-    "email",
-    "sms",
-    "business_messaging",
-    "page_messaging",
-    "voice",
-    "commerce",
-    "payments",
-    "chat",
-    "email_provider",
-    "marketplace",
-)
-"""storage/helpdesk/channels.py KINDS, named here without importing storage (the CLI's help imports no driver)."""
 
 
 def commands(parent: Any, command: Command) -> None:

@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 
 from storage.common.secrets import Cipher, seal, unseal
 from storage.helpdesk.models import Channel, ChannelAddress
+from topics.helpdesk.inbound import CHANNEL_KINDS, ChannelKindName
 from wire.ids import new_uuid
 
 CHANNELS = cast(Table, Channel.__table__)
@@ -41,7 +42,7 @@ class ChannelKind:
     secret is kept nowhere in the clear; such routes are not listed among the channel's addresses."""
 
 
-KINDS: dict[str, ChannelKind] = {
+KINDS: dict[ChannelKindName, ChannelKind] = {
     # inbound mail of the four provider kinds: D's forwarder secret and C's token are made here; A's signing key and
     # B's public key come from the provider
     "email": ChannelKind("email", generated=("forwarder_secret", "inbound_token"), given=("signing_key", "public_key")),
@@ -59,7 +60,7 @@ KINDS: dict[str, ChannelKind] = {
     "email_provider": ChannelKind("token", generated=("token",), given=("public_key",)),
     "marketplace": ChannelKind("topic_arn"),
 }
-"""Every kind of channel (docs/helpdesk.md, "Inbound channels")."""
+"""What every kind of channel is made of (docs/helpdesk.md, "Inbound channels")."""
 
 
 class AddressTaken(Exception):
@@ -137,8 +138,7 @@ def create(
         )
     )
     routes = [(address_kind, normalized(address_kind, address)) for address_kind, address in addresses]
-    spec = KINDS.get(kind)
-    by_secret = spec.routed_by_secret if spec else ()
+    by_secret = KINDS[kind].routed_by_secret if kind in CHANNEL_KINDS else ()
     hidden = [secret_route(name, secrets[name]) for name in by_secret if secrets.get(name)]
     for address_kind, address in routes + hidden:
         try:
@@ -281,9 +281,9 @@ def open_channel(
     provider issued (`given`). A kind routed by a generated secret (a URL token) routes by that secret. Raises
     InvalidChannel for an unknown kind, secret or setting, or a channel with no way to route to it, and
     AddressTaken."""
-    spec = KINDS.get(kind)
-    if spec is None:
-        raise InvalidChannel(f"kind must be one of {', '.join(KINDS)}")
+    if kind not in CHANNEL_KINDS:
+        raise InvalidChannel(f"kind must be one of {', '.join(CHANNEL_KINDS)}")
+    spec = KINDS[kind]
     unknown = sorted(set(given) - set(spec.given))
     if unknown:
         allowed = ", ".join(spec.given) or "none"

@@ -18,6 +18,7 @@ from storage.common import later
 from storage.common.db import per_dialect
 from storage.common.paging import newest_first
 from storage.helpdesk.models import SMS_ONLY, InboundEvent
+from topics.helpdesk.inbound import Provider
 
 EVENTS = cast(Table, InboundEvent.__table__)
 PENDING, PROCESSED = "pending", "processed"
@@ -32,7 +33,7 @@ class Received:
     id: str
     organization_id: str
     channel_id: str
-    provider: str
+    provider: Provider
     dedup_key: str
     content_type: str
     body: bytes
@@ -80,7 +81,7 @@ def key_of_detail(
     connection: Connection,
     organization_id: str,
     channel_id: str,
-    provider: str,
+    provider: Provider,
     detail: tuple[str, str],
     *,
     since: datetime,
@@ -182,7 +183,7 @@ class EventRecord:
 
     id: str
     channel_id: str
-    provider: str
+    provider: Provider
     dedup_key: str
     state: str
     classification: str | None

@@ -342,7 +342,7 @@ class InboundEvent(Base):
     organization_id: Mapped[str] = mapped_column(String(36))
     channel_id: Mapped[str] = mapped_column(String(36))
     provider: Mapped[str] = mapped_column(String(32))
-    """The endpoint and its kind: email_a, email_b, email_c, email_d, sms, business_messaging, ..."""
+    """The endpoint and its kind: a `topics.helpdesk.inbound.Provider`."""
     dedup_key: Mapped[str] = mapped_column(String(255))
     content_type: Mapped[str] = mapped_column(String(255))
     body: Mapped[bytes] = mapped_column(LargeBinary)

@@ -118,9 +118,10 @@ def test_up_refuses_an_unknown_service_naming_the_choices() -> None:
     )
 
 
-def test_the_cli_names_every_kind_of_helpdesk_channel() -> None:
-    """The registry names the kinds without importing storage (the help imports no database driver): the same ones."""
+def test_storage_says_what_every_kind_of_helpdesk_channel_the_cli_names_is_made_of() -> None:
+    """The CLI names the kinds of topics.helpdesk.inbound (the help imports no database driver); storage describes
+    each of them."""
     from signalyard.registry.helpdesk import CHANNEL_KINDS
     from storage.helpdesk.channels import KINDS
 
-    assert set(CHANNEL_KINDS) == set(KINDS)
+    assert list(KINDS) == list(CHANNEL_KINDS)

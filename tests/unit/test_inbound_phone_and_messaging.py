@@ -8,9 +8,11 @@ import base64
 import hashlib
 import hmac
 import itertools
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 from litestar.datastructures import MultiDict
 
@@ -19,6 +21,7 @@ from gateway.helpdesk.inbound.sms import form, signed, twiml
 from processors.helpdesk.inbound import sms as sms_processor
 from processors.helpdesk.inbound.messaging import business_content, page_content
 from processors.helpdesk.inbound.voice import call_event, merged, voicemail_ready
+from topics.helpdesk.inbound import BusinessMessage, PageEvent, VoiceEvent
 
 NOW = datetime(2025, 1, 1, tzinfo=UTC)
 
@@ -79,14 +82,16 @@ def test_a_business_call_splits_into_its_messages_and_statuses_each_with_its_own
             "statuses": [{"id": "wamid.B", "status": "read", "recipient_id": "166"}],
         }
     )
-    items = gateway_messaging.business_items(payload)
+    parts = gateway_messaging.business_parts(json.dumps(payload).encode())
+    assert [part.address for part in parts] == ["42"]
+    items = gateway_messaging.business_items(parts)
     assert [(i.kind, i.dedup_key, i.sender, i.address) for i in items] == [
         ("message", "wamid.A", "155", "42"),
         ("status", "wamid.B:read", "166", "42"),
     ]
-    assert items[0].stored["contact"] == {"wa_id": "155", "profile": {"name": "Ada"}}
-    assert gateway_messaging.business_addresses(payload) == ["42"]
-    [other] = gateway_messaging.business_items(_business({"errors": [{"code": 131000}]}))
+    assert json.loads(items[0].body)["contact"] == {"wa_id": "155", "profile": {"name": "Ada"}}
+    other_call = json.dumps(_business({"errors": [{"code": 131000}]})).encode()
+    [other] = gateway_messaging.business_items(gateway_messaging.business_parts(other_call))
     assert (other.kind, other.dedup_key[:7]) == ("other", "change:")
 
 
@@ -111,7 +116,7 @@ def test_a_page_call_splits_into_messages_postbacks_and_receipts_each_with_its_o
             }
         ],
     }
-    items = gateway_messaging.page_items(payload)
+    items = gateway_messaging.page_items(gateway_messaging.page_parts(json.dumps(payload).encode()))
     assert [(i.kind, i.dedup_key.split(":")[0], i.sender) for i in items] == [
         ("message", "m1", "7"),
         ("postback", "postback", "7"),
@@ -143,29 +148,33 @@ def test_a_page_call_splits_into_messages_postbacks_and_receipts_each_with_its_o
     ],
 )
 def test_every_business_message_type_reads_as_a_conversation(message: dict[str, Any], text: str) -> None:
-    assert business_content(message).text == text
+    given = json.dumps({"id": "wamid.A", "from": "155"} | message)
+    assert business_content(msgspec.json.decode(given, type=BusinessMessage)).text == text
 
 
 def test_a_page_message_s_attachments_are_references_and_its_location_is_text() -> None:
     content = page_content(
-        {
-            "message": {
-                "mid": "m1",
-                "attachments": [
-                    {"type": "file", "payload": {"url": "https://cdn.example/f.pdf"}},
-                    {"type": "location", "payload": {"coordinates": {"lat": 1, "long": 2}}},
-                ],
-            }
-        }
+        msgspec.convert(
+            {
+                "message": {
+                    "mid": "m1",
+                    "attachments": [
+                        {"type": "file", "payload": {"url": "https://cdn.example/f.pdf"}},
+                        {"type": "location", "payload": {"coordinates": {"lat": 1, "long": 2}}},
+                    ],
+                }
+            },
+            PageEvent,
+        )
     )
     assert content.text == "Location: (1, 2)"
     assert content.attachments == [{"url": "https://cdn.example/f.pdf", "content_type": None, "type": "file"}]
 
 
 VOICEMAIL = {
-    "voicemail": {"call_id": "c1", "state": "voicemail"},
-    "voicemail_uploaded": {"call_id": "c1", "state": "voicemail_uploaded", "voicemail_link": "https://r.example/1"},
-    "transcription": {"call_id": "c1", "state": "transcription", "transcription_text": "Call me back"},
+    "voicemail": VoiceEvent(call_id="c1", state="voicemail"),
+    "voicemail_uploaded": VoiceEvent(call_id="c1", state="voicemail_uploaded", voicemail_link="https://r.example/1"),
+    "transcription": VoiceEvent(call_id="c1", state="transcription", transcription_text="Call me back"),
 }
 
 
@@ -176,7 +185,8 @@ def test_a_voicemail_is_ready_once_its_audio_and_transcription_are_in_whatever_t
     call = None
     ready = []
     for state in order:
-        call = merged(call, call_event(VOICEMAIL[state]), organization_id="o", channel_id="c", new_id="i", now=NOW)
+        event = call_event(VOICEMAIL[state])
+        call = merged(call, event, organization_id="o", channel_id="c", new_id="i", now=NOW)
         ready.append(voicemail_ready(call))
     assert call is not None
     # ready from the event that brings the second of the audio and the transcription on (no ticket is made here)
@@ -192,10 +202,9 @@ def test_a_voicemail_is_ready_once_its_audio_and_transcription_are_in_whatever_t
 
 def test_an_upload_without_a_link_and_an_empty_transcription_still_make_the_voicemail_ready() -> None:
     call = None
-    for event in ({"state": "voicemail_uploaded"}, {"state": "transcription"}):
-        call = merged(
-            call, call_event({"call_id": "c", **event}), organization_id="o", channel_id="c", new_id="i", now=NOW
-        )
+    for state in ("voicemail_uploaded", "transcription"):
+        event = call_event(VoiceEvent(call_id="c", state=state))
+        call = merged(call, event, organization_id="o", channel_id="c", new_id="i", now=NOW)
     assert call is not None
     assert (call.recording_url, call.transcription, voicemail_ready(call)) == ("", "", True)
 
@@ -203,7 +212,7 @@ def test_an_upload_without_a_link_and_an_empty_transcription_still_make_the_voic
 def test_a_call_keeps_its_furthest_state_and_a_recorded_call_s_transcription_is_no_voicemail() -> None:
     call = None
     for state in ("hangup", "ringing", "recording", "transcription"):
-        event = call_event({"call_id": "c", "state": state})
+        event = call_event(VoiceEvent(call_id="c", state=state))
         call = merged(call, event, organization_id="o", channel_id="c", new_id="i", now=NOW)
         assert call is not None
         assert not voicemail_ready(call)

@@ -14,17 +14,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any
 
+import msgspec
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, equal, fresh, refused
+from gateway.helpdesk.inbound.common import Inbound, decoded, equal, fresh, refused
+from topics.helpdesk.inbound import CHAT, CHAT_TEAM, ChatVerification, Provider
 
 PATH = "/api/webhooks/chat"
-PROVIDER = "chat"
+PROVIDER: Provider = "chat"
 SIGNATURE = "x-chat-signature"
 TIMESTAMP = "x-chat-request-timestamp"
 MAX_BODY_BYTES = 1024 * 1024
@@ -38,13 +39,12 @@ def signature(secret: str, timestamp: str, body: bytes) -> str:
 
 def _team(body: bytes, query: str | None) -> str:
     """The team that routes the call: the body's `team_id`, read here for routing alone (nothing else of the body is
-    used until its signature has been checked), else the query's."""
+    read until its signature has been checked), else the query's."""
     try:
-        payload = json.loads(body)
-    except ValueError:
-        payload = None
-    team = payload.get("team_id") if isinstance(payload, dict) else None
-    return team.strip() if isinstance(team, str) and team.strip() else (query or "").strip()
+        team = CHAT_TEAM.decode(body).team_id
+    except msgspec.DecodeError:
+        team = None
+    return (team or "").strip() or (query or "").strip()
 
 
 @post(PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=200)
@@ -61,35 +61,18 @@ async def chat_events(request: Request[Any, Any, Any], inbound: NamedDependency[
     given = request.headers.get(SIGNATURE, "").strip()
     if not secret or not given or not equal(given, signature(secret, timestamp, body)):
         raise refused(401, f"{SIGNATURE} is not v0= the HMAC-SHA256 of v0:timestamp:body under the signing secret")
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        raise refused(400, "The body is not JSON") from None
-    if not isinstance(payload, dict):
-        raise refused(400, "The body is not a JSON object")
-    kind = payload.get("type")
-    if kind == "url_verification":
-        challenge = payload.get("challenge")
-        if not isinstance(challenge, str) or not challenge:
-            raise refused(400, "The url_verification carries no challenge")
-        return Response({"challenge": challenge}, status_code=200)
-    if kind != "event_callback":
-        raise refused(400, f"type {kind!r} is neither url_verification nor event_callback")
-    event = payload.get("event")
-    event_id = payload.get("event_id")
-    if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-        raise refused(400, "The event_callback carries no `event` with a `type`")
-    if not isinstance(event_id, str) or not event_id:
-        raise refused(400, "The event_callback carries no `event_id`")
-    thread = event.get("thread_ts") or event.get("ts") or event_id
+    payload = decoded(CHAT, body)
+    if isinstance(payload, ChatVerification):
+        return Response({"challenge": payload.challenge}, status_code=200)
+    event = payload.event
     stored = await inbound.accept(
         channel,
         PROVIDER,
-        dedup_key=event_id,
+        dedup_key=payload.event_id,
         body=body,
         content_type="application/json",
-        partition_key=f"{channel.channel_id}:{event.get('channel', '')}:{thread}",
-        details={"team": team, "event_type": event["type"], "retry_num": request.headers.get("x-chat-retry-num")},
+        partition_key=f"{channel.channel_id}:{event.channel or ''}:{event.thread_ts or event.ts or payload.event_id}",
+        details={"team": team, "event_type": event.type, "retry_num": request.headers.get("x-chat-retry-num")},
     )
     return Response({"status": "accepted" if stored else "duplicate"}, status_code=200)
 

@@ -19,21 +19,29 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import json
+from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import MAX_BODY_BYTES, Inbound, equal, refused
+from gateway.helpdesk.inbound.common import MAX_BODY_BYTES, Inbound, decoded, equal, refused
+from topics.helpdesk.inbound import (
+    SHOP_EVENTS,
+    SHOP_PRIVACY_EVENTS,
+    Provider,
+    ShopCustomer,
+    ShopEvent,
+    ShopOrder,
+    ShopPrivacyRequest,
+)
 
 PATH = "/api/webhooks/commerce"
 PRIVACY_PATH = "/api/webhooks/commerce/gdpr"
-PROVIDER = "commerce"
-PRIVACY_PROVIDER = "commerce_privacy"
-TOPICS = ("orders/create", "orders/updated", "customers/create", "customers/update")
-PRIVACY_TOPICS = ("customers/data_request", "customers/redact", "shop/redact")
+PROVIDER: Provider = "commerce"
+PRIVACY_PROVIDER: Provider = "commerce_privacy"
 SIGNATURE = "x-commerce-hmac-sha256"
 
 
@@ -42,43 +50,40 @@ def signature(secret: str, body: bytes) -> str:
     return base64.b64encode(hmac.new(secret.encode(), body, hashlib.sha256).digest()).decode()
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _resource_key(topic: str, payload: dict[str, Any]) -> str | None:
+def _resource_key(topic: str, payload: ShopEvent) -> str | None:
     """The de-duplication key of a delivery without a webhook id."""
-    customer = _object(payload.get("customer"))
-    if topic == "customers/data_request":
-        request = _object(payload.get("data_request"))
-        ident = request.get("id") or customer.get("id")
-        return f"{topic}:{ident}" if ident is not None else None
-    if topic == "customers/redact":
-        return f"{topic}:{customer['id']}" if customer.get("id") is not None else None
-    if topic == "shop/redact":
-        return f"{topic}:{payload.get('shop_id') or payload.get('shop_domain')}"
-    if payload.get("id") is None:
+    if isinstance(payload, ShopPrivacyRequest):
+        customer = payload.customer or ShopCustomer()
+        if topic == "customers/data_request":
+            ident = (payload.data_request.id if payload.data_request else None) or customer.id
+            return f"{topic}:{ident}" if ident is not None else None
+        if topic == "customers/redact":
+            return f"{topic}:{customer.id}" if customer.id is not None else None
+        return f"{topic}:{payload.shop_id or payload.shop_domain}"
+    if payload.id is None:
         return None
-    return f"{topic}:{payload['id']}:{payload.get('updated_at', '')}"
+    return f"{topic}:{payload.id}:{payload.updated_at or ''}"
 
 
-def _partition(channel_id: str, topic: str, payload: dict[str, Any]) -> str:
+def _partition(channel_id: str, topic: str, payload: ShopEvent) -> str:
     """One customer's events in order: by the shop's customer id (an order's, a customer event's own, a privacy
     request's); an order without a customer by the order; a shop's redaction on its own."""
     if topic == "shop/redact":
         return f"{channel_id}:shop"
-    if topic.startswith("customers/") and topic in TOPICS:
-        customer_id = payload.get("id")
-    else:
-        customer = payload.get("customer")
-        customer_id = customer.get("id") if isinstance(customer, dict) else None
+    customer = payload if isinstance(payload, ShopCustomer) else payload.customer
+    customer_id = customer.id if customer else None
     if customer_id is not None:
         return f"{channel_id}:customer:{customer_id}"
-    return f"{channel_id}:order:{payload.get('id')}"
+    return f"{channel_id}:order:{payload.id if isinstance(payload, ShopOrder) else None}"
 
 
 async def _receive(
-    request: Request[Any, Any, Any], inbound: Inbound, *, topics: tuple[str, ...], secret_name: str, provider: str
+    request: Request[Any, Any, Any],
+    inbound: Inbound,
+    *,
+    events: Mapping[str, msgspec.json.Decoder[ShopEvent]],
+    secret_name: str,
+    provider: Provider,
 ) -> Response[dict[str, str]]:
     body = await request.body()
     shop = request.headers.get("x-commerce-shop-domain", "").strip().lower()
@@ -90,14 +95,10 @@ async def _receive(
     if not secret or not given or not equal(given, signature(secret, body)):
         raise refused(401, f"{SIGNATURE} is not the HMAC-SHA256 of the body under this shop's {secret_name}")
     topic = request.headers.get("x-commerce-topic", "").strip()
-    if topic not in topics:
-        raise refused(400, f"x-commerce-topic {topic!r} is none of this endpoint's topics: {', '.join(topics)}")
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        raise refused(400, "The body is not JSON") from None
-    if not isinstance(payload, dict):
-        raise refused(400, "The body is not a JSON object")
+    decoder = events.get(topic)
+    if decoder is None:
+        raise refused(400, f"x-commerce-topic {topic!r} is none of this endpoint's topics: {', '.join(events)}")
+    payload = decoded(decoder, body)
     webhook_id = request.headers.get("x-commerce-webhook-id", "").strip()
     dedup_key = webhook_id or _resource_key(topic, payload) or "sha256:" + hashlib.sha256(body).hexdigest()
     stored = await inbound.accept(
@@ -122,7 +123,7 @@ async def _receive(
 async def commerce_events(
     request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
 ) -> Response[dict[str, str]]:
-    return await _receive(request, inbound, topics=TOPICS, secret_name="webhook_secret", provider=PROVIDER)
+    return await _receive(request, inbound, events=SHOP_EVENTS, secret_name="webhook_secret", provider=PROVIDER)
 
 
 @post(
@@ -131,7 +132,9 @@ async def commerce_events(
 async def commerce_privacy(
     request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
 ) -> Response[dict[str, str]]:
-    return await _receive(request, inbound, topics=PRIVACY_TOPICS, secret_name="api_secret", provider=PRIVACY_PROVIDER)
+    return await _receive(
+        request, inbound, events=SHOP_PRIVACY_EVENTS, secret_name="api_secret", provider=PRIVACY_PROVIDER
+    )
 
 
 ROUTES = [commerce_events, commerce_privacy]

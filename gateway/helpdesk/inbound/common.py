@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import msgspec
 import structlog
 
 from gateway.helpdesk.errors import HelpdeskError
@@ -24,6 +25,7 @@ from storage.common.secrets import Cipher
 from storage.helpdesk import channels, inbound
 from storage.helpdesk.channels import Routed
 from topics.helpdesk import InboundReceived
+from topics.helpdesk.inbound import Provider
 from wire.ids import new_uuid
 
 log = structlog.get_logger("signalyard.gateway.helpdesk.inbound")
@@ -50,6 +52,21 @@ sweeper)."""
 def refused(status: int, message: str) -> HelpdeskError:
     """A call refused: 400 (malformed), 401 (signature), 404 (no channel), 413 (too large). Nothing is stored."""
     return HelpdeskError(status, message)
+
+
+def malformed(error: msgspec.DecodeError, what: str = "The body") -> HelpdeskError:
+    """400 for a body (or a field) that is not JSON, or not in its provider's shape: the message names the field."""
+    if isinstance(error, msgspec.ValidationError):
+        return refused(400, f"{what} is malformed: {error}")
+    return refused(400, f"{what} is not JSON")
+
+
+def decoded(decoder: msgspec.json.Decoder[T], body: bytes | str, what: str = "The body") -> T:
+    """`body` in its provider's shape; 400 (`malformed`) when it is not."""
+    try:
+        return decoder.decode(body)
+    except msgspec.DecodeError as error:
+        raise malformed(error, what) from None
 
 
 def equal(given: str | bytes, expected: str | bytes) -> bool:
@@ -107,7 +124,7 @@ class Inbound:
     async def accept(
         self,
         channel: Routed,
-        provider: str,
+        provider: Provider,
         *,
         dedup_key: str,
         body: bytes,

@@ -28,7 +28,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 from collections.abc import Callable, Iterable
 from datetime import timedelta
 from email import policy
@@ -50,6 +49,7 @@ from gateway.helpdesk.inbound.common import (
     MAX_BODY_BYTES,
     REPLAY_WINDOW_S,
     Inbound,
+    decoded,
     equal,
     fresh,
     refused,
@@ -57,6 +57,7 @@ from gateway.helpdesk.inbound.common import (
 )
 from storage.helpdesk import inbound as events
 from storage.helpdesk.channels import Routed
+from topics.helpdesk.inbound import MAILGUN_HEADERS, POSTMARK_MAIL, SENDGRID_ENVELOPE
 
 PATH = "/api/webhooks/inbound-email"
 SIGNATURE_HEADER = "x-vendor-email-event-webhook-signature"
@@ -117,19 +118,6 @@ def _text(fields: dict[str, bytes], name: str) -> str:
     return fields.get(name, b"").decode("utf-8", "replace").strip()
 
 
-def _json(fields: dict[str, bytes], name: str, kind: type[T]) -> T | None:
-    """A field holding JSON of `kind` (None when absent); 400 when it is not."""
-    if name not in fields:
-        return None
-    try:
-        value = json.loads(fields[name])
-    except ValueError:
-        raise refused(400, f"The field {name} is not JSON") from None
-    if not isinstance(value, kind):
-        raise refused(400, f"The field {name} is not a JSON {kind.__name__}")
-    return value
-
-
 async def _route_first(
     inbound: Inbound, addresses: Iterable[str], accepts: Callable[[Routed], bool]
 ) -> tuple[Routed, str]:
@@ -169,9 +157,10 @@ async def mailgun(inbound: Inbound, body: bytes, content_type: str, fields: dict
         raise refused(401, "signature is not the HMAC of timestamp and token under this channel's signing key")
     if not fresh(timestamp):
         raise refused(401, f"timestamp is more than {REPLAY_WINDOW_S} s away: a replay, or a clock far off")
-    headers = _json(fields, "message-headers", list) or []
-    pairs = [pair for pair in headers if isinstance(pair, list) and len(pair) == 2]
-    message_id = next((_message_id(str(v)) for n, v in pairs if str(n).lower() == "message-id"), "")
+    headers = decoded(MAILGUN_HEADERS, fields.get("message-headers") or b"[]", "The field message-headers")
+    message_id = next(
+        (_message_id(value) for name, value in headers if name.lower() == "message-id" and isinstance(value, str)), ""
+    )
     dedup_key = message_id or _message_id(_text(fields, "Message-Id")) or f"token:{token}"
     since = inbound.clock() - timedelta(seconds=2 * REPLAY_WINDOW_S)
     seen = await inbound.db.read(
@@ -213,11 +202,10 @@ async def sendgrid(
     request: Request[Any, Any, Any], inbound: Inbound, body: bytes, content_type: str, fields: dict[str, bytes]
 ) -> Response[Any]:
     """Kind B."""
-    envelope = _json(fields, "envelope", dict)
-    if envelope is None:
+    if "envelope" not in fields:
         raise refused(400, "The form has no envelope")
-    given = envelope.get("to")
-    recipients = _addresses(*(str(item) for item in (given if isinstance(given, list) else [given]) if item))
+    envelope = decoded(SENDGRID_ENVELOPE, fields["envelope"], "The field envelope")
+    recipients = _addresses(*envelope.recipients)
     if not recipients:
         raise refused(400, "The envelope names no recipient")
     signature = request.headers.get(SIGNATURE_HEADER, "")
@@ -238,7 +226,7 @@ async def sendgrid(
         header_block = fields["email"].split(b"\r\n\r\n", 1)[0].split(b"\n\n", 1)[0]
     headers = BytesHeaderParser(policy=policy.compat32).parsebytes(header_block.strip() + b"\r\n\r\n")
     message_id = _message_id(headers.get("Message-ID"))
-    sender = _first_address(str(envelope.get("from") or ""), _text(fields, "from"))
+    sender = _first_address(envelope.sender, _text(fields, "from"))
     stored = await inbound.accept(
         channel,
         "email_b",
@@ -259,19 +247,8 @@ async def postmark(request: Request[Any, Any, Any], inbound: Inbound, body: byte
     token = request.query_params.get("token") or request.headers.get("x-inbound-token", "")
     if not token:
         raise refused(401, "The call carries no inbound token: ?token= or x-inbound-token")
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        raise refused(400, "The body is not JSON") from None
-    if not isinstance(payload, dict):
-        raise refused(400, "The body is not a JSON object")
-    to_full: list[Any] = payload["ToFull"] if isinstance(payload.get("ToFull"), list) else []
-    candidates = _addresses(
-        str(payload.get("OriginalRecipient") or ""),
-        *(str(item.get("Email") or "") for item in to_full if isinstance(item, dict)),
-        str(payload.get("To") or ""),
-        str(payload.get("Cc") or ""),
-    )
+    mail = decoded(POSTMARK_MAIL, body)
+    candidates = _addresses(mail.original_recipient, *(address.email for address in mail.to_full), mail.to, mail.cc)
     if not candidates:
         raise refused(400, "The mail names no recipient: OriginalRecipient, To or Cc")
 
@@ -280,19 +257,11 @@ async def postmark(request: Request[Any, Any, Any], inbound: Inbound, body: byte
         return bool(expected) and equal(token, expected or "")
 
     channel, recipient = await _route_first(inbound, candidates, owns_token)
-    given_headers: list[Any] = payload["Headers"] if isinstance(payload.get("Headers"), list) else []
-    message_id = next(
-        (
-            _message_id(str(item.get("Value") or ""))
-            for item in given_headers
-            if isinstance(item, dict) and str(item.get("Name", "")).lower() == "message-id"
-        ),
-        "",
-    )
-    dedup_key = message_id or str(payload.get("MessageID") or "").strip()
+    message_id = next((_message_id(header.value) for header in mail.headers if header.name.lower() == "message-id"), "")
+    dedup_key = message_id or mail.message_id.strip()
     if not dedup_key:
         raise refused(400, "The mail has neither a Message-ID header nor a MessageID")
-    sender = _first_address(str(payload.get("From") or ""))
+    sender = _first_address(mail.sender)
     stored = await inbound.accept(
         channel,
         "email_c",

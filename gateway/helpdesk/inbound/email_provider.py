@@ -21,6 +21,7 @@ import hashlib
 import json
 from typing import Any
 
+import msgspec
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -28,11 +29,12 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, equal, fresh, refused, run_blocking
+from gateway.helpdesk.inbound.common import Inbound, decoded, equal, fresh, refused, run_blocking
+from topics.helpdesk.inbound import DELIVERY_EVENT, DELIVERY_EVENTS, DeliveryEvent, Provider
 
 PATH = "/api/webhooks/email-provider"
 LEGACY_PATH = "/api/webhooks/email"
-PROVIDER = "email_provider"
+PROVIDER: Provider = "email_provider"
 SIGNATURE = "x-vendor-email-event-webhook-signature"
 TIMESTAMP = "x-vendor-email-event-webhook-timestamp"
 MAX_BODY_BYTES = 8 * 1024 * 1024
@@ -66,8 +68,10 @@ def ecdsa_valid(key_text: str, signature_b64: str, timestamp: str, body: bytes) 
     return True
 
 
-def canonical(item: dict[str, Any]) -> bytes:
-    return json.dumps(item, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+def canonical(item: msgspec.Raw) -> bytes:
+    """An event as it is stored, and hashed when it has no id: its JSON with sorted keys, so that the provider's
+    retry of it hashes the same however it is written."""
+    return json.dumps(msgspec.json.decode(item), sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 @post(
@@ -100,39 +104,24 @@ async def email_provider_events(
             valid = ecdsa_valid(key, given, timestamp, body)
         if not valid:
             raise refused(401, f"{SIGNATURE} is not the channel's key's ECDSA signature of the timestamp and body")
-    try:
-        items = json.loads(body)
-    except ValueError:
-        raise refused(400, "The body is not JSON") from None
-    if not isinstance(items, list) or not items:
-        raise refused(400, "The body is not a JSON array of events")
+    items = decoded(DELIVERY_EVENTS, body)
     if len(items) > MAX_EVENTS:
         raise refused(413, f"At most {MAX_EVENTS} events a call")
-    for index, item in enumerate(items):
-        if (
-            not isinstance(item, dict)
-            or not isinstance(item.get("event"), str)
-            or not isinstance(item.get("email"), str)
-        ):
-            raise refused(400, f"Event {index} is not an object with an `event` and an `email`")
+    events = [decoded(DELIVERY_EVENT, item, f"Event {index}") for index, item in enumerate(items)]
     path = request.url.path
 
-    async def store(item: dict[str, Any]) -> bool:
-        raw = canonical(item)
-        event_id = item.get("sg_event_id")
+    async def store(event: DeliveryEvent, raw: bytes) -> bool:
         return await inbound.accept(
             channel,
             PROVIDER,
-            dedup_key=event_id
-            if isinstance(event_id, str) and event_id
-            else "sha256:" + hashlib.sha256(raw).hexdigest(),
+            dedup_key=event.sg_event_id or "sha256:" + hashlib.sha256(raw).hexdigest(),
             body=raw,
             content_type="application/json",
-            partition_key=f"{channel.channel_id}:{item['email'].strip().lower()}",
-            details={"event": item["event"], "path": path},
+            partition_key=f"{channel.channel_id}:{event.email.strip().lower()}",
+            details={"event": event.event, "path": path},
         )
 
-    stored = await asyncio.gather(*(store(item) for item in items))
+    stored = await asyncio.gather(*(store(event, canonical(item)) for event, item in zip(events, items, strict=True)))
     accepted = sum(stored)
     status = "accepted" if accepted else "duplicate"
     return Response({"status": status, "accepted": accepted, "duplicates": len(stored) - accepted}, status_code=200)

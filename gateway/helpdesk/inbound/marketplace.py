@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import json
 import re
 import ssl
 import time
@@ -35,6 +34,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import msgspec
 import structlog
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature
@@ -44,13 +44,21 @@ from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, refused
+from gateway.helpdesk.inbound.common import Inbound, decoded, refused
 from net.guard import Resolve, guarded_client, system_resolve
+from topics.helpdesk.inbound import (
+    MARKETPLACE_NOTICE,
+    SNS_MESSAGE,
+    Provider,
+    SnsMessage,
+    SnsNotification,
+    SnsSubscriptionConfirmation,
+)
 
 log = structlog.get_logger("signalyard.gateway.helpdesk.marketplace")
 
 PATH = "/api/marketplace/webhook"
-PROVIDER = "marketplace"
+PROVIDER: Provider = "marketplace"
 MAX_BODY_BYTES = 256 * 1024
 REPLAY_WINDOW_S = 3600
 SNS_HOST = re.compile(r"sns\.[a-z0-9]+(?:-[a-z0-9]+)*\.amazonaws\.com")
@@ -61,7 +69,6 @@ SIGNED_FIELDS = {
     "UnsubscribeConfirmation": ("Message", "MessageId", "SubscribeURL", "Timestamp", "Token", "TopicArn", "Type"),
 }
 HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {"1": hashes.SHA1, "2": hashes.SHA256}
-NOTIFICATION_TYPES = ("order", "return")
 MAX_CERTIFICATE_BYTES = 64 * 1024
 
 
@@ -82,15 +89,12 @@ def sns_url(url: str) -> str:
     return url
 
 
-def canonical(message: dict[str, Any]) -> bytes:
+def canonical(message: SnsMessage) -> bytes:
     """SNS's string to sign for the message's type: each signed field present as "Name\\nvalue\\n", in order."""
-    lines = []
-    for name in SIGNED_FIELDS[message["Type"]]:
-        value = message.get(name)
-        if value is None and name == "Subject":
-            continue
-        lines.append(f"{name}\n{value}\n")
-    return "".join(lines).encode()
+    fields = msgspec.to_builtins(message)
+    return "".join(
+        f"{name}\n{fields[name]}\n" for name in SIGNED_FIELDS[message.type] if fields[name] is not None
+    ).encode()
 
 
 class SnsClient:
@@ -193,23 +197,6 @@ def client_of(inbound: Inbound) -> SnsClient:
     return given if isinstance(given, SnsClient) else SnsClient()
 
 
-def _message(body: bytes) -> dict[str, Any]:
-    try:
-        message = json.loads(body)
-    except ValueError:
-        raise refused(400, "The body is not JSON") from None
-    if not isinstance(message, dict) or message.get("Type") not in SIGNED_FIELDS:
-        raise refused(400, f"The body is no SNS message: Type must be one of {', '.join(SIGNED_FIELDS)}")
-    wanted = [name for name in SIGNED_FIELDS[message["Type"]] if name != "Subject"]
-    wanted += ["Signature", "SignatureVersion", "SigningCertURL"]
-    missing = [name for name in wanted if not isinstance(message.get(name), str)]
-    if missing:
-        raise refused(400, f"The {message['Type']} lacks {', '.join(missing)}")
-    if message.get("Subject") is not None and not isinstance(message["Subject"], str):
-        raise refused(400, "Subject is not a string")
-    return message
-
-
 def _timestamp(value: str) -> float | None:
     try:
         at = datetime.fromisoformat(value)
@@ -218,42 +205,26 @@ def _timestamp(value: str) -> float | None:
     return (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
 
 
-def notification(message: dict[str, Any]) -> dict[str, Any]:
-    """The order or return a Notification's `Message` carries; 400 when it is neither."""
-    try:
-        content = json.loads(message["Message"])
-    except ValueError:
-        raise refused(400, "The notification's Message is not JSON") from None
-    if not isinstance(content, dict) or content.get("type") not in NOTIFICATION_TYPES:
-        raise refused(400, "The notification's Message is neither an order nor a return (`type`)")
-    if not isinstance(content.get("order_id"), str) or not content["order_id"]:
-        raise refused(400, "The notification's Message has no `order_id`")
-    if content["type"] == "return" and (not isinstance(content.get("return_id"), str) or not content["return_id"]):
-        raise refused(400, "The return has no `return_id`")
-    return content
-
-
 @post(PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=200)
 async def marketplace_notifications(
     request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
 ) -> Response[dict[str, str]]:
     body = await request.body()
-    message = _message(body)
-    kind = message["Type"]
+    message = decoded(SNS_MESSAGE, body)
     header = request.headers.get("x-amz-sns-message-type")
-    if header is not None and header != kind:
-        raise refused(400, f"x-amz-sns-message-type {header!r} is not the message's Type {kind!r}")
-    channel = await inbound.route("topic_arn", message["TopicArn"])
-    at = _timestamp(message["Timestamp"])
+    if header is not None and header != message.type:
+        raise refused(400, f"x-amz-sns-message-type {header!r} is not the message's Type {message.type!r}")
+    channel = await inbound.route("topic_arn", message.topic_arn)
+    at = _timestamp(message.timestamp)
     if at is None or abs(time.time() - at) > REPLAY_WINDOW_S:
         raise refused(401, f"Timestamp is not within {REPLAY_WINDOW_S} seconds of now (a replay?)")
-    algorithm = HASHES.get(message["SignatureVersion"])
+    algorithm = HASHES.get(message.signature_version)
     if algorithm is None:
         raise refused(401, "SignatureVersion must be 1 or 2")
     client = client_of(inbound)
     try:
-        key = await client.public_key(message["SigningCertURL"])
-        signature = base64.b64decode(message["Signature"], validate=True)
+        key = await client.public_key(message.signing_cert_url)
+        signature = base64.b64decode(message.signature, validate=True)
         key.verify(signature, canonical(message), padding.PKCS1v15(), algorithm())
     except UntrustedUrl as error:
         raise refused(401, str(error)) from None
@@ -262,10 +233,14 @@ async def marketplace_notifications(
     except FetchFailed as error:
         log.warning("sns_certificate_unavailable", reason=str(error))
         raise refused(503, "The signing certificate could not be fetched: retry") from None
-    content = notification(message) if kind == "Notification" else None
-    if kind == "SubscriptionConfirmation":
+    notice = (
+        decoded(MARKETPLACE_NOTICE, message.message, "The notification's Message")
+        if isinstance(message, SnsNotification)
+        else None
+    )
+    if isinstance(message, SnsSubscriptionConfirmation):
         try:
-            await client.confirm(message["SubscribeURL"])
+            await client.confirm(message.subscribe_url)
         except UntrustedUrl as error:
             raise refused(401, str(error)) from None
         except FetchFailed as error:
@@ -274,11 +249,15 @@ async def marketplace_notifications(
     stored = await inbound.accept(
         channel,
         PROVIDER,
-        dedup_key=message["MessageId"],
+        dedup_key=message.message_id,
         body=body,
         content_type="application/json",
-        partition_key=f"{channel.channel_id}:{content['order_id'] if content else kind}",
-        details={"type": kind, "topic_arn": message["TopicArn"], "confirmed": kind == "SubscriptionConfirmation"},
+        partition_key=f"{channel.channel_id}:{notice.order_id if notice else message.type}",
+        details={
+            "type": message.type,
+            "topic_arn": message.topic_arn,
+            "confirmed": isinstance(message, SnsSubscriptionConfirmation),
+        },
     )
     return Response({"status": "accepted" if stored else "duplicate"}, status_code=200)
 

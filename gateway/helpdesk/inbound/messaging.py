@@ -25,15 +25,30 @@ import hmac
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import msgspec
 from litestar import Request, Response, get, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, equal, refused
+from gateway.helpdesk.inbound.common import Inbound, decoded, equal, refused
 from storage.helpdesk import channels
 from storage.helpdesk.channels import Routed
+from topics.helpdesk.inbound import (
+    BUSINESS_CALL,
+    BUSINESS_CONTACT,
+    BUSINESS_MESSAGE,
+    BUSINESS_METADATA,
+    BUSINESS_STATUS,
+    BUSINESS_VALUE,
+    PAGE_CALL,
+    PAGE_ENTRY,
+    PAGE_EVENT,
+    BusinessValue,
+    PageEntry,
+    Provider,
+)
 
 BUSINESS_PATH = "/api/webhooks/messaging-business"
 PAGE_PATH = "/api/webhooks/messaging-page"
@@ -41,9 +56,18 @@ MAX_BODY_BYTES = 4 * 1024 * 1024
 """A call's body, at most (a batch of messages: media come as ids or URLs, not bytes)."""
 JSON = "application/json"
 
+Read = TypeVar("Read")
 
-class Malformed(ValueError):
-    """What is wrong with a call's body, in words for its sender (400)."""
+
+@dataclass(frozen=True, slots=True)
+class Part(Generic[Read]):
+    """What one address of a call carries (a business `messages` change, a page's entry): read as far as routing
+    needs, and as it came."""
+
+    address: str
+    """The phone_number_id or page id it came to: what routes it."""
+    read: Read
+    raw: msgspec.Raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,146 +75,107 @@ class Item:
     """One message, status, postback or receipt of a call: stored as its own inbound event."""
 
     address: str
-    """The phone_number_id or page id it came to: what routes it."""
     kind: str
     """message | status (business); message | postback | read | delivery (page); or what else it is."""
     dedup_key: str
     sender: str
     """The customer's id (wa_id, page-scoped id): its events are processed in order."""
-    stored: dict[str, Any]
-
-    def body(self) -> bytes:
-        return json.dumps(self.stored, ensure_ascii=False, separators=(",", ":")).encode()
+    body: bytes
+    """The item as the provider sent it, with what it needs of its envelope."""
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha256(json.dumps(value, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+def _digest(value: msgspec.Raw) -> str:
+    """What keys an item without an id of its own: the same however a retry writes it (its keys sorted)."""
+    canonical = json.dumps(msgspec.json.decode(value), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _entries(payload: Any) -> list[dict[str, Any]]:
-    entries = payload.get("entry") if isinstance(payload, dict) else None
-    if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
-        raise Malformed("The body has no entry[] of objects")
-    return entries
+def _members(value: msgspec.Raw) -> dict[str, msgspec.Raw]:
+    """An object's members as they came, in their order."""
+    return msgspec.json.decode(value, type=dict[str, msgspec.Raw])
 
 
-def _list_of_objects(value: Any, what: str) -> list[dict[str, Any]]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
-        raise Malformed(f"{what} is not a list of objects")
-    return value
-
-
-def _text(value: Any) -> str:
-    return str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
+def _stored(**parts: msgspec.Raw | int | str | None) -> bytes:
+    return msgspec.json.encode(parts)
 
 
 # Business messaging (WhatsApp Cloud API's shape) ----------------------------------------------------------------
 
 
-def _message_changes(payload: Any) -> list[tuple[str, dict[str, Any]]]:
-    """(phone_number_id, value) of every `messages` change."""
-    found = []
-    for entry in _entries(payload):
-        for change in _list_of_objects(entry.get("changes"), "entry[].changes"):
-            if change.get("field") != "messages":
-                continue
-            value = change.get("value")
-            metadata = value.get("metadata") if isinstance(value, dict) else None
-            phone_number_id = _text(metadata.get("phone_number_id")) if isinstance(metadata, dict) else ""
-            if not isinstance(value, dict) or not phone_number_id:
-                raise Malformed("A messages change names no value.metadata.phone_number_id")
-            found.append((phone_number_id, value))
-    if not found:
-        raise Malformed("The body has no change of field messages")
-    return found
+def business_parts(body: bytes) -> list[Part[BusinessValue]]:
+    """Every `messages` change of a call, by the number it came to."""
+    parts = []
+    for entry in decoded(BUSINESS_CALL, body).entry:
+        for change in entry.changes:
+            if change.field == "messages":
+                value = decoded(BUSINESS_VALUE, change.value or b"null", "A messages change's value")
+                metadata = decoded(BUSINESS_METADATA, value.metadata, "A messages change's metadata")
+                parts.append(Part(metadata.phone_number_id, value, change.value))
+    if not parts:
+        raise refused(400, "The body has no change of field messages")
+    return parts
 
 
-def business_addresses(payload: Any) -> list[str]:
-    return list(dict.fromkeys(address for address, _ in _message_changes(payload)))
-
-
-def business_items(payload: Any) -> list[Item]:
+def business_items(parts: list[Part[BusinessValue]]) -> list[Item]:
     items: list[Item] = []
-    for address, value in _message_changes(payload):
-        metadata = value["metadata"]
-        contacts = {
-            _text(contact.get("wa_id")): contact for contact in _list_of_objects(value.get("contacts"), "contacts")
-        }
-        messages = _list_of_objects(value.get("messages"), "messages")
-        statuses = _list_of_objects(value.get("statuses"), "statuses")
-        for message in messages:
-            wamid, sender = _text(message.get("id")), _text(message.get("from"))
-            if not wamid or not sender:
-                raise Malformed("A message has no id or no from")
-            stored = {"metadata": metadata, "contact": contacts.get(sender), "message": message}
-            items.append(Item(address, "message", wamid, sender, stored))
-        for status in statuses:
-            wamid, state = _text(status.get("id")), _text(status.get("status"))
-            if not wamid or not state:
-                raise Malformed("A status has no id or no status")
-            recipient = _text(status.get("recipient_id")) or wamid
-            items.append(
-                Item(address, "status", f"{wamid}:{state}", recipient, {"metadata": metadata, "status": status})
-            )
-        if not messages and not statuses:  # an error notice, or what this version does not know: kept all the same
-            key = f"change:{_digest(value)}"
-            items.append(Item(address, "other", key, address, {"metadata": metadata, "value": value}))
+    for part in parts:
+        value, metadata = part.read, part.read.metadata
+        contacts = {decoded(BUSINESS_CONTACT, raw, "A contact").wa_id: raw for raw in value.contacts}
+        for raw in value.messages:
+            message = decoded(BUSINESS_MESSAGE, raw, "A message")
+            stored = _stored(metadata=metadata, contact=contacts.get(message.sender), message=raw)
+            items.append(Item(part.address, "message", message.id, message.sender, stored))
+        for raw in value.statuses:
+            status = decoded(BUSINESS_STATUS, raw, "A status")
+            stored = _stored(metadata=metadata, status=raw)
+            key = f"{status.id}:{status.status}"
+            items.append(Item(part.address, "status", key, status.recipient_id or status.id, stored))
+        if not value.messages and not value.statuses:  # an error notice, or what this version does not know: kept
+            key = f"change:{_digest(part.raw)}"
+            items.append(Item(part.address, "other", key, part.address, _stored(metadata=metadata, value=part.raw)))
     return items
 
 
 # Page messaging (Messenger's shape) ----------------------------------------------------------------------------
 
 
-def _page_id(entry: dict[str, Any]) -> str:
-    page_id = _text(entry.get("id"))
-    if not page_id:
-        raise Malformed("An entry has no id (the page id)")
-    return page_id
+def page_parts(body: bytes) -> list[Part[PageEntry]]:
+    """Every entry of a call, by its page."""
+    parts = []
+    for raw in decoded(PAGE_CALL, body).entry:
+        entry = decoded(PAGE_ENTRY, raw, "An entry")
+        parts.append(Part(entry.id, entry, raw))
+    return parts
 
 
-def page_addresses(payload: Any) -> list[str]:
-    return list(dict.fromkeys(_page_id(entry) for entry in _entries(payload)))
-
-
-def _party(event: dict[str, Any], role: str) -> str:
-    party = event.get(role)
-    return _text(party.get("id")) if isinstance(party, dict) else ""
-
-
-def _page_item(page_id: str, entry: dict[str, Any], event: dict[str, Any]) -> Item:
-    sender, recipient = _party(event, "sender"), _party(event, "recipient")
-    stored = {"page_id": page_id, "time": entry.get("time"), "event": event}
-    message, postback = event.get("message"), event.get("postback")
-    if isinstance(message, dict):
-        mid = _text(message.get("mid"))
-        if not mid:
-            raise Malformed("A message has no mid")
+def _page_item(part: Part[PageEntry], raw: msgspec.Raw) -> Item:
+    event = decoded(PAGE_EVENT, raw, "A messaging event")
+    page_id = part.address
+    sender = (event.sender.id if event.sender else None) or ""
+    recipient = (event.recipient.id if event.recipient else None) or ""
+    stored = _stored(page_id=page_id, time=part.read.time, event=raw)
+    if event.message is not None:
         # an echo of what the page sent: its customer is the recipient
-        customer = recipient if message.get("is_echo") else sender
-        return Item(page_id, "message", mid, customer or page_id, stored)
-    if isinstance(postback, dict):
-        key = _text(postback.get("mid")) or f"postback:{sender}:{_text(event.get('timestamp'))}"
+        customer = recipient if event.message.is_echo else sender
+        return Item(page_id, "message", event.message.mid, customer or page_id, stored)
+    if event.postback is not None:
+        key = event.postback.mid or f"postback:{sender}:{'' if event.timestamp is None else event.timestamp}"
         return Item(page_id, "postback", key, sender or page_id, stored)
-    for receipt in ("read", "delivery"):
-        if isinstance(event.get(receipt), dict):
-            watermark = _text(event[receipt].get("watermark")) or _digest(event[receipt])
-            return Item(page_id, receipt, f"{receipt}:{sender}:{watermark}", sender or page_id, stored)
-    kind = next((name for name in event if name not in ("sender", "recipient", "timestamp")), "other")
-    return Item(page_id, kind[:32], f"{kind}:{_digest(event)}", sender or page_id, stored)
+    for kind, receipt in (("read", event.read), ("delivery", event.delivery)):
+        if receipt is not None:
+            watermark = _digest(_members(raw)[kind]) if receipt.watermark is None else str(receipt.watermark)
+            return Item(page_id, kind, f"{kind}:{sender}:{watermark}", sender or page_id, stored)
+    kind = next((name for name in _members(raw) if name not in ("sender", "recipient", "timestamp")), "other")
+    return Item(page_id, kind[:32], f"{kind}:{_digest(raw)}", sender or page_id, stored)
 
 
-def page_items(payload: Any) -> list[Item]:
+def page_items(parts: list[Part[PageEntry]]) -> list[Item]:
     items: list[Item] = []
-    for entry in _entries(payload):
-        page_id = _page_id(entry)
-        events = _list_of_objects(entry.get("messaging"), "entry[].messaging")
-        items.extend(_page_item(page_id, entry, event) for event in events)
-        if not events:  # no messaging event (a field this version does not know): kept all the same
-            items.append(
-                Item(page_id, "other", f"entry:{_digest(entry)}", page_id, {"page_id": page_id, "entry": entry})
-            )
+    for part in parts:
+        items.extend(_page_item(part, raw) for raw in part.read.messaging)
+        if not part.read.messaging:  # no messaging event (a field this version does not know): kept all the same
+            stored = _stored(page_id=part.address, entry=part.raw)
+            items.append(Item(part.address, "other", f"entry:{_digest(part.raw)}", part.address, stored))
     return items
 
 
@@ -198,18 +183,20 @@ def page_items(payload: Any) -> list[Item]:
 
 
 @dataclass(frozen=True, slots=True)
-class Endpoint:
-    kind: str
+class Endpoint(Generic[Read]):
+    kind: Provider
     """The channel kind, and the inbound events' provider."""
     address_kind: str
     thread: str
     """The prefix of a sender's thread (`whatsapp`, `messenger`)."""
-    addresses: Callable[[Any], list[str]]
-    items: Callable[[Any], list[Item]]
+    parts: Callable[[bytes], list[Part[Read]]]
+    """The call read as far as routing needs (before its signature is checked)."""
+    items: Callable[[list[Part[Read]]], list[Item]]
+    """What the call carries (once it is signed)."""
 
 
-BUSINESS = Endpoint("business_messaging", "phone_number_id", "whatsapp", business_addresses, business_items)
-PAGE = Endpoint("page_messaging", "page_id", "messenger", page_addresses, page_items)
+BUSINESS = Endpoint("business_messaging", "phone_number_id", "whatsapp", business_parts, business_items)
+PAGE = Endpoint("page_messaging", "page_id", "messenger", page_parts, page_items)
 
 
 def hub_signed(body: bytes, app_secret: str, header: str) -> bool:
@@ -220,7 +207,7 @@ def hub_signed(body: bytes, app_secret: str, header: str) -> bool:
     return equal(given.lower(), hmac.new(app_secret.encode(), body, hashlib.sha256).hexdigest())
 
 
-async def verify_subscription(request: Request[Any, Any, Any], inbound: Inbound, kind: str) -> Response[str]:
+async def verify_subscription(request: Request[Any, Any, Any], inbound: Inbound, kind: Provider) -> Response[str]:
     query = request.query_params
     mode, token, challenge = query.get("hub.mode"), query.get("hub.verify_token"), query.get("hub.challenge")
     if mode == "subscribe" and token and challenge:
@@ -231,35 +218,28 @@ async def verify_subscription(request: Request[Any, Any, Any], inbound: Inbound,
     raise refused(403, f"hub.verify_token is no {kind.replace('_', ' ')} channel's verify token")
 
 
-async def deliver(request: Request[Any, Any, Any], inbound: Inbound, endpoint: Endpoint) -> Response[dict[str, Any]]:
+async def deliver(
+    request: Request[Any, Any, Any], inbound: Inbound, endpoint: Endpoint[Read]
+) -> Response[dict[str, Any]]:
     body = await request.body()
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != JSON:
         raise refused(415, f"Content-Type {media_type or '(none)'} is not {JSON}")
-    try:
-        payload = json.loads(body)
-        addresses = endpoint.addresses(payload)
-    except Malformed as malformed:
-        raise refused(400, str(malformed)) from None
-    except ValueError:  # UnicodeDecodeError and JSONDecodeError
-        raise refused(400, "The body is no JSON") from None
+    parts = endpoint.parts(body)
     routed: dict[str, Routed] = {}
-    for address in addresses:
+    for address in dict.fromkeys(part.address for part in parts):
         channel = await inbound.route(endpoint.address_kind, address)
         if not hub_signed(body, channel.secrets.get("app_secret", ""), request.headers.get("x-hub-signature-256", "")):
             raise refused(401, "x-hub-signature-256 is not the HMAC-SHA256 of the body with this channel's app secret")
         routed[address] = channel
-    try:
-        items = endpoint.items(payload)
-    except Malformed as malformed:
-        raise refused(400, str(malformed)) from None
+    items = endpoint.items(parts)
     stored = await asyncio.gather(
         *(
             inbound.accept(
                 routed[item.address],
                 endpoint.kind,
                 dedup_key=item.dedup_key,
-                body=item.body(),
+                body=item.body,
                 content_type=JSON,
                 partition_key=f"{routed[item.address].organization_id}:{endpoint.thread}:{item.sender}",
                 details={"kind": item.kind, "to": item.address},

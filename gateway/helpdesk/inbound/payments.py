@@ -16,26 +16,29 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import msgspec
 import stripe
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, fresh, refused
+from gateway.helpdesk.inbound.common import Inbound, decoded, fresh, refused
 from storage.helpdesk import workspaces
 from storage.helpdesk.channels import Routed
+from topics.helpdesk.inbound import BILLING_EVENT, CONNECTED_EVENT, BillingObject, Provider
 
 PATH = "/api/webhooks/payments"
 CONNECT_PATH = "/api/webhooks/payments-connect"
-PROVIDER = "payments"
-CONNECT_PROVIDER = "payments_connect"
+PROVIDER: Provider = "payments"
+CONNECT_PROVIDER: Provider = "payments_connect"
 SIGNATURE = "payment-signature"
 TOLERANCE_S = 300
 MAX_BODY_BYTES = 1024 * 1024
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,9 @@ def secrets_of(inbound: Inbound) -> StripeWebhookSecrets:
     return given if isinstance(given, StripeWebhookSecrets) else StripeWebhookSecrets()
 
 
-def _verified_event(body: bytes, header: str | None, secret: str | None, endpoint: str) -> dict[str, Any]:
+def _verified_event(
+    body: bytes, header: str | None, secret: str | None, endpoint: str, decoder: msgspec.json.Decoder[T]
+) -> T:
     """The event, once its signature checks out (401 otherwise); 400 when it is no Stripe event."""
     if not secret:
         raise refused(404, f"No {endpoint} webhook is configured here")
@@ -64,44 +69,17 @@ def _verified_event(body: bytes, header: str | None, secret: str | None, endpoin
     signed_at = next((part[2:] for part in (header or "").split(",") if part.startswith("t=")), "")
     if not fresh(signed_at, window_s=TOLERANCE_S):
         raise refused(401, f"{SIGNATURE}'s timestamp is more than {TOLERANCE_S} s ahead of this server's clock")
-    try:
-        event = json.loads(body)
-    except ValueError:
-        raise refused(400, "The body is not JSON") from None
-    if not isinstance(event, dict) or not isinstance(event.get("id"), str) or not isinstance(event.get("type"), str):
-        raise refused(400, "The body is not a Stripe event: it needs an `id` and a `type`")
-    data = event.get("data")
-    if not isinstance(data, dict) or not isinstance(data.get("object"), dict):
-        raise refused(400, "The event has no `data.object`")
-    return event
+    return decoded(decoder, body)
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def organization_hint(obj: dict[str, Any]) -> str | None:
+def organization_hint(obj: BillingObject) -> str | None:
     """The organization a billing object names: a checkout session's `client_reference_id`, its metadata's
     `organization_id`, or an invoice's subscription metadata (where checkout put it)."""
-    parent_details = _object(_object(obj.get("parent")).get("subscription_details"))
-    for candidate in (
-        obj.get("client_reference_id"),
-        _object(obj.get("metadata")).get("organization_id"),
-        _object(_object(obj.get("subscription_details")).get("metadata")).get("organization_id"),
-        _object(parent_details.get("metadata")).get("organization_id"),
-    ):
-        if _text(candidate):
-            return str(candidate)
-    return None
-
-
-def customer_of(obj: dict[str, Any]) -> str | None:
-    customer = obj.get("customer")
-    return _text(customer.get("id") if isinstance(customer, dict) else customer)
+    details = (obj.subscription_details, obj.parent.subscription_details if obj.parent else None)
+    named = (obj.metadata, *(given.metadata for given in details if given))
+    return obj.client_reference_id or next(
+        (metadata["organization_id"] for metadata in named if metadata and metadata.get("organization_id")), None
+    )
 
 
 def accepted(stored: bool) -> Response[dict[str, str]]:
@@ -111,19 +89,20 @@ def accepted(stored: bool) -> Response[dict[str, str]]:
 @post(PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=200)
 async def payments(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]) -> Response[dict[str, str]]:
     body = await request.body()
-    event = _verified_event(body, request.headers.get(SIGNATURE), secrets_of(inbound).payments, "payments")
-    obj = event["data"]["object"]
-    organization_id = await inbound.db.read(workspaces.billing_organization, organization_hint(obj), customer_of(obj))
+    secret = secrets_of(inbound).payments
+    event = _verified_event(body, request.headers.get(SIGNATURE), secret, "payments", BILLING_EVENT)
+    obj = event.data.object
+    organization_id = await inbound.db.read(workspaces.billing_organization, organization_hint(obj), obj.customer_id)
     organization_id = organization_id or workspaces.NO_ORGANIZATION
     channel = Routed(workspaces.PLATFORM_PAYMENTS_CHANNEL, organization_id, "payments", {}, {})
     stored = await inbound.accept(
         channel,
         PROVIDER,
-        dedup_key=event["id"],
+        dedup_key=event.id,
         body=body,
         content_type="application/json",
         partition_key=f"{workspaces.PLATFORM_PAYMENTS_CHANNEL}:{organization_id}",
-        details={"type": event["type"], "livemode": bool(event.get("livemode"))},
+        details={"type": event.type, "livemode": event.livemode},
     )
     return accepted(stored)
 
@@ -135,20 +114,20 @@ async def payments_connect(
     request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
 ) -> Response[dict[str, str]]:
     body = await request.body()
-    event = _verified_event(body, request.headers.get(SIGNATURE), secrets_of(inbound).connect, "payments-connect")
-    account = _text(event.get("account"))
-    if account is None:
+    secret = secrets_of(inbound).connect
+    event = _verified_event(body, request.headers.get(SIGNATURE), secret, "payments-connect", CONNECTED_EVENT)
+    account = event.account
+    if not account:
         raise refused(400, "The event names no connected `account`")
     channel = await inbound.route("account", account)
-    obj = event["data"]["object"]
     stored = await inbound.accept(
         channel,
         CONNECT_PROVIDER,
-        dedup_key=event["id"],
+        dedup_key=event.id,
         body=body,
         content_type="application/json",
-        partition_key=f"{channel.channel_id}:{_text(obj.get('id')) or event['id']}",
-        details={"type": event["type"], "account": account, "livemode": bool(event.get("livemode"))},
+        partition_key=f"{channel.channel_id}:{event.data.object.id or event.id}",
+        details={"type": event.type, "account": account, "livemode": event.livemode},
     )
     return accepted(stored)
 

@@ -18,14 +18,16 @@ from typing import Any
 from urllib.parse import parse_qsl, urlparse
 from xml.sax.saxutils import escape
 
+import msgspec
 from litestar import Request, Response, post
 from litestar.datastructures import MultiDict
 from litestar.di import NamedDependency
 from twilio.request_validator import RequestValidator, add_port, remove_port
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, equal, refused
+from gateway.helpdesk.inbound.common import Inbound, equal, malformed, refused
 from storage.helpdesk import inbound as inbound_events
+from topics.helpdesk.inbound import sms_message
 
 PATH = "/api/webhooks/sms"
 FORM = "application/x-www-form-urlencoded"
@@ -92,13 +94,14 @@ async def sms(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
     signature = request.headers.get("x-twilio-signature", "")
     if not signed(_called_url(request, inbound), params, channel.secrets.get("auth_token", ""), signature):
         raise refused(401, "x-twilio-signature is not this channel's signature of the call")
-    sender = params.get("From", "").strip()
+    try:
+        message = sms_message(params)
+    except msgspec.ValidationError as error:
+        raise malformed(error, "The form") from None
+    sender = message.sender.strip()
     if not sender:
         raise refused(400, "The message names no From number")
-    media = params.get("NumMedia", "0") or "0"
-    if not media.isdigit():
-        raise refused(400, f"NumMedia {media!r} is not a count")
-    dedup_key = params.get("MessageSid", "").strip()
+    dedup_key = message.sid.strip()
     await inbound.accept(
         channel,
         "sms",

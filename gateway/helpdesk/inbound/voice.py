@@ -15,29 +15,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import json
 from typing import Any
 
 from litestar import Request, Response, post
 from litestar.di import NamedDependency
 
 from gateway.common.auth import NO_AUTHENTICATION
-from gateway.helpdesk.inbound.common import Inbound, equal, refused
+from gateway.helpdesk.inbound.common import Inbound, decoded, equal, refused
 from storage.helpdesk import channels
 from storage.helpdesk.channels import Routed
+from topics.helpdesk.inbound import VOICE_EVENT, VoiceEvent
 
 PATH = "/api/webhooks/voice"
 JSON = "application/json"
 MAX_BODY_BYTES = 1024 * 1024
-
-
-def _text(value: Any) -> str:
-    return str(value).strip() if isinstance(value, str | int) and not isinstance(value, bool) else ""
-
-
-def _numbers(value: Any) -> list[str]:
-    values = value if isinstance(value, list) else [value]
-    return [number for number in (_text(v) for v in values) if number]
 
 
 def voice_signed(body: bytes, secret: str, signature: str) -> bool:
@@ -46,11 +37,10 @@ def voice_signed(body: bytes, secret: str, signature: str) -> bool:
     return equal(signature.strip().lower(), hmac.new(secret.encode(), body, hashlib.sha256).hexdigest())
 
 
-async def _route_sms(inbound: Inbound, event: dict[str, Any]) -> tuple[Routed, str, str]:
+async def _route_sms(inbound: Inbound, event: VoiceEvent) -> tuple[Routed, str, str]:
     """The channel, its number and the customer's number of an SMS event."""
-    outbound = _text(event.get("direction")).lower() == "outbound"
-    senders, recipients = _numbers(event.get("from_number")), _numbers(event.get("to_number"))
-    ours, theirs = (senders, recipients) if outbound else (recipients, senders)
+    outbound = (event.direction or "").lower() == "outbound"
+    ours, theirs = (event.senders, event.recipients) if outbound else (event.recipients, event.senders)
     if not ours or not theirs:
         raise refused(400, "The SMS event needs a from_number and a to_number")
     for number in ours:
@@ -66,30 +56,24 @@ async def voice(request: Request[Any, Any, Any], inbound: NamedDependency[Inboun
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != JSON:
         raise refused(415, f"Content-Type {media_type or '(none)'} is not {JSON}")
-    try:
-        event = json.loads(body)
-    except ValueError:
-        raise refused(400, "The body is no JSON") from None
-    if not isinstance(event, dict):
-        raise refused(400, "The body is no JSON object")
-    sms = _text(event.get("event_type")).lower() == "sms"
+    event = decoded(VOICE_EVENT, body)
+    sms = (event.event_type or "").lower() == "sms"
     if sms:
         channel, number, customer = await _route_sms(inbound, event)
     else:
-        target = event.get("target")
-        number = _text(target.get("phone_number")) if isinstance(target, dict) else ""
+        number = (event.target.phone_number or "").strip() if event.target else ""
         if not number:
             raise refused(400, "The call event names no target.phone_number")
         channel = await inbound.route("voice_number", number)
     if not voice_signed(body, channel.secrets.get("webhook_secret", ""), request.headers.get("x-voice-signature", "")):
         raise refused(401, "x-voice-signature is not the HMAC-SHA256 of the body with this channel's webhook secret")
     if sms:
-        key = _text(event.get("id"))
+        key = "" if event.id is None else str(event.id).strip()
         dedup_key = f"sms:{key}" if key else f"sms:sha256:{hashlib.sha256(body).hexdigest()}"
         partition_key = f"{channel.organization_id}:sms:{customer}"
         details = {"kind": "sms", "to": number}
     else:
-        call_id, state = _text(event.get("call_id")), _text(event.get("state"))
+        call_id, state = "" if event.call_id is None else str(event.call_id).strip(), (event.state or "").strip()
         if not call_id or not state:
             raise refused(400, "The call event has no call_id or no state")
         dedup_key = f"call:{call_id}:{state}"

@@ -5,7 +5,6 @@ among them), edits and deletions make nothing: so the helpdesk never answers its
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +13,7 @@ from sqlalchemy.engine import Connection
 from processors.helpdesk.inbound.service import Apply, Context, failed, reopen_if_closed
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import CHAT_CALLBACK, ChatEvent
 
 MESSAGE_TYPES = ("message", "app_mention")
 KEPT_SUBTYPES = (None, "file_share", "thread_broadcast")
@@ -21,10 +21,6 @@ KEPT_SUBTYPES = (None, "file_share", "thread_broadcast")
 recorded and makes no ticket."""
 IDENTITY = "chat"
 SUBJECT_CHARACTERS = 120
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def subject_of(text: str) -> str:
@@ -35,41 +31,39 @@ def subject_of(text: str) -> str:
     return first or "Chat message"
 
 
-def attachments_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+def attachments_of(message: ChatEvent) -> list[dict[str, Any]]:
     """A message's files, as references (the chat keeps them)."""
-    found = []
-    for item in message.get("files") or []:
-        if isinstance(item, dict) and isinstance(item.get("url_private"), str):
-            found.append(
-                {
-                    "url": item["url_private"],
-                    "content_type": item.get("mimetype") or "application/octet-stream",
-                    "name": item.get("name") or item.get("title") or "file",
-                }
-            )
-    return found
+    return [
+        {
+            "url": file.url_private,
+            "content_type": file.mimetype or "application/octet-stream",
+            "name": file.name or file.title or "file",
+        }
+        for file in message.files
+        if file.url_private is not None
+    ]
 
 
 async def handle(_context: Context, event: Any) -> Apply:
-    payload = json.loads(event.body)
-    message = _object(_object(payload).get("event"))
-    kind = message.get("type")
-    team = str(payload.get("team_id") or (event.details or {}).get("team") or "")
+    payload = CHAT_CALLBACK.decode(event.body)
+    message = payload.event
+    kind = message.type
+    team = payload.team_id or (event.details or {}).get("team") or ""
     if kind not in MESSAGE_TYPES:
-        return _nothing(f"recorded: a {kind} event makes no ticket", str(kind)[:32])
-    subtype = message.get("subtype")
-    if message.get("bot_id") or subtype == "bot_message":
+        return _nothing(f"recorded: a {kind} event makes no ticket", kind[:32])
+    subtype = message.subtype
+    if message.bot_id or subtype == "bot_message":
         return _nothing("no ticket: a bot's message", "bot")
     if subtype not in KEPT_SUBTYPES:
         return _nothing(f"no ticket: a {subtype} message", str(subtype)[:32])
-    user, chat_channel, ts = message.get("user"), message.get("channel"), message.get("ts")
-    if not isinstance(user, str) or not isinstance(chat_channel, str) or not isinstance(ts, str):
+    user, chat_channel, ts = message.user, message.channel, message.ts
+    if user is None or chat_channel is None or ts is None:
         return failed("the message has no user, channel or ts")
-    text = str(message.get("text") or "")
+    text = message.text or ""
     files = attachments_of(message)
-    thread_key = f"chat:{event.channel_id}:{chat_channel}:{message.get('thread_ts') or ts}"
-    profile = _object(message.get("user_profile"))
-    name = profile.get("real_name") or profile.get("display_name") or user
+    thread_key = f"chat:{event.channel_id}:{chat_channel}:{message.thread_ts or ts}"
+    profile = message.user_profile
+    name = (profile.real_name or profile.display_name if profile else None) or user
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         organization_id = event.organization_id
@@ -78,7 +72,7 @@ async def handle(_context: Context, event: Any) -> Apply:
             organization_id,
             kind=IDENTITY,
             value=f"{team}:{user}",
-            name=str(name)[:255],
+            name=name[:255],
             now=now,
             recorded=recorded,
         )

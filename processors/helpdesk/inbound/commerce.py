@@ -10,17 +10,16 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound.service import Apply, Context, failed, put_blob
 from storage.helpdesk import customers, orders
 from storage.helpdesk.customers import CustomerRecord
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import SHOP_EVENTS, SHOP_PRIVACY_EVENTS, ShopCustomer, ShopOrder, ShopPrivacyRequest
 
-ORDER_TOPICS = ("orders/create", "orders/updated")
-CUSTOMER_TOPICS = ("customers/create", "customers/update")
 IDENTITY = "shop"
-_LINE_ITEM_FIELDS = ("title", "variant_title", "sku", "quantity", "price")
 _ORDER_FIELDS = (
     "name",
     "order_number",
@@ -40,11 +39,7 @@ _ORDER_FIELDS = (
 customer's details live on the customer, or nowhere)."""
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _text(value: Any, limit: int) -> str | None:
+def _text(value: str | None, limit: int) -> str | None:
     return str(value).strip()[:limit] or None if value is not None else None
 
 
@@ -59,13 +54,10 @@ def instant(value: Any) -> datetime | None:
     return at.astimezone(UTC) if at.tzinfo else at.replace(tzinfo=UTC)
 
 
-def order_facts(order: dict[str, Any], topic: str) -> dict[str, Any]:
-    facts = {name: order.get(name) for name in _ORDER_FIELDS if order.get(name) is not None}
-    facts["line_items"] = [
-        {name: item.get(name) for name in _LINE_ITEM_FIELDS if item.get(name) is not None}
-        for item in order.get("line_items") or []
-        if isinstance(item, dict)
-    ]
+def order_facts(order: ShopOrder, topic: str) -> dict[str, Any]:
+    given = msgspec.to_builtins(order)
+    facts = {name: given[name] for name in _ORDER_FIELDS if given[name] is not None}
+    facts["line_items"] = given["line_items"]
     facts["source"] = "commerce"
     facts["topic"] = topic
     return facts
@@ -81,18 +73,18 @@ def upsert_customer(
     connection: Connection,
     organization_id: str,
     shop: str,
-    who: dict[str, Any],
+    who: ShopCustomer,
     *,
     now: datetime,
     recorded: list[str],
 ) -> CustomerRecord | None:
     """The organization's customer the shop names, made or brought up to date (name, phone, and address unless
     another customer has it); None when the shop gave neither an id nor an address."""
-    shop_id = who.get("id")
-    email = _text(who.get("email"), 320)
+    shop_id = who.id
+    email = _text(who.email, 320)
     email = email.lower() if email else None
-    name = " ".join(part for part in (_text(who.get("first_name"), 120), _text(who.get("last_name"), 120)) if part)
-    phone = _text(who.get("phone"), 32)
+    name = " ".join(part for part in (_text(who.first_name, 120), _text(who.last_name, 120)) if part)
+    phone = _text(who.phone, 32)
     if shop_id is not None:
         customer = customers.find_or_create_by_identity(
             connection,
@@ -126,25 +118,27 @@ def upsert_customer(
     return customer
 
 
-def _order_customer(order: dict[str, Any]) -> dict[str, Any]:
-    who = dict(_object(order.get("customer")))
-    who.setdefault("email", order.get("email") or order.get("contact_email"))
-    if not who.get("phone") and order.get("phone"):
-        who["phone"] = order["phone"]
-    return who
+def _order_customer(order: ShopOrder) -> ShopCustomer:
+    who = order.customer or ShopCustomer()
+    return msgspec.structs.replace(
+        who, email=who.email or order.email or order.contact_email, phone=who.phone or order.phone
+    )
 
 
 async def handle(context: Context, event: Any) -> Apply:
     details = event.details or {}
     topic, shop = details.get("topic"), details.get("shop")
-    payload = json.loads(event.body)
-    if not isinstance(payload, dict) or not isinstance(topic, str) or not isinstance(shop, str):
+    if not isinstance(topic, str) or not isinstance(shop, str):
         return failed("not a shop's event")
-    if event.provider == "commerce_privacy":
+    decoder = (SHOP_PRIVACY_EVENTS if event.provider == "commerce_privacy" else SHOP_EVENTS).get(topic)
+    if decoder is None:
+        return failed(f"topic {topic} is not handled")
+    payload = decoder.decode(event.body)
+    if isinstance(payload, ShopPrivacyRequest):
         return await _privacy(context, event, topic, shop, payload)
     organization_id = event.organization_id
 
-    if topic in CUSTOMER_TOPICS:
+    if isinstance(payload, ShopCustomer):
 
         def apply_customer(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
             customer = upsert_customer(connection, organization_id, shop, payload, now=now, recorded=recorded)
@@ -154,44 +148,42 @@ async def handle(context: Context, event: Any) -> Apply:
 
         return apply_customer
 
-    if topic in ORDER_TOPICS:
-        if payload.get("id") is None:
-            return failed("the order has no id")
-        order_id = str(payload["id"])
-        facts = order_facts(payload, topic)
+    if payload.id is None:
+        return failed("the order has no id")
+    order_id = str(payload.id)
+    facts = order_facts(payload, topic)
 
-        def apply_order(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
-            who = _order_customer(payload)
-            customer = upsert_customer(connection, organization_id, shop, who, now=now, recorded=recorded)
-            stored = orders.get(connection, event.channel_id, order_id)
-            label = facts.get("name") or order_id
-            if stored is not None and not newer_or_same(stored.details, facts):
-                return Outcome(f"order {label} unchanged: an older update", classification="order")
-            orders.save(
-                connection,
-                organization_id=organization_id,
-                channel_id=event.channel_id,
-                order_id=order_id,
-                customer_id=customer.id if customer else None,
-                details=facts,
-                now=now,
-            )
-            attached = "attached to its customer" if customer else "kept without a customer"
-            return Outcome(f"order {label} {attached}", classification="order")
+    def apply_order(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
+        customer = upsert_customer(
+            connection, organization_id, shop, _order_customer(payload), now=now, recorded=recorded
+        )
+        stored = orders.get(connection, event.channel_id, order_id)
+        label = facts.get("name") or order_id
+        if stored is not None and not newer_or_same(stored.details, facts):
+            return Outcome(f"order {label} unchanged: an older update", classification="order")
+        orders.save(
+            connection,
+            organization_id=organization_id,
+            channel_id=event.channel_id,
+            order_id=order_id,
+            customer_id=customer.id if customer else None,
+            details=facts,
+            now=now,
+        )
+        attached = "attached to its customer" if customer else "kept without a customer"
+        return Outcome(f"order {label} {attached}", classification="order")
 
-        return apply_order
-    return failed(f"topic {topic} is not handled")
+    return apply_order
 
 
-def _customer_ids(connection: Connection, organization_id: str, shop: str, who: dict[str, Any]) -> list[str]:
+def _customer_ids(connection: Connection, organization_id: str, shop: str, who: ShopCustomer) -> list[str]:
     found = []
-    if who.get("id") is not None:
-        by_id = customers.by_identity(connection, organization_id, IDENTITY, f"{shop}:{who['id']}")
+    if who.id is not None:
+        by_id = customers.by_identity(connection, organization_id, IDENTITY, f"{shop}:{who.id}")
         if by_id is not None:
             found.append(by_id.id)
-    email = who.get("email")
-    if isinstance(email, str) and email.strip():
-        by_email = customers.by_email(connection, organization_id, email.strip())
+    if who.email and who.email.strip():
+        by_email = customers.by_email(connection, organization_id, who.email.strip())
         if by_email is not None:
             found.append(by_email.id)
     return list(dict.fromkeys(found))
@@ -201,9 +193,9 @@ def _shop_customers(connection: Connection, organization_id: str, shop: str) -> 
     return orders.shop_customers(connection, organization_id, IDENTITY, f"{shop}:")
 
 
-async def _privacy(context: Context, event: Any, topic: str, shop: str, payload: dict[str, Any]) -> Apply:
+async def _privacy(context: Context, event: Any, topic: str, shop: str, payload: ShopPrivacyRequest) -> Apply:
     organization_id = event.organization_id
-    who = _object(payload.get("customer"))
+    who = payload.customer or ShopCustomer()
 
     if topic == "customers/data_request":
         found = await context.db.read(_customer_ids, organization_id, shop, who)
@@ -214,8 +206,8 @@ async def _privacy(context: Context, event: Any, topic: str, shop: str, payload:
                 continue
             data["request"] = {
                 "shop": shop,
-                "data_request_id": _object(payload.get("data_request")).get("id"),
-                "orders_requested": payload.get("orders_requested") or [],
+                "data_request_id": payload.data_request.id if payload.data_request else None,
+                "orders_requested": payload.orders_requested,
                 "exported_at": context.clock().isoformat().replace("+00:00", "Z"),
             }
             key = orders.export_key(organization_id, customer_id, event.id)
@@ -236,8 +228,8 @@ async def _privacy(context: Context, event: Any, topic: str, shop: str, payload:
         ids = await context.db.read(_customer_ids, organization_id, shop, who)
     for key in await context.db.read(orders.erasure_blobs, organization_id, ids):
         await context.blobs.delete(key)
-    needles = [value for value in (who.get("email"), who.get("phone")) if isinstance(value, str)]
-    order_ids = [str(order_id) for order_id in payload.get("orders_to_redact") or []]
+    needles = [value for value in (who.email, who.phone) if value is not None]
+    order_ids = [str(order_id) for order_id in payload.orders_to_redact]
 
     def apply_erasure(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         # read again in the transaction: a customer made between the read above and now is erased too

@@ -10,43 +10,40 @@ one stored event each:
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.service import Apply, Context, failed
+from processors.helpdesk.inbound.service import Apply, Context
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import DELIVERY_EVENT, DeliveryEvent
 
 BOUNCES = ("bounce", "dropped")
 COMPLAINTS = ("spamreport",)
 
 
-def message_id_of(item: dict[str, Any]) -> str | None:
+def message_id_of(item: DeliveryEvent) -> str | None:
     """The Message-ID of the mail an event is about, without angle brackets."""
-    for name in ("smtp-id", "message_id"):
-        value = item.get(name)
-        if isinstance(value, str) and value.strip().strip("<>").strip():
+    for value in (item.smtp_id, item.message_id):
+        if value and value.strip().strip("<>").strip():
             return value.strip().strip("<>").strip()
     return None
 
 
-def note_of(kind: str, item: dict[str, Any], email: str) -> str:
+def note_of(kind: str, item: DeliveryEvent, email: str) -> str:
     if kind in COMPLAINTS:
         return f"Complaint: {email} reported the mail as spam. Nothing automatic is sent to this address any more."
-    reason = item.get("reason") or item.get("response") or "no reason given"
-    status = f" ({item['status']})" if item.get("status") else ""
+    reason = item.reason or item.response or "no reason given"
+    status = f" ({item.status})" if item.status else ""
     return f"Delivery failed to {email}{status}: {reason}. Nothing automatic is sent to this address any more."
 
 
 async def handle(_context: Context, event: Any) -> Apply:
-    item = json.loads(event.body)
-    if not isinstance(item, dict) or not isinstance(item.get("event"), str) or not isinstance(item.get("email"), str):
-        return failed("not an email provider event")
-    kind = item["event"].strip().lower()
-    email = item["email"].strip().lower()
+    item = DELIVERY_EVENT.decode(event.body)
+    kind = item.event.strip().lower()
+    email = item.email.strip().lower()
     message_id = message_id_of(item)
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:

@@ -14,8 +14,9 @@ from processors.helpdesk.inbound import (
     voice,
 )
 from processors.helpdesk.inbound.service import Handler
+from topics.helpdesk.inbound import Provider
 
-HANDLERS: dict[str, Handler] = {
+HANDLERS: dict[Provider, Handler] = {
     "email_a": email.handle,
     "email_b": email.handle,
     "email_c": email.handle,

@@ -11,9 +11,8 @@ import base64
 import binascii
 import codecs
 import functools
-import json
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from email import policy
 from email.headerregistry import BaseHeader, HeaderRegistry
@@ -21,7 +20,19 @@ from email.message import Message
 from email.parser import BytesParser
 from email.utils import formataddr, getaddresses
 from html.parser import HTMLParser
-from typing import Any
+from typing import TypeVar
+
+import msgspec
+
+from topics.helpdesk.inbound import (
+    MAILGUN_HEADERS,
+    POSTMARK_MAIL,
+    SENDGRID_ATTACHMENTS,
+    SENDGRID_CHARSETS,
+    SENDGRID_ENVELOPE,
+    MailgunHeaderValue,
+    SendgridAttachment,
+)
 
 INBOUND, BOUNCE, AUTO_REPLY, OUTBOUND_COPY, VOICEMAIL, INVALID = (
     "inbound",
@@ -36,6 +47,8 @@ DELAYED, DELIVERED, FEEDBACK_REPORT = "delayed_delivery", "delivery_report", "fe
 abuse feedback report (ARF). Recorded, and no ticket."""
 NO_TICKET = frozenset({AUTO_REPLY, OUTBOUND_COPY, DELAYED, DELIVERED, FEEDBACK_REPORT})
 MAKES_CONVERSATION = frozenset({INBOUND, VOICEMAIL})
+
+T = TypeVar("T")
 
 OUR_HEADER = "X-Signalyard-Helpdesk"
 """Set on every mail the helpdesk sends: the organization's id on an organization's mail, ACCOUNT_MAIL on the
@@ -562,12 +575,20 @@ def _numbered(parts: list[FormPart], pattern: str) -> list[FormPart]:
     return [part for _, part in sorted(numbered, key=lambda item: item[0])]
 
 
-def _mailgun_value(value: Any) -> str:
+def _json_field(fields: dict[str, bytes], name: str, decoder: msgspec.json.Decoder[T], absent: bytes) -> T:
+    """A form field holding JSON, in its provider's shape; msgspec.DecodeError naming the field when it is not."""
+    try:
+        return decoder.decode(fields.get(name) or absent)
+    except msgspec.DecodeError as error:
+        raise type(error)(f"the field {name}: {error}") from None
+
+
+def _mailgun_value(value: MailgunHeaderValue) -> str:
     """A `message-headers` value: a string, or (Content-Type, Content-Disposition) `[value, {parameter: value}]`."""
-    if isinstance(value, list) and len(value) == 2 and isinstance(value[1], dict):
-        parameters = "".join(f'; {name}="{parameter}"' for name, parameter in value[1].items())
-        return f"{value[0]}{parameters}"
-    return str(value)
+    if isinstance(value, str):
+        return value
+    given, parameters = value
+    return given + "".join(f'; {name}="{parameter}"' for name, parameter in parameters.items())
 
 
 def from_mailgun(body: bytes, content_type: str, *, recipient: str | None = None) -> Mail:
@@ -578,7 +599,8 @@ def from_mailgun(body: bytes, content_type: str, *, recipient: str | None = None
     fields = _fields(parts)
     if fields.get("body-mime"):
         return from_rfc822(fields["body-mime"], envelope_to=recipient)
-    pairs = [(str(name), _mailgun_value(value)) for name, value in json.loads(fields.get("message-headers") or b"[]")]
+    given = _json_field(fields, "message-headers", MAILGUN_HEADERS, b"[]")
+    pairs = [(name, _mailgun_value(value)) for name, value in given]
 
     def text(name: str) -> str | None:
         return fields[name].decode("utf-8", "replace") if name in fields else None
@@ -614,12 +636,11 @@ def from_sendgrid(body: bytes, content_type: str) -> Mail:
     "send raw" setting)."""
     parts = form_parts(body, content_type)
     fields = _fields(parts)
-    envelope = json.loads(fields.get("envelope") or b"{}")
-    envelope_to = next(iter(envelope.get("to") or []), None) if isinstance(envelope, dict) else None
+    envelope = _json_field(fields, "envelope", SENDGRID_ENVELOPE, b"{}")
+    envelope_to = next(iter(envelope.recipients), None)
     if fields.get("email"):
         return from_rfc822(fields["email"], envelope_to=envelope_to)
-    charsets = json.loads(fields.get("charsets") or b"{}")
-    charsets = charsets if isinstance(charsets, dict) else {}
+    charsets = _json_field(fields, "charsets", SENDGRID_CHARSETS, b"{}")
 
     def text(name: str) -> str | None:
         return decode_text(fields[name], charsets.get(name, "utf-8")) if name in fields else None
@@ -627,14 +648,12 @@ def from_sendgrid(body: bytes, content_type: str) -> Mail:
     headers: Message = _BLOCK_PARSER.parsebytes((fields.get("headers") or b"").strip() + b"\r\n\r\n", headersonly=True)
     if not headers.keys():
         headers = _header_block(_with([], From=text("from"), To=text("to"), Subject=text("subject")))
-    info = json.loads(fields.get("attachment-info") or b"{}")
-    info = info if isinstance(info, dict) else {}
+    info = _json_field(fields, "attachment-info", SENDGRID_ATTACHMENTS, b"{}")
     attachments = []
     for part in _numbered(parts, r"attachment(\d+)"):
-        found = info.get(part.name)
-        described: dict[str, Any] = found if isinstance(found, dict) else {}
-        name = str(described.get("filename") or described.get("name") or part.filename or "attachment")
-        attachments.append(Attachment(name, str(described.get("type") or part.content_type), part.data))
+        described = info.get(part.name) or SendgridAttachment()
+        name = described.filename or described.name or part.filename or "attachment"
+        attachments.append(Attachment(name, described.type or part.content_type, part.data))
     subject = text("subject") if "subject" not in {key.lower() for key in headers} else None
     return _assemble(
         headers,
@@ -651,41 +670,30 @@ def from_postmark(body: bytes, *, recipient: str | None = None) -> Mail:
     """Kind C (Postmark inbound-shaped): JSON with `From`, `FromName`, `To`, `Cc`, `Subject`, `TextBody`,
     `HtmlBody`, `ReplyTo`, `MessageID` (the provider's own id), `Headers` ([{Name, Value}], the mail's Message-ID
     among them) and `Attachments` ([{Name, ContentType, Content}], content base64)."""
-    payload: Mapping[str, Any] = json.loads(body)
-    if not isinstance(payload, Mapping):
-        raise ValueError("the JSON body is not an object")  # noqa: TRY004 (a body that cannot be read, as json's)
-    pairs = [
-        (str(item.get("Name", "")), str(item.get("Value", "")))
-        for item in payload.get("Headers") or []
-        if isinstance(item, Mapping)
-    ]
-    sender = str(payload.get("From") or "")
-    sender_name = str(payload.get("FromName") or "")
+    mail = POSTMARK_MAIL.decode(body)
+    sender = mail.sender
     headers = _header_block(
         _with(
-            pairs,
-            From=formataddr((sender_name, sender), charset="utf-8") if sender else None,
-            To=str(payload.get("To") or "") or None,
-            Cc=str(payload.get("Cc") or "") or None,
-            Reply_To=str(payload.get("ReplyTo") or "") or None,
+            [(header.name, header.value) for header in mail.headers],
+            From=formataddr((mail.from_name, sender), charset="utf-8") if sender else None,
+            To=mail.to or None,
+            Cc=mail.cc or None,
+            Reply_To=mail.reply_to or None,
         )
     )
-    attachments = []
-    for item in payload.get("Attachments") or []:
-        if isinstance(item, Mapping):
-            data = base64.b64decode(str(item.get("Content") or ""), validate=False)
-            attachments.append(
-                Attachment(str(item.get("Name") or "attachment"), str(item.get("ContentType") or ""), data)
-            )
+    attachments = [
+        Attachment(item.name or "attachment", item.content_type, base64.b64decode(item.content, validate=False))
+        for item in mail.attachments
+    ]
     return _assemble(
         headers,
         envelope_to=recipient,
-        text=str(payload.get("TextBody") or ""),
-        html=str(payload.get("HtmlBody") or "") or None,
+        text=mail.text_body,
+        html=mail.html_body or None,
         attachments=attachments,
         report=None,
-        subject=str(payload.get("Subject") or ""),
-        sender=(sender_name, sender.lower()) if sender else None,
+        subject=mail.subject,
+        sender=(mail.from_name, sender.lower()) if sender else None,
     )
 
 

@@ -11,24 +11,31 @@ UnsubscribeConfirmation."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound.commerce import instant
-from processors.helpdesk.inbound.service import Apply, Context, failed
+from processors.helpdesk.inbound.service import Apply, Context
 from storage.helpdesk import customers, orders, tickets
 from storage.helpdesk.customers import CustomerRecord
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import (
+    MARKETPLACE_NOTICE,
+    SNS_MESSAGE,
+    MarketplaceBuyer,
+    MarketplaceNotice,
+    MarketplaceOrder,
+    MarketplaceReturn,
+    SnsSubscriptionConfirmation,
+    SnsUnsubscribeConfirmation,
+)
 
 IDENTITY = "marketplace"
 _ORDER_FIELDS = ("marketplace", "status", "items", "total", "purchased_at", "updated_at")
-
-
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
+_RETURN_FIELDS = ("status", "reason", "items", "updated_at")
 
 
 def _recorded(outcome: str, classification: str) -> Apply:
@@ -39,79 +46,72 @@ def _recorded(outcome: str, classification: str) -> Apply:
 
 
 def buyer(
-    connection: Connection, organization_id: str, content: dict[str, Any], now: datetime, recorded: list[str]
+    connection: Connection, organization_id: str, notice: MarketplaceNotice, now: datetime, recorded: list[str]
 ) -> CustomerRecord:
     """The order's buyer as a customer: by the marketplace's buyer id, else by address, else one for the order."""
-    who = _object(content.get("buyer"))
-    marketplace = str(content.get("marketplace") or "marketplace")
-    email = who.get("email") if isinstance(who.get("email"), str) and "@" in who["email"] else None
-    name = str(who["name"]).strip()[:255] if isinstance(who.get("name"), str) and who["name"].strip() else None
-    if who.get("id") is None and email:
+    who = notice.buyer or MarketplaceBuyer()
+    marketplace = notice.marketplace or "marketplace"
+    email = who.email if who.email and "@" in who.email else None
+    name = who.name.strip()[:255] if who.name and who.name.strip() else None
+    if who.id is None and email:
         return customers.find_or_create(connection, organization_id, email=email, name=name, now=now, recorded=recorded)
-    value = f"{marketplace}:{who['id']}" if who.get("id") is not None else f"{marketplace}:order:{content['order_id']}"
+    value = f"{marketplace}:{who.id}" if who.id is not None else f"{marketplace}:order:{notice.order_id}"
     return customers.find_or_create_by_identity(
         connection,
         organization_id,
         kind=IDENTITY,
         value=value,
-        name=name or email or f"Buyer of order {content['order_id']}",
+        name=name or email or f"Buyer of order {notice.order_id}",
         email=email,
         now=now,
         recorded=recorded,
     )
 
 
-def order_facts(content: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
+def order_facts(notice: MarketplaceNotice, stored: dict[str, Any] | None) -> dict[str, Any]:
     """The order's facts after this notification: its own fields (an order's), the returns kept."""
     facts = dict(stored or {})
-    if content["type"] == "order":
-        facts |= {name: content[name] for name in _ORDER_FIELDS if content.get(name) is not None}
+    given = msgspec.to_builtins(notice)
+    if isinstance(notice, MarketplaceOrder):
+        facts |= {name: given[name] for name in _ORDER_FIELDS if given[name] is not None}
     facts["source"] = "marketplace"
-    if content["type"] == "return":
+    if isinstance(notice, MarketplaceReturn):
         returns = dict(facts.get("returns") or {})
-        returns[content["return_id"]] = {
-            name: content.get(name) for name in ("status", "reason", "items", "updated_at") if content.get(name)
-        }
+        returns[notice.return_id] = {name: given[name] for name in _RETURN_FIELDS if given[name]}
         facts["returns"] = returns
     return facts
 
 
 async def handle(_context: Context, event: Any) -> Apply:
-    message = json.loads(event.body)
-    kind = _object(message).get("Type")
-    if kind == "SubscriptionConfirmation":
+    message = SNS_MESSAGE.decode(event.body)
+    if isinstance(message, SnsSubscriptionConfirmation):
         return _recorded("subscription confirmed", "subscription_confirmation")
-    if kind == "UnsubscribeConfirmation":
+    if isinstance(message, SnsUnsubscribeConfirmation):
         return _recorded("unsubscribed: the subscription is not renewed", "unsubscribe_confirmation")
-    if kind != "Notification":
-        return failed("not an SNS message")
-    content = json.loads(message["Message"])
-    if not isinstance(content, dict) or content.get("type") not in ("order", "return") or not content.get("order_id"):
-        return failed("the Message is neither an order nor a return")
-    order_id = str(content["order_id"])
+    notice = MARKETPLACE_NOTICE.decode(message.message)
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         organization_id = event.organization_id
-        customer = buyer(connection, organization_id, content, now, recorded)
-        stored = orders.get(connection, event.channel_id, order_id)
-        if content["type"] == "order":
+        customer = buyer(connection, organization_id, notice, now, recorded)
+        stored = orders.get(connection, event.channel_id, notice.order_id)
+        if isinstance(notice, MarketplaceOrder):
             before = instant(stored.details.get("updated_at")) if stored else None
-            after = instant(content.get("updated_at"))
+            after = instant(notice.updated_at)
             if before is not None and after is not None and after < before:
-                return Outcome(f"order {order_id} unchanged: an older update", classification="order")
-        facts = order_facts(content, stored.details if stored else None)
+                return Outcome(f"order {notice.order_id} unchanged: an older update", classification="order")
+        facts = order_facts(notice, stored.details if stored else None)
         orders.save(
             connection,
             organization_id=organization_id,
             channel_id=event.channel_id,
-            order_id=order_id,
+            order_id=notice.order_id,
             customer_id=customer.id,
             details=facts,
             now=now,
         )
-        if content["type"] == "order":
-            return Outcome(f"order {order_id} attached to its buyer", classification="order")
-        return _return(connection, event, content, customer, now=now, recorded=recorded)
+        if isinstance(notice, MarketplaceReturn):
+            return _return(connection, event, notice, customer, now=now, recorded=recorded)
+        return Outcome(f"order {notice.order_id} attached to its buyer", classification="order")
 
     return apply
 
@@ -119,22 +119,19 @@ async def handle(_context: Context, event: Any) -> Apply:
 def _return(
     connection: Connection,
     event: Any,
-    content: dict[str, Any],
+    notice: MarketplaceReturn,
     customer: CustomerRecord,
     *,
     now: datetime,
     recorded: list[str],
 ) -> Outcome:
-    return_id, order_id = str(content["return_id"]), str(content["order_id"])
-    reason = str(content.get("reason") or "no reason given")
-    status = str(content.get("status") or "requested")
+    return_id, order_id = notice.return_id, notice.order_id
+    reason = notice.reason or "no reason given"
+    status = notice.status or "requested"
     thread_key = f"marketplace:{event.channel_id}:return:{return_id}"
     ticket = tickets.latest_of_thread(connection, event.organization_id, thread_key)
     if ticket is None:
-        comment = content.get("comment")
-        message = (
-            comment.strip() if isinstance(comment, str) else ""
-        ) or f"Return {return_id} of order {order_id} ({status}): {reason}"
+        message = (notice.comment or "").strip() or f"Return {return_id} of order {order_id} ({status}): {reason}"
         made = tickets.create(
             connection,
             event.organization_id,

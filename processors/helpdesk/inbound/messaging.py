@@ -19,15 +19,29 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+import msgspec
 from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound.service import Apply, Context
 from processors.helpdesk.inbound.sms import to_thread
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import (
+    BUSINESS_INTERACTIVE,
+    BUSINESS_ITEM,
+    BUSINESS_MEDIA,
+    PAGE_ITEM,
+    BusinessItem,
+    BusinessLocation,
+    BusinessMedium,
+    BusinessMessage,
+    PageAttachmentPayload,
+    PageEvent,
+    PageItem,
+    PageReceipt,
+)
 
 DELIVERY_STATE = "delivery_state"
-MEDIA = ("image", "document", "audio", "video", "sticker")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,69 +52,61 @@ class Content:
     attachments: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 def _join(*parts: Any) -> str:
     return ", ".join(str(part) for part in parts if part not in (None, ""))
 
 
-def business_content(message: dict[str, Any]) -> Content:
+def business_content(message: BusinessMessage) -> Content:
     """A business message of any type, as text and attachment references."""
-    kind = str(message.get("type") or "unknown")
+    kind = message.type or "unknown"
     if kind == "text":
-        return Content(str(_dict(message.get("text")).get("body") or "(empty message)"))
-    if kind in MEDIA:
-        medium = _dict(message.get(kind))
-        reference = {"media_id": medium.get("id"), "content_type": medium.get("mime_type"), "type": kind}
-        reference |= {name: medium[name] for name in ("filename", "caption", "sha256") if medium.get(name)}
-        text = medium.get("caption") or (f"({kind}: {medium['filename']})" if medium.get("filename") else f"({kind})")
-        return Content(str(text), [reference])
+        return Content((message.text.body if message.text else None) or "(empty message)")
+    if kind in BUSINESS_MEDIA:
+        medium = message.medium or BusinessMedium()
+        reference = {"media_id": medium.id, "content_type": medium.mime_type, "type": kind}
+        described = {"filename": medium.filename, "caption": medium.caption, "sha256": medium.sha256}
+        reference |= {name: value for name, value in described.items() if value}
+        text = medium.caption or (f"({kind}: {medium.filename})" if medium.filename else f"({kind})")
+        return Content(text, [reference])
     if kind == "location":
-        place = _dict(message.get("location"))
-        where = _join(place.get("name"), place.get("address"))
-        return Content(f"Location: {where + ' ' if where else ''}({place.get('latitude')}, {place.get('longitude')})")
+        place = message.location or BusinessLocation()
+        where = _join(place.name, place.address)
+        return Content(f"Location: {where + ' ' if where else ''}({place.latitude}, {place.longitude})")
     if kind == "contacts":
-        cards = []
-        for given in _list(message.get("contacts")):
-            card = _dict(given)
-            phones = [_dict(phone).get("phone") for phone in _list(card.get("phones"))]
-            emails = [_dict(email).get("email") for email in _list(card.get("emails"))]
-            cards.append(_join(_dict(card.get("name")).get("formatted_name"), *phones, *emails))
+        cards = [
+            _join(
+                card.name.formatted_name if card.name else None,
+                *(phone.phone for phone in card.phones),
+                *(email.email for email in card.emails),
+            )
+            for card in message.contacts
+        ]
         return Content("Contact: " + ("; ".join(card for card in cards if card) or "(empty)"))
     if kind == "interactive":
-        answer = _dict(message.get("interactive"))
-        reply = _dict(answer.get("button_reply")) or _dict(answer.get("list_reply"))
-        chosen = _join(reply.get("title"), reply.get("description")) or json.dumps(answer.get("nfm_reply") or answer)
-        return Content(f"Chose: {chosen}")
+        given = message.interactive or msgspec.Raw(b"{}")
+        answer = BUSINESS_INTERACTIVE.decode(given)
+        reply = answer.button_reply or answer.list_reply
+        chosen = _join(reply.title, reply.description) if reply else ""
+        return Content(f"Chose: {chosen or json.dumps(msgspec.json.decode(answer.nfm_reply or given))}")
     if kind == "button":
-        return Content(str(_dict(message.get("button")).get("text") or "(button)"))
+        return Content((message.button.text if message.button else None) or "(button)")
     if kind == "reaction":
-        return Content(f"Reacted {_dict(message.get('reaction')).get('emoji') or '(removed)'}")
+        return Content(f"Reacted {(message.reaction.emoji if message.reaction else None) or '(removed)'}")
     return Content(f"({kind} message)")
 
 
-def page_content(event: dict[str, Any]) -> Content:
+def page_content(event: PageEvent) -> Content:
     """A page message or postback, as text and attachment references."""
-    postback = event.get("postback")
-    if isinstance(postback, dict):
-        return Content(f"Chose: {_join(postback.get('title'), postback.get('payload')) or '(postback)'}")
-    message = _dict(event.get("message"))
+    if event.postback is not None:
+        return Content(f"Chose: {_join(event.postback.title, event.postback.payload) or '(postback)'}")
     references, places = [], []
-    for given in _list(message.get("attachments")):
-        attachment = _dict(given)
-        payload = _dict(attachment.get("payload"))
-        if payload.get("url"):
-            references.append({"url": payload["url"], "content_type": None, "type": attachment.get("type")})
-        point = _dict(payload.get("coordinates"))
-        if point:
-            places.append(f"Location: ({point.get('lat')}, {point.get('long')})")
-    text = "\n".join(([str(message["text"])] if message.get("text") else []) + places)
+    for attachment in event.message.attachments if event.message else []:
+        payload = attachment.payload or PageAttachmentPayload()
+        if payload.url:
+            references.append({"url": payload.url, "content_type": None, "type": attachment.type})
+        if payload.coordinates is not None:
+            places.append(f"Location: ({payload.coordinates.lat}, {payload.coordinates.long})")
+    text = "\n".join(([event.message.text] if event.message and event.message.text else []) + places)
     if not text:
         count = len(references)
         text = f"({count} attachment{'s' if count != 1 else ''})" if count else "(empty message)"
@@ -117,21 +123,22 @@ def _our_message(connection: Connection, organization_id: str, message_ids: list
     return ""
 
 
-def _business(item: dict[str, Any], kind: str, organization_id: str) -> Any:
+def _business(item: BusinessItem, kind: str, organization_id: str) -> Apply:
+    status, message = item.status, item.message
+
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
-        if kind == "status":
-            status = item["status"]
-            wamid, state = str(status.get("id")), str(status.get("status"))
-            where = _our_message(connection, organization_id, [wamid])
-            errors = "; ".join(_join(_dict(e).get("code"), _dict(e).get("title")) for e in _list(status.get("errors")))
+        if status is not None:
+            where = _our_message(connection, organization_id, [status.id])
+            errors = "; ".join(_join(error.code, error.title) for error in status.errors)
             failure = f" ({errors})" if errors else ""
-            return Outcome(f"delivery state {state}{failure} of message {wamid}{where}; no ticket", DELIVERY_STATE)
-        if kind != "message":
+            return Outcome(
+                f"delivery state {status.status}{failure} of message {status.id}{where}; no ticket", DELIVERY_STATE
+            )
+        if message is None:
             return Outcome(f"no ticket: a {kind} change", classification=kind)
-        message = item["message"]
-        wa_id = str(message["from"])
-        profile = _dict(_dict(item.get("contact")).get("profile"))
-        name = str(profile.get("name") or "").strip() or None
+        wa_id = message.sender
+        profile = item.contact.profile if item.contact else None
+        name = ((profile.name if profile else None) or "").strip() or None
         phone = f"+{wa_id}" if wa_id.isdigit() else None
         customer = customers.find_or_create_by_identity(
             connection,
@@ -153,7 +160,7 @@ def _business(item: dict[str, Any], kind: str, organization_id: str) -> Any:
             channel="messaging",
             tags=["whatsapp"],
             body=content.text,
-            message_id=str(message["id"]),
+            message_id=message.id,
             attachments=content.attachments,
             now=now,
             recorded=recorded,
@@ -162,24 +169,22 @@ def _business(item: dict[str, Any], kind: str, organization_id: str) -> Any:
     return apply
 
 
-def _page(item: dict[str, Any], kind: str, organization_id: str) -> Any:
-    event = _dict(item.get("event"))
-    sender = str(_dict(event.get("sender")).get("id") or "")
+def _page(item: PageItem, kind: str, organization_id: str) -> Apply:
+    event = item.event or PageEvent()
+    sender = (event.sender.id if event.sender else None) or ""
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         if kind == "read":
-            watermark = _dict(event.get("read")).get("watermark")
+            watermark = event.read.watermark if event.read else None
             return Outcome(f"delivery state read (up to {watermark}) by {sender}; no ticket", DELIVERY_STATE)
         if kind == "delivery":
-            delivery = _dict(event.get("delivery"))
-            mids = [str(mid) for mid in _list(delivery.get("mids"))]
-            where = _our_message(connection, organization_id, mids)
-            which = f"messages {', '.join(mids)}" if mids else f"up to {delivery.get('watermark')}"
+            delivery = event.delivery or PageReceipt()
+            where = _our_message(connection, organization_id, delivery.mids)
+            which = f"messages {', '.join(delivery.mids)}" if delivery.mids else f"up to {delivery.watermark}"
             return Outcome(f"delivery state delivered of {which}{where}; no ticket", DELIVERY_STATE)
         if kind not in ("message", "postback"):
             return Outcome(f"no ticket: a {kind} event", classification=kind)
-        message = _dict(event.get("message"))
-        if message.get("is_echo"):
+        if event.message is not None and event.message.is_echo:
             return Outcome("no ticket: an echo of the page's own message", classification="outbound_copy")
         if not sender:
             return Outcome("no ticket: the event has no sender", classification="invalid")
@@ -187,7 +192,7 @@ def _page(item: dict[str, Any], kind: str, organization_id: str) -> Any:
             connection, organization_id, kind="messenger", value=sender, name=None, now=now, recorded=recorded
         )
         content = page_content(event)
-        mid = message.get("mid") or _dict(event.get("postback")).get("mid")
+        mid = (event.message.mid if event.message else None) or (event.postback.mid if event.postback else None)
         return to_thread(
             connection,
             organization_id,
@@ -197,7 +202,7 @@ def _page(item: dict[str, Any], kind: str, organization_id: str) -> Any:
             channel="messaging",
             tags=["messenger"],
             body=content.text,
-            message_id=str(mid) if mid else None,
+            message_id=mid,
             attachments=content.attachments,
             now=now,
             recorded=recorded,
@@ -207,10 +212,7 @@ def _page(item: dict[str, Any], kind: str, organization_id: str) -> Any:
 
 
 async def handle(_context: Context, event: Any) -> Apply:
-    item = json.loads(event.body)
     kind = str((event.details or {}).get("kind") or "other")
     if event.provider == "business_messaging":
-        apply: Apply = _business(item, kind, event.organization_id)
-    else:
-        apply = _page(item, kind, event.organization_id)
-    return apply
+        return _business(BUSINESS_ITEM.decode(event.body), kind, event.organization_id)
+    return _page(PAGE_ITEM.decode(event.body), kind, event.organization_id)

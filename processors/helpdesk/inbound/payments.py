@@ -13,16 +13,25 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.engine import Connection
 
-from processors.helpdesk.inbound.service import Apply, Context, failed
+from processors.helpdesk.inbound.service import Apply, Context
 from storage.helpdesk import customers, tickets, workspaces
 from storage.helpdesk.customers import CustomerRecord
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import (
+    BILLING_EVENT,
+    CONNECTED_EVENT,
+    DISPUTE_EVENT,
+    BillingObject,
+    Dispute,
+    DisputeEvidence,
+    StripeEvent,
+    StripeRef,
+)
 
 BILLING_EVENTS = (
     "checkout.session.completed",
@@ -47,17 +56,13 @@ DISPUTE = "charge.dispute."
 IDENTITY = "payments"
 
 
-def _object(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def billing_status(event_type: str, obj: dict[str, Any]) -> str | None:
+def billing_status(event_type: str, obj: BillingObject) -> str | None:
     """The billing state a billing event means; None: it changes nothing (a checkout still awaiting its payment)."""
     if event_type == "checkout.session.completed":
-        paid = obj.get("payment_status") in ("paid", "no_payment_required")
+        paid = obj.payment_status in ("paid", "no_payment_required")
         return workspaces.BILLING_ACTIVE if paid else None
     if event_type in ("customer.subscription.created", "customer.subscription.updated"):
-        return SUBSCRIPTION_STATES.get(str(obj.get("status")))
+        return SUBSCRIPTION_STATES.get(obj.status or "")
     if event_type == "customer.subscription.deleted":
         return workspaces.BILLING_CANCELED
     if event_type == "invoice.payment_succeeded":
@@ -67,28 +72,15 @@ def billing_status(event_type: str, obj: dict[str, Any]) -> str | None:
     return None
 
 
-def customer_of(obj: dict[str, Any]) -> str | None:
-    customer = obj.get("customer")
-    customer = customer.get("id") if isinstance(customer, dict) else customer
-    return customer if isinstance(customer, str) and customer else None
-
-
-def _happened(payload: dict[str, Any], now: datetime) -> datetime:
-    created = payload.get("created")
-    return datetime.fromtimestamp(created, UTC) if isinstance(created, int | float) else now
-
-
 async def handle(_context: Context, event: Any) -> Apply:
-    payload = json.loads(event.body)
-    if not isinstance(payload, dict):
-        return failed("not a Stripe event")
-    event_type = str(payload.get("type"))
-    obj = _object(_object(payload.get("data")).get("object"))
     if event.provider == "payments_connect":
-        return _connected(event, payload, event_type, obj)
+        return _connected(event, CONNECTED_EVENT.decode(event.body))
+    payload = BILLING_EVENT.decode(event.body)
+    event_type, obj = payload.type, payload.data.object
     classification = event_type[:32]
     organization_id = event.organization_id
     status = billing_status(event_type, obj)
+    happened = datetime.fromtimestamp(payload.created, UTC) if payload.created is not None else None
 
     def apply(connection: Connection, now: datetime, _recorded: list[str]) -> Outcome:
         if event_type not in BILLING_EVENTS:
@@ -96,15 +88,13 @@ async def handle(_context: Context, event: Any) -> Apply:
         if organization_id == workspaces.NO_ORGANIZATION:
             return Outcome("no organization: the event names none the helpdesk knows", classification=classification)
         if status is None:
-            return Outcome(
-                f"billing unchanged: payment status {obj.get('payment_status')}", classification=classification
-            )
+            return Outcome(f"billing unchanged: payment status {obj.payment_status}", classification=classification)
         change = workspaces.change_billing(
             connection,
             organization_id,
             status,
-            event_at=_happened(payload, now),
-            customer_id=customer_of(obj),
+            event_at=happened or now,
+            customer_id=obj.customer_id,
             reason=event_type,
             now=now,
         )
@@ -119,68 +109,70 @@ async def handle(_context: Context, event: Any) -> Apply:
     return apply
 
 
-def _amount(obj: dict[str, Any]) -> str:
-    amount, currency = obj.get("amount"), str(obj.get("currency") or "").upper()
-    return f"{amount / 100:.2f} {currency}".strip() if isinstance(amount, int | float) else "an unknown amount"
+def _amount(dispute: Dispute) -> str:
+    currency = (dispute.currency or "").upper()
+    return f"{dispute.amount / 100:.2f} {currency}".strip() if dispute.amount is not None else "an unknown amount"
 
 
-def _facts(event_type: str, obj: dict[str, Any]) -> str:
-    evidence = _object(obj.get("evidence_details"))
+def _facts(event_type: str, dispute: Dispute) -> str:
     lines = [
-        f"Stripe {event_type}: dispute {obj.get('id')} of {_amount(obj)}",
-        f"Reason: {obj.get('reason') or 'not given'}; status: {obj.get('status') or 'unknown'}",
-        f"Charge: {obj.get('charge') or '-'}; payment intent: {obj.get('payment_intent') or '-'}",
+        f"Stripe {event_type}: dispute {dispute.id} of {_amount(dispute)}",
+        f"Reason: {dispute.reason or 'not given'}; status: {dispute.status or 'unknown'}",
+        f"Charge: {dispute.charge or '-'}; payment intent: {dispute.payment_intent or '-'}",
     ]
-    if isinstance(evidence.get("due_by"), int):
-        due = datetime.fromtimestamp(evidence["due_by"], UTC).isoformat().replace("+00:00", "Z")
+    due_by = dispute.evidence_details.due_by if dispute.evidence_details else None
+    if due_by is not None:
+        due = datetime.fromtimestamp(due_by, UTC).isoformat().replace("+00:00", "Z")
         lines.append(f"Evidence due by {due}")
     return "\n".join(lines)
 
 
 def _cardholder(
-    connection: Connection, event: Any, account: str, obj: dict[str, Any], *, now: datetime, recorded: list[str]
+    connection: Connection, event: Any, account: str, dispute: Dispute, *, now: datetime, recorded: list[str]
 ) -> CustomerRecord:
-    evidence = _object(obj.get("evidence"))
-    email = evidence.get("customer_email_address")
-    name = evidence.get("customer_name")
-    name = name.strip()[:255] if isinstance(name, str) and name.strip() else None
-    if isinstance(email, str) and "@" in email:
+    evidence = dispute.evidence or DisputeEvidence()
+    email = evidence.customer_email_address
+    name = evidence.customer_name.strip()[:255] if evidence.customer_name and evidence.customer_name.strip() else None
+    if email and "@" in email:
         return customers.find_or_create(
             connection, event.organization_id, email=email.strip(), name=name, now=now, recorded=recorded
         )
-    charge = str(obj.get("charge") or obj.get("id"))
+    charge = str(dispute.charge or dispute.id)
     return customers.find_or_create_by_identity(
         connection,
         event.organization_id,
         kind=IDENTITY,
-        value=f"{account}:{customer_of(obj) or charge}",
+        value=f"{account}:{dispute.customer_id or charge}",
         name=name or f"Cardholder of {charge}",
         now=now,
         recorded=recorded,
     )
 
 
-def _connected(event: Any, payload: dict[str, Any], event_type: str, obj: dict[str, Any]) -> Apply:
+def _connected(event: Any, head: StripeEvent[StripeRef]) -> Apply:
+    event_type = head.type
     classification = event_type[:32]
-    account = str((event.details or {}).get("account") or payload.get("account"))
-    if not event_type.startswith(DISPUTE) or not obj.get("id"):
+    account = str((event.details or {}).get("account") or head.account)
+    if not event_type.startswith(DISPUTE) or not head.data.object.id:
 
         def recorded_only(_connection: Connection, _now: datetime, _recorded: list[str]) -> Outcome:
             return Outcome(f"recorded: {event_type} makes no ticket", classification=classification)
 
         return recorded_only
-    thread_key = f"dispute:{event.channel_id}:{obj['id']}"
+    dispute = DISPUTE_EVENT.decode(event.body).data.object
+    thread_key = f"dispute:{event.channel_id}:{dispute.id}"
+    subject = f"Payment dispute {dispute.id}: {_amount(dispute)} ({dispute.reason or 'no reason given'})"
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         organization_id = event.organization_id
         ticket = tickets.latest_of_thread(connection, organization_id, thread_key)
         outcome = "noted on its dispute's ticket"
         if ticket is None:
-            cardholder = _cardholder(connection, event, account, obj, now=now, recorded=recorded)
+            cardholder = _cardholder(connection, event, account, dispute, now=now, recorded=recorded)
             ticket = tickets.create(
                 connection,
                 organization_id,
-                subject=f"Payment dispute {obj['id']}: {_amount(obj)} ({obj.get('reason') or 'no reason given'})"[:255],
+                subject=subject[:255],
                 customer=cardholder,
                 channel="commerce",
                 priority="high",
@@ -196,7 +188,7 @@ def _connected(event: Any, payload: dict[str, Any], event_type: str, obj: dict[s
             ticket,
             author_type="agent",
             author_id=None,
-            body=_facts(event_type, obj),
+            body=_facts(event_type, dispute),
             internal=True,
             now=now,
             recorded=recorded,

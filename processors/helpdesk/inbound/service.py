@@ -7,7 +7,8 @@ webhook events are announced once it has committed.
 A handler is `async handle(context, event) -> Apply`, where `event` is the stored row (`provider`, `body`,
 `content_type`, `organization_id`, `channel_id`, ...) and `Apply(connection, now, recorded) -> Outcome` writes the
 change (adding the ids of the webhook events it records to `recorded`) and says what it was. Parsing that fails
-is an outcome too (`failed: ...`): a call the provider signed but that cannot be read is recorded, never retried.
+is an outcome too (`failed: ...`, naming the field of a body not in its provider's shape: topics/helpdesk/inbound.py):
+a call the provider signed but that cannot be read is recorded, never retried.
 A failure of the database or the blob store is not: the batch is handed back to the consumer (redelivered after a
 pause) and its events stay pending until they are made into what they are."""
 
@@ -32,6 +33,7 @@ from storage.common.db import Database
 from storage.helpdesk import channels, inbound, tickets
 from storage.helpdesk.inbound import Outcome
 from topics.helpdesk import HelpdeskTopics, InboundReceived
+from topics.helpdesk.inbound import Provider
 
 log = structlog.get_logger("signalyard.processors.helpdesk")
 
@@ -116,7 +118,7 @@ def failed(reason: str) -> Apply:
 
 
 class InboundProcessor:
-    def __init__(self, context: Context, handlers: Mapping[str, Handler], announce: Announce) -> None:
+    def __init__(self, context: Context, handlers: Mapping[Provider, Handler], announce: Announce) -> None:
         self.context = context
         self.handlers = handlers
         self.announce = announce
@@ -144,6 +146,9 @@ class InboundProcessor:
             apply = await handler(self.context, row) if handler else failed(f"no handler for {row.provider}")
         except TRANSIENT:
             raise  # the event stays pending: the batch is redelivered
+        except msgspec.DecodeError as error:
+            log.warning("inbound_malformed", event_id=row.id, provider=row.provider, reason=str(error))
+            apply = failed(f"malformed: {error}")
         except Exception as error:  # a bug of ours, or a call we cannot read: recorded, not retried forever
             log.exception("inbound_parse_failed", event_id=row.id, provider=row.provider)
             apply = failed(type(error).__name__)

@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from processors.helpdesk.inbound.service import CLOSED, Apply, Context, reopen_if_closed
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import sms_message
 
 REOPEN_WITHIN = timedelta(days=7)
 """The messaging apps' rule (`to_thread`'s default): a resolved or closed ticket of a sender's thread is reopened by the
@@ -53,19 +54,13 @@ class Sms:
 def parse(form: bytes) -> Sms:
     """The SMS provider's form (From, To, Body, MessageSid, NumMedia, MediaUrlN, MediaContentTypeN)."""
     fields = dict(parse_qsl(form.decode("utf-8"), keep_blank_values=True))
-    count = min(int(fields.get("NumMedia") or 0), MAX_MEDIA)
+    message = sms_message(fields)
     media = [
         {"url": fields[f"MediaUrl{index}"], "content_type": fields.get(f"MediaContentType{index}") or None}
-        for index in range(count)
+        for index in range(min(message.num_media, MAX_MEDIA))
         if fields.get(f"MediaUrl{index}")
     ]
-    return Sms(
-        sid=fields.get("MessageSid", ""),
-        sender=fields.get("From", "").strip(),
-        to=fields.get("To", "").strip(),
-        text=fields.get("Body", ""),
-        media=media,
-    )
+    return Sms(sid=message.sid, sender=message.sender.strip(), to=message.to.strip(), text=message.text, media=media)
 
 
 def to_thread(

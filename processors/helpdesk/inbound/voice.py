@@ -17,12 +17,12 @@ that comes after its ticket is added to it as the caller's message."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import msgspec
 import structlog
 from sqlalchemy.engine import Connection
 
@@ -33,6 +33,7 @@ from storage.common.db import Database
 from storage.helpdesk import calls, customers, tickets
 from storage.helpdesk.calls import CallRecord
 from storage.helpdesk.inbound import Outcome
+from topics.helpdesk.inbound import VOICE_EVENT, VoiceEvent
 
 log = structlog.get_logger("signalyard.processors.helpdesk")
 
@@ -69,22 +70,19 @@ class CallEvent:
     """The voicemail's text: "" for an empty transcription, None when the event says nothing of it."""
 
 
-def call_event(payload: dict[str, Any]) -> CallEvent:
+def call_event(payload: VoiceEvent) -> CallEvent:
     """A call event's part of the call (the gateway checked it has a call id and a state)."""
-    state = str(payload.get("state") or "")
-    link = payload.get("voicemail_link")
-    if isinstance(link, str) and link.strip():
-        recording_url: str | None = link.strip()
-    else:
-        recording_url = "" if state == "voicemail_uploaded" else None
-    text = payload.get("transcription_text")
+    state = payload.state or ""
+    link = (payload.voicemail_link or "").strip()
+    recording_url = link or ("" if state == "voicemail_uploaded" else None)
+    given = msgspec.to_builtins(payload)
     return CallEvent(
-        call_id=str(payload.get("call_id") or ""),
+        call_id="" if payload.call_id is None else str(payload.call_id),
         state=state,
-        details={name: payload[name] for name in DETAILS if payload.get(name) is not None},
+        details={name: given[name] for name in DETAILS if given[name] is not None},
         voicemail=state in ("voicemail", "voicemail_uploaded") or bool(recording_url),
         recording_url=recording_url,
-        transcription=(str(text) if text else "") if state == "transcription" else None,
+        transcription=(payload.transcription_text or "") if state == "transcription" else None,
     )
 
 
@@ -177,7 +175,7 @@ def _waiting(call: CallRecord) -> str:
     return f"; voicemail waiting for its {' and '.join(missing)}"
 
 
-def _call(event: Any, payload: dict[str, Any]) -> Apply:
+def _call(event: Any, payload: VoiceEvent) -> Apply:
     given = call_event(payload)
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
@@ -270,12 +268,11 @@ async def waiting_voicemails_forever(db: Database, announce: Announce, *, every_
             log.exception("voicemail_wait_failed")
 
 
-def _sms(event: Any, payload: dict[str, Any]) -> Apply:
-    outbound = str(payload.get("direction") or "").lower() == "outbound"
-    senders = payload.get("from_number")
-    sender = str((senders[0] if senders else "") if isinstance(senders, list) else (senders or "")).strip()
-    text = str(payload.get("text") or "") or "(empty message)"
-    message_id = str(payload["id"]) if payload.get("id") else None
+def _sms(event: Any, payload: VoiceEvent) -> Apply:
+    outbound = (payload.direction or "").lower() == "outbound"
+    sender = next(iter(payload.senders), "")
+    text = payload.text or "(empty message)"
+    message_id = str(payload.id) if payload.id else None
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         if outbound:
@@ -296,7 +293,7 @@ def _sms(event: Any, payload: dict[str, Any]) -> Apply:
 
 
 async def handle(_context: Context, event: Any) -> Apply:
-    payload = json.loads(event.body)
-    if str(payload.get("event_type") or "").lower() == "sms":
+    payload = VOICE_EVENT.decode(event.body)
+    if (payload.event_type or "").lower() == "sms":
         return _sms(event, payload)
     return _call(event, payload)

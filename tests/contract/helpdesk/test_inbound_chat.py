@@ -216,7 +216,11 @@ async def test_an_unknown_team_is_404_and_a_malformed_body_400_and_neither_is_st
     assert no_team.status_code == 400
     no_event_id = chat.callback("Hello", ts="1767225600.000100")
     del no_event_id["event_id"]
-    assert (await chat.post(no_event_id)).status_code == 400
+    refused = await chat.post(no_event_id)
+    assert (refused.status_code, refused.json()["error"]["message"]) == (
+        400,
+        "The body is malformed: Object missing required field `event_id`",
+    )
     unknown_type = {"type": "app_rate_limited", "team_id": chat.team_id}
     assert (await chat.post(unknown_type)).status_code == 400
     assert await chat.stored() == 0

@@ -115,8 +115,12 @@ async def test_a_malformed_body_is_400_and_stores_nothing(helpdesk_stack: Helpde
     body, content_type = sendgrid_form(fixture("inbound_gmail_utf8.eml"), envelope_to=[box.address])
     truncated = await box.sendgrid_post(body[: len(body) // 2], content_type)
     assert (truncated.status_code, truncated.json()["error"]["code"]) == (400, "invalid_request")
-    for envelope in (b"{not json", json.dumps({"to": []}).encode(), json.dumps(["a@b.c"]).encode()):
+    for envelope, message in (
+        (b"{not json", "The field envelope is not JSON"),
+        (json.dumps({"to": []}).encode(), "The envelope names no recipient"),
+        (json.dumps(["a@b.c"]).encode(), "The field envelope is malformed: Expected `object`, got `array`"),
+    ):
         broken, broken_type = multipart([("envelope", envelope), ("text", b"hello")])
         answer = await box.sendgrid_post(broken, broken_type)
-        assert answer.status_code == 400, answer.text
+        assert (answer.status_code, answer.json()["error"]["message"]) == (400, message), answer.text
     assert await box.stored() == 0

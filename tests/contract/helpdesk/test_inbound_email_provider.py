@@ -213,5 +213,9 @@ async def test_a_malformed_body_is_400_and_stores_nothing(helpdesk_stack: Helpde
     assert (not_json.status_code, not_json.json()["error"]["code"]) == (400, "invalid_request")
     assert (await sender.post({"event": "delivered", "email": "a@example.com"})).status_code == 400  # not an array
     assert (await sender.post([])).status_code == 400
-    assert (await sender.post([{"event": "delivered"}])).status_code == 400  # no email
+    no_email = await sender.post([{"event": "delivered", "email": "a@example.com"}, {"event": "delivered"}])
+    assert (no_email.status_code, no_email.json()["error"]["message"]) == (
+        400,
+        "Event 1 is malformed: Object missing required field `email`",
+    )
     assert await sender.stored() == 0

@@ -315,11 +315,18 @@ async def test_a_malformed_body_is_400_and_stores_nothing(
         assert unknown_type.status_code == 400
         unsigned = json.loads(sns.notification(market.topic_arn, order("114-7", "ABUYER8")))
         del unsigned["Signature"]
-        assert (await post(http, json.dumps(unsigned).encode())).status_code == 400
+        refused = await post(http, json.dumps(unsigned).encode())
+        assert (refused.status_code, refused.json()["error"]["message"]) == (
+            400,
+            "The body is malformed: Object missing required field `Signature`",
+        )
         not_an_order = await post(http, sns.notification(market.topic_arn, "Hello, world"))  # signed, but not JSON
         assert not_an_order.status_code == 400
         no_order_id = await post(http, sns.notification(market.topic_arn, json.dumps({"type": "order"})))
-        assert no_order_id.status_code == 400
+        assert (no_order_id.status_code, no_order_id.json()["error"]["message"]) == (
+            400,
+            "The notification's Message is malformed: Object missing required field `order_id`",
+        )
         wrong_header = await post(
             http, sns.notification(market.topic_arn, order("114-8", "B")), "SubscriptionConfirmation"
         )

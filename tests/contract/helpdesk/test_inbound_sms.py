@@ -166,7 +166,10 @@ async def test_a_malformed_call_is_a_clear_4xx_and_stores_nothing(helpdesk_stack
     del no_from["From"]
     assert (await line.send(no_from)).status_code == 400
     bad_count = await line.send(line.message(sender, "Hi", NumMedia="two"))
-    assert bad_count.status_code == 400
+    assert (bad_count.status_code, bad_count.json()["error"]["message"]) == (
+        400,
+        "The form is malformed: Expected `int`, got `str` - at `$.NumMedia`",
+    )
     no_to = line.message(sender, "Hi")
     del no_to["To"]
     assert (await line.send(no_to)).status_code == 400

@@ -85,8 +85,8 @@ class InboundReceived(msgspec.Struct, frozen=True, kw_only=True):
     organization_id: str
     channel_id: str
     provider: str
-    """email_a | email_b | email_c | email_d | sms | business_messaging | page_messaging | voice | commerce |
-    commerce_privacy | payments | payments_connect | chat | email_provider | marketplace"""
+    """A `topics.helpdesk.inbound.Provider`, kept a string on the wire: a member that does not know a newer provider
+    still reads the message (and records its event as one it has no handler for)."""
 
     @classmethod
     def of(cls, event: Any) -> InboundReceived:
