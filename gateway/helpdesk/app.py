@@ -18,6 +18,7 @@ from gateway.helpdesk.procedures import channels as channel_procedures
 from gateway.helpdesk.procedures import customers as customer_procedures
 from gateway.helpdesk.procedures import events as event_procedures
 from gateway.helpdesk.procedures import keys as key_procedures
+from gateway.helpdesk.procedures import search as search_procedures
 from gateway.helpdesk.procedures import team as team_procedures
 from gateway.helpdesk.procedures import tickets as ticket_procedures
 from gateway.helpdesk.procedures import webhooks as webhook_procedures
@@ -28,6 +29,7 @@ from gateway.helpdesk.rest.attachments import AttachmentsController, UploadsCont
 from gateway.helpdesk.rest.channels import ChannelsController, InboundMessagesController
 from gateway.helpdesk.rest.customers import CustomersController
 from gateway.helpdesk.rest.events import EventsController
+from gateway.helpdesk.rest.search import SearchController
 from gateway.helpdesk.rest.tickets import ConversationsController, TicketsController
 from gateway.helpdesk.rest.users import InvitationsController, UsersController
 from gateway.helpdesk.rest.webhooks import WEBHOOK_ROUTES
@@ -44,6 +46,7 @@ REST_ROUTES: list[ControllerRouterHandler] = [
     InvitationsController,
     AttachmentsController,
     UploadsController,
+    SearchController,
     EventsController,
     WEBHOOK_ROUTES,
     ChannelsController,
@@ -64,6 +67,7 @@ def procedures(helpdesk: HelpdeskGateway) -> Mapping[str, Procedure]:
         **key_procedures.procedures(desk),
         **channel_procedures.procedures(desk),
         **team_procedures.procedures(desk),
+        **search_procedures.procedures(desk),
     }
 
 

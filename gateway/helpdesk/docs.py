@@ -28,6 +28,7 @@ from gateway.helpdesk.schemas import (
     InvitationList,
     Member,
     MemberList,
+    SearchResults,
     Ticket,
     TicketList,
     Upload,
@@ -450,4 +451,11 @@ UPLOAD["operation_class"] = openapi.documented_operation(
             )
         },
     ),
+)
+SEARCH = _route(
+    "search",
+    "Full-text search over the organization's tickets, conversations and customers, best first",
+    200,
+    openapi.response(SearchResults, "A page of hits; `next_offset` continues it"),
+    400,
 )

@@ -14,7 +14,7 @@ from operations.helpdesk import attachments
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
 from storage.common.webhooks.endpoints import Endpoint
-from storage.helpdesk import channels, customers, events, inbound, team, tickets, uploads
+from storage.helpdesk import channels, customers, events, inbound, search, team, tickets, uploads
 from topics.helpdesk.inbound import ChannelKindName, Provider
 from wire.timestamps import iso
 
@@ -396,3 +396,37 @@ class Upload(msgspec.Struct, kw_only=True):
             size=upload.size,
             created_at=_iso(upload.created_at),
         )
+
+
+class SearchHit(msgspec.Struct, kw_only=True):
+    """A ticket (`ticket_id`), a reply or note (`conversation_id` and its `ticket_id`) or a customer (`customer_id`)
+    that matched, with the text around the match and where the matching words are in it."""
+
+    kind: Literal["ticket", "conversation", "customer"]
+    ticket_id: Uuid | None
+    conversation_id: Uuid | None
+    customer_id: Uuid | None
+    rank: float
+    """Higher first; comparable within one result list only."""
+    snippet: str
+    highlights: list[tuple[int, int]]
+    """The matching words in `snippet`, as [start, end) character offsets."""
+
+    @classmethod
+    def of(cls, hit: search.Hit) -> SearchHit:
+        return cls(
+            kind=hit.kind,
+            ticket_id=hit.ticket_id,
+            conversation_id=hit.conversation_id,
+            customer_id=hit.customer_id,
+            rank=hit.rank,
+            snippet=hit.snippet,
+            highlights=list(hit.highlights),
+        )
+
+
+class SearchResults(msgspec.Struct, kw_only=True):
+    data: list[SearchHit]
+    has_more: bool
+    next_offset: int | None
+    """The `offset` of the next page."""

@@ -406,3 +406,24 @@ class Order(Base):
     details: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
+
+
+SEARCHED = {
+    "helpdesk_tickets": ("subject",),
+    "helpdesk_conversations": ("body",),
+    "helpdesk_customers": ("name", "email", "phone"),
+}
+"""What full-text search indexes (storage/helpdesk/search.py): a table and its columns. The index is made by migration
+0014 in each database's own terms, outside these models: on SQLite an FTS5 table `<table>_search` (with its shadow
+tables `<table>_search_data|idx|docsize|config`) kept by triggers, and `helpdesk_search_organizations`; on
+PostgreSQL a generated column `search_vector`, a GIN index `ix_<table>_search`, and
+`ix_helpdesk_conversations_search_recent`."""
+SEARCH_INDEXES = {
+    *(f"ix_{table}_search" for table in SEARCHED),
+    "ix_helpdesk_conversations_search_recent",
+}
+SEARCH_TABLES = {
+    "helpdesk_search_organizations",
+    *(f"{table}_search{shadow}" for table in SEARCHED for shadow in ("", "_data", "_idx", "_docsize", "_config")),
+}
+"""SQLite's: each FTS5 table and its shadow tables, and the organizations' numbers in the index's rowids."""

@@ -7,14 +7,14 @@ from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from storage.common.db import create_engine
-from storage.tables import METADATA
+from storage.tables import METADATA, modelled
 
 MIGRATION_LOCK_ID = 0x5179_0001
 """The PostgreSQL advisory lock held while migrating (any constant of ours)."""
 
 
 def run(connection: Connection) -> None:
-    context.configure(connection=connection, target_metadata=METADATA, render_as_batch=True)
+    context.configure(connection=connection, target_metadata=METADATA, render_as_batch=True, include_name=modelled)
     with context.begin_transaction():
         if connection.dialect.name == "postgresql":
             # Processes migrating at once take turns; the later one finds the schema current and does nothing.
