@@ -1,7 +1,9 @@
 """The helpdesk walkthrough of docs/helpdesk.md, run as written against `signalyard up`: sign in by a link from the
 development outbox, complete signup, a REST key with `tickets:write`, a subscription, a ticket through REST, its
-events paged through the procedures, and its signed `ticket.created` delivery at the documented receiver; and the
-demo organization `up` makes on its first run, as its banner says."""
+events paged through the procedures, and its signed `ticket.created` delivery at the documented receiver; then as a
+team: an agent invited and joined by the mailed link, their ticket and reply through the procedures, a second ticket
+merged into it, a search that finds it by the reply, and an inbound mail's attachment downloaded by its signed URL;
+and the demo organization `up` makes on its first run, as its banner says."""
 
 from __future__ import annotations
 
@@ -58,6 +60,7 @@ def test_the_helpdesk_walkthrough_signs_in_creates_a_ticket_and_delivers_it_sign
     script = script.replace("127.0.0.1:9000", f"127.0.0.1:{receiver_port}")
     walkthrough = subprocess.Popen(
         ["bash", "-ec", script],
+        check=False,
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -79,6 +82,7 @@ def test_the_helpdesk_walkthrough_signs_in_creates_a_ticket_and_delivers_it_sign
         assert event["event_data"] == {"subject": "My order has not arrived", "priority": "high", "channel": "api"}
         assert (page["nextCursor"], page["hasMore"]) == (event["id"], False)
         assert f"ticket.created {event['aggregate_id']}\n" in output, log
+        as_a_team(block("sh helpdesk-team").replace("127.0.0.1:8003", f"127.0.0.1:{helpdesk_port}"), tmp_path, log)
 
         # The banner's demo organization: its admin signs in with the printed password, its key has scope `*`.
         signed_in = re.search(r"sign in (admin@helpdesk\.example) / (\S+) \(auth\.signInWithPassword\)", up.banner)
@@ -97,3 +101,30 @@ def test_the_helpdesk_walkthrough_signs_in_creates_a_ticket_and_delivers_it_sign
     finally:
         os.killpg(walkthrough.pid, signal.SIGKILL)
         assert up.ctrl_c() == 0
+
+
+def as_a_team(script: str, workdir: Path, log: str) -> None:
+    """The team block, run where the first one left the admin's cookies: what each step answers."""
+    done = subprocess.run(
+        ["bash", "-ec", script],
+        check=False,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if not k.startswith("SIGNALYARD_")},
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, f"{output}\n{log}"
+    lines = output.splitlines()
+    answers = [json.loads(line) for line in lines if line.startswith("{")]
+    results = [answer["result"]["data"]["json"] for answer in answers if "result" in answer]
+    invited, reply, merged, found = results[0], results[1], results[2], results[3]
+    assert (invited["email"], invited["role"]) == ("grace@example.com", "agent"), output
+    assert re.search(r"^303 http://127\.0\.0\.1:\d+/$", output, re.M), output
+    assert (reply["author_type"], reply["body"]) == ("agent", "A technician is on his way with an extinguisher.")
+    assert reply["author_id"] is not None, output
+    assert merged["id"] == reply["ticket_id"], output
+    assert any(hit["kind"] == "conversation" and hit["ticket_id"] == reply["ticket_id"] for hit in found["items"])
+    assert {"status": "accepted"} in answers, output
+    assert lines[-1] == "smoke level: high", output
