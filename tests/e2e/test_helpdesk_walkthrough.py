@@ -60,7 +60,6 @@ def test_the_helpdesk_walkthrough_signs_in_creates_a_ticket_and_delivers_it_sign
     script = script.replace("127.0.0.1:9000", f"127.0.0.1:{receiver_port}")
     walkthrough = subprocess.Popen(
         ["bash", "-ec", script],
-        check=False,
         cwd=tmp_path,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
