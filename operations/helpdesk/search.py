@@ -43,6 +43,7 @@ class Found(msgspec.Struct, frozen=True):
 
 
 async def query(desk: Helpdesk, actor: Actor, given: Search) -> Found:
+    """A page of hits; a page that would reach past the MAX_RESULTS best is cut there (the last page)."""
     try:
         hits, has_more = await desk.db.read(
             search.search,
@@ -54,7 +55,7 @@ async def query(desk: Helpdesk, actor: Actor, given: Search) -> Found:
             assignee_id=given.assignee_id,
             customer_id=given.customer_id,
             tag=given.tag,
-            limit=given.limit,
+            limit=min(given.limit, MAX_RESULTS - given.offset),
             offset=given.offset,
         )
     except search.BadQuery as bad:

@@ -43,6 +43,12 @@ def parse(event: Any) -> Mail:
     raise ValueError(f"no mail parser for {event.provider}")
 
 
+MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024
+"""An inbound mail's attachment is kept up to this size; a larger one is listed on its conversation as refused (an
+outage of the blob store, on the other hand, is tried again: the event stays pending)."""
+REFUSED = f"over the {MAX_ATTACHMENT_BYTES // 2**20} MiB an inbound attachment may be"
+
+
 async def handle(context: Context, event: Any) -> Apply:
     # a large mail (attachments) is parsed on a thread: the other senders' events go on meanwhile
     mail = await asyncio.to_thread(parse, event) if len(event.body) > OFF_THE_LOOP_BYTES else parse(event)
@@ -54,10 +60,12 @@ async def handle(context: Context, event: Any) -> Apply:
             name = _UNSAFE.sub("_", attachment.name)[:100] or "attachment"
             key = f"helpdesk/{event.organization_id}/inbound/{event.id}/{index}-{name}"
             content_type = attachment.content_type or "application/octet-stream"
+            kept = {"name": attachment.name, "content_type": content_type, "size": len(attachment.data)}
+            if len(attachment.data) > MAX_ATTACHMENT_BYTES:  # refused for good: the mail is a ticket all the same
+                attachments.append(kept | {"refused": REFUSED})
+                continue
             await put_blob(context, key, attachment.data, content_type)
-            attachments.append(
-                {"name": attachment.name, "content_type": content_type, "size": len(attachment.data), "blob": key}
-            )
+            attachments.append(kept | {"blob": key})
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         if kind == mails.BOUNCE:
