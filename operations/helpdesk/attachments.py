@@ -1,8 +1,8 @@
-"""Attachments: what came with a message (mail parts, MMS and messaging media, voicemail audio, data exports) and the
-files members attach to their replies and notes. A stored file is fetched through a short-lived signed URL, issued
-only inside the conversation a member or a key reads; the URL itself is the credential (no session needed), so a mail
-client or a provider can fetch it too. Media a provider holds (its URL, not fetched) is listed as its link. A file
-over MAX_UPLOAD_BYTES is refused for good; an inbound one is listed with the refusal instead of its link."""
+"""Attachments: what came with a message (mail parts, MMS and messaging media, voicemail audio) and the files members
+attach to their replies and notes. A stored file is fetched through a short-lived signed URL, issued only inside the
+conversation a member or a key reads; the URL itself is the credential (no session needed), so a mail client or a
+provider can fetch it too. Media a provider holds (its URL, not fetched) is listed as its link. An upload over
+MAX_UPLOAD_BYTES is refused; an inbound mail's file over its limit is listed with the refusal instead of a URL."""
 
 from __future__ import annotations
 
