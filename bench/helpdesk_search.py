@@ -394,11 +394,11 @@ def _create_tickets(connection: Connection, organization_id: str, first: int) ->
 
 
 async def write_cost(new_database: Callable[[], Any], rows: int) -> dict[str, str]:
-    """Without the index (revision 0012) and with it (the newest), each in a new database: replies inserted a second
+    """Without the index (revision 0013) and with it (the newest), each in a new database: replies inserted a second
     (as the fill inserts them), and the time a ticket takes to be made with its first message by the storage call
     the inbound processors make (`tickets.create`), 64 to a transaction, for a tenth as many tickets."""
     costs = {}
-    for revision in ("0012", "head"):
+    for revision in ("0013", "head"):
         log(f"write cost: {rows:,} replies and {rows // 10:,} tickets at revision {revision}")
         async with new_database() as url:
             config = Config()
@@ -421,7 +421,7 @@ async def write_cost(new_database: Callable[[], Any], rows: int) -> dict[str, st
                 per_ticket_ms = (time.perf_counter() - began) * 1000 / made
             finally:
                 await db.dispose()
-        index = "without the index" if revision == "0012" else "with the index"
+        index = "without the index" if revision == "0013" else "with the index"
         costs[f"replies {index}"] = f"{rows / seconds:,.0f}/s"
         costs[f"a ticket and its first message {index}"] = f"{per_ticket_ms:.3f} ms"
     return costs

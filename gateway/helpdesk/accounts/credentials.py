@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import secrets
 import time
 from collections.abc import Callable
@@ -60,6 +61,11 @@ class Access:
     expires_at: float
 
 
+VERIFIED_TOKENS = 4096
+"""Access tokens whose signature was checked, remembered (a browser sends the same one with each request for 15
+minutes): checking a JWT was the largest cost of admitting a procedure call (bench/README.md, "Procedures")."""
+
+
 class AccessTokens:
     """Short-lived signed JWTs (HS256) naming a user and a session. Whether the session is still alive is storage's
     to say, on every request: a token alone never keeps a signed-out session working."""
@@ -72,6 +78,7 @@ class AccessTokens:
         self._key = key
         self._lifetime = lifetime.total_seconds()
         self._clock = clock
+        self._verified = functools.lru_cache(maxsize=VERIFIED_TOKENS)(self._verify)
 
     def issue(self, user_id: str, session_id: str) -> str:
         now = self._clock()
@@ -80,6 +87,13 @@ class AccessTokens:
 
     def read(self, token: str) -> Access | None:
         """The token's claims when it is ours, intact and not expired; None otherwise."""
+        access = self._verified(token)
+        if access is None or access.expires_at <= self._clock():
+            return None
+        return access
+
+    def _verify(self, token: str) -> Access | None:
+        """The claims of a token signed with our key (whatever its expiry, which `read` checks at every use)."""
         try:
             claims = jwt.decode(
                 token,
@@ -91,7 +105,5 @@ class AccessTokens:
         except jwt.InvalidTokenError:
             return None
         if not isinstance(claims.get("sub"), str) or not isinstance(claims.get("sid"), str):
-            return None
-        if float(claims["exp"]) <= self._clock():
             return None
         return Access(claims["sub"], claims["sid"], float(claims["exp"]))
