@@ -884,7 +884,7 @@ def phase_table(phases: list[dict[str, Any]]) -> list[str]:
     ]
     for p in phases:
         cpu = p["cpu_percent"]
-        children = f"{cpu.get('children', 0):.0f}" if p["target"] == "stack" else "-"
+        children = f"{cpu['children']:.0f}" if cpu.get("children") else "-"
         client = "-" if p["target"] == "kafka" else f"{cpu.get('client', 0):.0f}"
         lines.append(
             f"{p['target']:<7} {p['mode']:<6} {p['concurrency'] or '-':>5} {p['rate'] or '-':>7} "
