@@ -13,6 +13,7 @@ from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from storage.common.db import per_dialect
 from storage.common.paging import newest_first
 from storage.common.webhooks.events import record_events
 from storage.helpdesk.models import Customer, CustomerIdentity, Order, Ticket
@@ -80,14 +81,31 @@ _INSERT_IDENTITY = insert(IDENTITIES)
 """Statements on a ticket create's path are built once (building them per call cost most of its storage time)."""
 
 
+def _identity_upsert(insert_: Any) -> Any:
+    statement = insert_(IDENTITIES)
+    return statement.on_conflict_do_update(
+        index_elements=[IDENTITIES.c.organization_id, IDENTITIES.c.kind, IDENTITIES.c.value],
+        set_={"customer_id": statement.excluded.customer_id},
+    )
+
+
+_ADD_IDENTITY = per_dialect(_identity_upsert)
+"""An identity given to a customer, whoever held it before."""
+
+
 def get(connection: Connection, organization_id: str, customer_id: str) -> CustomerRecord | None:
     row = connection.execute(_GET, {"organization_id": organization_id, "customer_id": customer_id}).first()
     return _customer(row) if row else None
 
 
 def by_email(connection: Connection, organization_id: str, email: str) -> CustomerRecord | None:
-    row = connection.execute(_BY_EMAIL, {"organization_id": organization_id, "email": email.lower()}).first()
-    return _customer(row) if row else None
+    """The customer with this address, or the one a merge gave it to (an `email` identity: a customer has one
+    address, a person may write from several)."""
+    address = email.lower()
+    row = connection.execute(_BY_EMAIL, {"organization_id": organization_id, "email": address}).first()
+    if row is None:
+        return by_identity(connection, organization_id, "email", address)
+    return _customer(row)
 
 
 def create(
@@ -252,6 +270,9 @@ def merge(
         for name, value in (("email", source.email), ("phone", source.phone))
         if value is not None and getattr(target, name) is None
     }
+    if source.email is not None and "email" not in filled:  # mail from it still finds the person
+        values = {"organization_id": organization_id, "kind": "email", "value": source.email}
+        connection.execute(_ADD_IDENTITY[connection.dialect.name], values | {"customer_id": target.id})
     connection.execute(update(CUSTOMERS).where(CUSTOMERS.c.id == target.id).values(**filled, updated_at=now))
     merged = get(connection, organization_id, target.id)
     assert merged is not None

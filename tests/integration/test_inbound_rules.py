@@ -17,7 +17,7 @@ from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.service import Context, InboundProcessor
 from storage.common.blobs import DirectoryBlobs
 from storage.common.db import Database
-from storage.helpdesk import inbound, tickets
+from storage.helpdesk import customers, inbound, tickets
 from tests.integration.test_helpdesk_events import organization_of_its_own
 from topics.helpdesk import InboundReceived
 from topics.helpdesk.inbound import Provider
@@ -106,6 +106,39 @@ async def test_after_a_deletion_a_number_s_next_sms_opens_a_new_ticket(db: Datab
     again = await sms(db, tmp_path, organization, number, "Hello again")
     assert again != first
     assert await db.read(tickets.get, organization, again) is not None
+
+
+async def test_after_two_customers_are_merged_mail_from_either_address_finds_the_one_left(
+    db: Database, tmp_path: Path
+) -> None:
+    organization = await organization_of_its_own(db)
+    home, work = f"ada-{uuid.uuid4().hex[:8]}@home.example", f"ada-{uuid.uuid4().hex[:8]}@work.example"
+
+    def two_and_merged(connection: Connection) -> str:
+        now = datetime.now(UTC)
+        made = [
+            customers.create(connection, organization, email=email, name="Ada", phone=None, now=now, recorded=[])
+            for email in (home, work)
+        ]
+        merged = customers.merge(connection, organization, made[1].id, made[0].id, now=now, recorded=[])
+        assert merged is not None
+        assert merged.email == home
+        return merged.id
+
+    kept = await db.write(two_and_merged)
+    for sender in (work, work.upper(), home):
+        raw = (
+            f"From: Ada <{sender}>\r\nTo: help@acme.example\r\nSubject: Still waiting\r\n"
+            f"Message-ID: <{uuid.uuid4().hex}@example.com>\r\n\r\nAny news?\r\n"
+        ).encode()
+        row = await processed(
+            db, tmp_path, organization, "email_d", raw, "message/rfc822", {"envelope_to": "help@acme.example"}
+        )
+        ticket = await db.read(tickets.get, organization, row.ticket_id)
+        assert ticket is not None
+        assert ticket.customer_id == kept
+    listed, _ = await db.read(customers.listing, organization, email=None, limit=10, cursor=None)
+    assert [customer.id for customer in listed] == [kept]
 
 
 async def test_an_attachment_over_20_mib_is_listed_refused_and_its_mail_is_a_ticket(
