@@ -220,7 +220,8 @@ def find_or_create_by_identity(
 
 def mark_bouncing(connection: Connection, organization_id: str, email: str, now: datetime) -> CustomerRecord | None:
     """Mail to `email` bounced: its customer (if any) is marked, so nothing automatic is sent there again."""
-    customer = by_email(connection, organization_id, email)
+    row = connection.execute(_BY_EMAIL, {"organization_id": organization_id, "email": email.lower()}).first()
+    customer = _customer(row) if row else None  # the customer's own address; not one a merge kept as an identity
     if customer is None or customer.bouncing:
         return customer
     connection.execute(update(CUSTOMERS).where(CUSTOMERS.c.id == customer.id).values(bouncing=True, updated_at=now))
