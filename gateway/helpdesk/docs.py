@@ -34,7 +34,7 @@ from gateway.helpdesk.schemas import (
     Upload,
 )
 from operations.helpdesk.attachments import MAX_UPLOAD_BYTES
-from operations.helpdesk.channels import CreateChannel
+from operations.helpdesk.channels import ChangeChannel, CreateChannel
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.customers import CreateCustomer, MergeCustomerInto, UpdateCustomer
 from operations.helpdesk.fields import LINE, TEXT
@@ -267,45 +267,52 @@ LIST_CHANNELS = _route(
 )
 
 
-def _channel_body() -> RequestBody:
-    """`CreateChannel`, as each kind of channel takes it: its kind, the addresses that route to it (none for a kind
-    routed by a token the helpdesk makes), the secrets its provider issued and its settings, by name."""
+def _channel_body(*, change: bool = False) -> RequestBody:
+    """`CreateChannel` (or, with `change`, `ChangeChannel`), as each kind of channel takes it: its kind, the addresses
+    that route to it (none for a kind routed by a token the helpdesk makes), the secrets its provider issued and its
+    settings, by name; a change takes no addresses, the secrets made for it to make anew, and an empty value
+    removing a secret or a setting."""
 
-    def text(low: int, high: int) -> Schema:
-        return Schema(type=OpenAPIType.STRING, min_length=low, max_length=high, pattern=LINE)
+    def text(low: int, high: int, pattern: str = LINE) -> Schema:
+        return Schema(type=OpenAPIType.STRING, min_length=low, max_length=high, pattern=pattern)
 
+    least = 0 if change else 1
     kinds = []
     for kind, spec in channels.KINDS.items():
         routed_by_token = spec.address_kind in spec.generated
-        addresses = Schema(
-            type=OpenAPIType.ARRAY,
-            items=text(1, 320),
-            min_items=0 if routed_by_token else 1,
-            max_items=0 if routed_by_token else 20,
-            description=f"each a {spec.address_kind.replace('_', ' ')}",
-        )
-        named: dict[str, Schema | Reference] = {name: text(1, 4096) for name in spec.given}
-        settings: dict[str, Schema | Reference] = {
-            name: Schema(type=OpenAPIType.STRING, max_length=1600, pattern=TEXT) for name in spec.settings
+        named: dict[str, Schema | Reference] = {name: text(least, 4096) for name in spec.given}
+        settings: dict[str, Schema | Reference] = {name: text(0, 1600, TEXT) for name in spec.settings}
+        properties: dict[str, Schema | Reference] = {
+            "kind": Schema(type=OpenAPIType.STRING, const=kind),
+            "name": text(1, 255),
+            "secrets": Schema(type=OpenAPIType.OBJECT, properties=named, additional_properties=False),
+            "settings": Schema(type=OpenAPIType.OBJECT, properties=settings, additional_properties=False),
         }
+        if change:
+            made = Schema(type=OpenAPIType.STRING, enum=list(spec.generated)) if spec.generated else text(1, 64)
+            properties["rotate"] = Schema(type=OpenAPIType.ARRAY, items=made, max_items=len(spec.generated))
+            required = ["kind"]
+        else:
+            properties["addresses"] = Schema(
+                type=OpenAPIType.ARRAY,
+                items=text(1, 320),
+                min_items=0 if routed_by_token else 1,
+                max_items=0 if routed_by_token else 20,
+                description=f"each a {spec.address_kind.replace('_', ' ')}",
+            )
+            required = ["kind", "name"] if routed_by_token else ["kind", "name", "addresses"]
         kinds.append(
             Schema(
                 type=OpenAPIType.OBJECT,
                 title=f"a {kind} channel",
-                required=["kind", "name"] if routed_by_token else ["kind", "name", "addresses"],
+                required=required,
                 additional_properties=False,
-                properties={
-                    "kind": Schema(type=OpenAPIType.STRING, const=kind),
-                    "name": text(1, 255),
-                    "addresses": addresses,
-                    "secrets": Schema(type=OpenAPIType.OBJECT, properties=named, additional_properties=False),
-                    "settings": Schema(type=OpenAPIType.OBJECT, properties=settings, additional_properties=False),
-                },
+                properties=properties,
             )
         )
     return RequestBody(
         required=True,
-        description=CreateChannel.__doc__,
+        description=(ChangeChannel if change else CreateChannel).__doc__,
         content={openapi.JSON: OpenAPIMediaType(schema=Schema(one_of=kinds))},
     )
 
@@ -321,6 +328,19 @@ CREATE_CHANNEL = _route(
 )
 CREATE_CHANNEL["operation_class"] = openapi.documented_operation(
     response_headers={429: _RETRY}, request_body=_channel_body()
+)
+UPDATE_CHANNEL = _route(
+    "updateChannel",
+    "Change a channel: rename it, set its provider's secrets and its settings, make its own secrets anew",
+    200,
+    openapi.response(ChannelCreated, "The channel, with the secrets made anew (`rotate`), shown this once"),
+    400,
+    404,
+    409,
+    body=ChangeChannel,
+)
+UPDATE_CHANNEL["operation_class"] = openapi.documented_operation(
+    response_headers={429: _RETRY}, request_body=_channel_body(change=True)
 )
 GET_CHANNEL = _route("getChannel", "One channel", 200, openapi.response(ChannelObject, "The channel"), 400, 404)
 DELETE_CHANNEL = _route(

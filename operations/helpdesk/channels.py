@@ -40,6 +40,32 @@ class CreateChannel(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     ] = msgspec.field(default_factory=dict)
 
 
+SecretName = Annotated[str, msgspec.Meta(max_length=64, pattern=LINE)]
+
+
+class ChangeChannel(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """What changes on a channel of `kind` (its kind, named so that what changes is checked against it: another is
+    409); what is not given stays. `secrets`: its provider's secrets set anew (an empty value removes one); `rotate`:
+    secrets the helpdesk made for it made anew, shown in the answer once (a URL token or a verify token that routes to
+    the channel routes by its new value only); `settings`: set (an empty value removes one)."""
+
+    kind: ChannelKindName
+    name: PersonName | msgspec.UnsetType = msgspec.UNSET
+    secrets: dict[SecretName, Annotated[str, msgspec.Meta(max_length=4096, pattern=LINE)]] = msgspec.field(
+        default_factory=dict
+    )
+    rotate: Annotated[list[SecretName], msgspec.Meta(max_length=8)] = msgspec.field(default_factory=list)
+    settings: dict[SecretName, Annotated[str, msgspec.Meta(max_length=1600, pattern=TEXT)]] = msgspec.field(
+        default_factory=dict
+    )
+
+
+class ChannelChange(ChangeChannel, kw_only=True):
+    """A change of the channel `id` (the procedures' input: the id beside what changes)."""
+
+    id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+
+
 class ChannelId(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     id: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
 
@@ -87,6 +113,37 @@ async def get(desk: Helpdesk, actor: Actor, channel_id: str) -> ChannelRecord:
     if found is None:
         raise NotFound(NOT_FOUND)
     return found
+
+
+async def change(
+    desk: Helpdesk, actor: Actor, channel_id: str, given: ChangeChannel
+) -> tuple[ChannelRecord, dict[str, str]]:
+    """The changed channel and the secrets made anew for it (shown this once)."""
+    actor.require_admin(MANAGE)
+    try:
+        changed = (
+            await desk.db.write(
+                channels.change,
+                desk.cipher,
+                actor.organization_id,
+                channel_id,
+                kind=given.kind,
+                name=given.name or None,
+                given=given.secrets,
+                rotate=given.rotate,
+                settings=given.settings,
+                now=desk.clock(),
+            )
+            if is_uuid(channel_id)
+            else None
+        )
+    except channels.InvalidChannel as invalid:
+        raise Invalid(str(invalid)) from None
+    except channels.OtherKind as other:
+        raise Conflict(str(other)) from None
+    if changed is None:
+        raise NotFound(NOT_FOUND)
+    return changed
 
 
 async def remove(desk: Helpdesk, actor: Actor, channel_id: str) -> None:

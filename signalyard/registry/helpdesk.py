@@ -114,6 +114,29 @@ def commands(parent: Any, command: Command) -> None:
     command(
         "list", "channels_list", "list an organization's channels (id, kind, addresses, name)", channels
     ).add_argument("organization_id", help=ORGANIZATION_ID)
+    update = command(
+        "update", "channels_update", "change a channel; print the secrets made anew for it (--rotate)", channels
+    )
+    update.add_argument("organization_id", help=ORGANIZATION_ID)
+    update.add_argument("channel_id", help="the channel's id, as `helpdesk channels list` lists it")
+    update.add_argument("--name", help="a new name")
+    update.add_argument(
+        "--secret",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a secret its provider issued, set anew; NAME= removes it (repeatable)",
+    )
+    update.add_argument(
+        "--rotate",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a secret the helpdesk made for it, made anew (repeatable); the old one stops working at once",
+    )
+    update.add_argument(
+        "--setting", action="append", default=[], metavar="NAME=VALUE", help="a setting; NAME= removes it (repeatable)"
+    )
     delete = command("delete", "channels_delete", "delete a channel: it receives nothing from now on", channels)
     delete.add_argument("organization_id", help=ORGANIZATION_ID)
     delete.add_argument("channel_id", help="the channel's id, as `helpdesk channels list` lists it")

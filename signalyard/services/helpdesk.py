@@ -296,6 +296,26 @@ async def channels_list(db: Database, args: argparse.Namespace) -> None:
         print(f"{channel.id}\t{channel.kind}\t{','.join(a for _, a in channel.addresses)}\t{channel.name}")
 
 
+async def channels_update(db: Database, args: argparse.Namespace) -> None:
+    changed = await db.write(
+        channels.change,
+        _cipher(),
+        args.organization_id,
+        args.channel_id,
+        kind=None,
+        name=args.name,
+        given=_pairs(args.secret, "secret"),
+        rotate=args.rotate,
+        settings=_pairs(args.setting, "setting"),
+        now=datetime.now(UTC),
+    )
+    if changed is None:
+        raise LookupError(f"no channel {args.channel_id} in organization {args.organization_id}")
+    print(f"channel {args.channel_id}: changed")
+    for name, value in changed[1].items():
+        print(f"{name} {value}")
+
+
 async def channels_delete(db: Database, args: argparse.Namespace) -> None:
     if not await db.write(channels.remove, args.organization_id, args.channel_id, datetime.now(UTC)):
         raise LookupError(f"no channel {args.channel_id} in organization {args.organization_id}")
@@ -316,6 +336,7 @@ WIRING = Wiring(
         "keys_revoke": keys_revoke,
         "channels_create": channels_create,
         "channels_list": channels_list,
+        "channels_update": channels_update,
         "channels_delete": channels_delete,
     },
 )

@@ -265,6 +265,10 @@ class InvalidChannel(ValueError):
     """What a new channel's request got wrong, in words for its maker (400)."""
 
 
+class OtherKind(ValueError):
+    """A change names another kind than the channel's (409)."""
+
+
 def open_channel(
     connection: Connection,
     cipher: Cipher,
@@ -313,3 +317,79 @@ def open_channel(
         now=now,
     )
     return record, generated
+
+
+def change(
+    connection: Connection,
+    cipher: Cipher,
+    organization_id: str,
+    channel_id: str,
+    *,
+    kind: str | None,
+    name: str | None = None,
+    given: Mapping[str, str],
+    rotate: Sequence[str],
+    settings: Mapping[str, str],
+    now: datetime,
+) -> tuple[ChannelRecord, dict[str, str]] | None:
+    """A live channel renamed, its provider's secrets set (`given`: each replaced, or removed by an empty value), its
+    settings likewise, and the secrets the helpdesk made for it made anew (`rotate`: returned, shown this once). A
+    made secret that routes to the channel routes by its new value from now on, and the old one routes nothing. None
+    when there is no such live channel; OtherKind when it is not of `kind` (None: whichever); InvalidChannel for a
+    secret or setting its kind does not have."""
+    row = connection.execute(
+        select(CHANNELS).where(
+            CHANNELS.c.organization_id == organization_id, CHANNELS.c.id == channel_id, CHANNELS.c.deleted_at.is_(None)
+        )
+    ).first()
+    if row is None:
+        return None
+    if kind is not None and row.kind != kind:
+        raise OtherKind(f"this channel is of kind {row.kind}, not {kind}")
+    spec = KINDS[row.kind] if row.kind in CHANNEL_KINDS else ChannelKind(row.kind)
+    for names, allowed, what in (
+        (given, spec.given, "secret its provider issues"),
+        (rotate, spec.generated, "secret the helpdesk makes"),
+        (settings, spec.settings, "setting"),
+    ):
+        unknown = sorted(set(names) - set(allowed))
+        if unknown:
+            raise InvalidChannel(
+                f"a {row.kind} channel has no {what} {unknown[0]!r} (its own: {', '.join(allowed) or 'none'})"
+            )
+    kept = json.loads(unseal(cipher, row.secrets_sealed))
+    made = {secret_name: secrets.token_urlsafe(32) for secret_name in dict.fromkeys(rotate)}
+    for secret_name, value in made.items():
+        _reroute(connection, channel_id, spec, secret_name, old=kept.get(secret_name), new=value)
+    kept = {secret_name: value for secret_name, value in {**kept, **given, **made}.items() if value}
+    current = {key: value for key, value in {**dict(row.settings), **settings}.items() if value != ""}
+    connection.execute(
+        update(CHANNELS)
+        .where(CHANNELS.c.id == channel_id)
+        .values(name=name or row.name, settings=current, secrets_sealed=seal(cipher, json.dumps(kept)))
+    )
+    changed = get(connection, cipher, organization_id, channel_id)
+    assert changed is not None
+    return changed, made
+
+
+def _reroute(
+    connection: Connection, channel_id: str, spec: ChannelKind, secret_name: str, *, old: str | None, new: str
+) -> None:
+    """A made secret that routes to the channel (as its address, or by its hash) routes by `new` instead of `old`."""
+    if secret_name == spec.address_kind:
+        route_kind, old_address, new_address = secret_name, old, new
+    elif secret_name in spec.routed_by_secret:
+        route_kind, new_address = secret_route(secret_name, new)
+        old_address = secret_route(secret_name, old)[1] if old else None
+    else:
+        return
+    if old_address is not None:
+        connection.execute(
+            delete(ADDRESSES).where(
+                ADDRESSES.c.channel_id == channel_id,
+                ADDRESSES.c.kind == route_kind,
+                ADDRESSES.c.address == old_address,
+            )
+        )
+    connection.execute(insert(ADDRESSES).values(kind=route_kind, address=new_address, channel_id=channel_id))

@@ -119,6 +119,25 @@ async def test_channels_create_prints_the_secrets_once_and_the_channel_receives_
     sent = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=raw.encode(), headers=headers)
     assert sent.status_code == 200, "the secret the CLI printed is the channel's"
 
+    rotated = ok(
+        await cli(
+            helpdesk_stack, tmp_path, "helpdesk", "channels", "update", organization, lines["channel"],
+            "--rotate", "forwarder_secret", "--name", "Front desk",
+        )
+    )  # fmt: skip
+    said = rotated.splitlines()
+    assert said[0] == f"channel {lines['channel']}: changed"
+    assert said[1].startswith("forwarder_secret ")
+    new_secret = said[1].split(" ", 1)[1]
+    assert new_secret != lines["forwarder_secret"]
+    refused = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=raw.encode(), headers=headers)
+    assert refused.status_code == 401, "the old secret stops working at once"
+    headers["x-forwarder-secret"] = new_secret
+    sent = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=raw.encode(), headers=headers)
+    assert sent.status_code == 200, "the secret the update printed is the channel's"
+    listed = ok(await cli(helpdesk_stack, tmp_path, "helpdesk", "channels", "list", organization)).splitlines()
+    assert listed[1] == f"{lines['channel']}\temail\t{mailbox}\tFront desk"
+
     deleted = ok(await cli(helpdesk_stack, tmp_path, "helpdesk", "channels", "delete", organization, lines["channel"]))
     assert deleted == f"channel {lines['channel']}: deleted\n"
     again = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=raw.encode(), headers=headers)

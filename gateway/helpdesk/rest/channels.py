@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import msgspec
-from litestar import Controller, Request, Response, delete, get, post
+from litestar import Controller, Request, Response, delete, get, patch, post
 from litestar.di import NamedDependency
 from litestar.params import FromPath, Parameter
 
@@ -26,11 +26,12 @@ from gateway.helpdesk.schemas import (
     InboundMessageList,
 )
 from operations.helpdesk import channels
-from operations.helpdesk.channels import CreateChannel, ListInbound
+from operations.helpdesk.channels import ChangeChannel, CreateChannel, ListInbound
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import UUID_PATTERN
 
 _decode_create = msgspec.json.Decoder(CreateChannel).decode
+_decode_change = msgspec.json.Decoder(ChangeChannel).decode
 
 
 class ChannelsController(Controller):
@@ -56,6 +57,13 @@ class ChannelsController(Controller):
         self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], channel_id: FromPath[str]
     ) -> ChannelObject:
         return ChannelObject.of(await channels.get(desk, actor_of(request), channel_id))
+
+    @patch("/{channel_id:str}", guards=[requires("integrations:write")], **docs.UPDATE_CHANNEL)
+    async def update_channel(
+        self, request: Request[HelpdeskPrincipal, Any, Any], desk: NamedDependency[Helpdesk], channel_id: FromPath[str]
+    ) -> ChannelCreated:
+        given = decode_body(_decode_change, await request.body(), ERRORS)
+        return ChannelCreated.made(*await channels.change(desk, actor_of(request), channel_id, given))
 
     @delete("/{channel_id:str}", guards=[requires("integrations:write")], **docs.DELETE_CHANNEL)
     async def delete_channel(

@@ -1,5 +1,5 @@
 """Inbound channels (issue 16, "Channels and routing") as their users manage them: the procedures
-`channels.list/create/delete` for admins, the REST routes under scope `integrations:*`, the secrets made for a
+`channels.list/create/update/delete` for admins, the REST routes under scope `integrations:*`, the secrets made for a
 channel shown once, an address routing to one live channel at a time, and `GET /api/v1/inbound-messages` (scope
 `tickets:read`) listing what came and what it became."""
 
@@ -70,6 +70,108 @@ async def test_a_channel_the_kind_does_not_allow_is_400_and_makes_nothing(helpde
         assert refused.status_code == 400, refused.text
         assert said in refused.json()["error"]["message"]
     assert (await helpdesk_stack.rest(key, "GET", "/channels")).json()["data"] == []
+
+
+async def test_a_rotated_forwarder_secret_is_shown_once_and_the_old_one_stops_working_at_once(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    async with helpdesk_stack.browser() as browser:
+        await browser.sign_up()
+        key = await browser.api_key("integrations:*")
+    mailbox = address()
+    made = (
+        await helpdesk_stack.rest(key, "POST", "/channels", json={"kind": "email", "name": "M", "addresses": [mailbox]})
+    ).json()
+    raw = f"From: ada@example.com\r\nTo: {mailbox}\r\nSubject: Hi\r\nMessage-ID: <{uuid.uuid4()}@x>\r\n\r\nHi\r\n"
+
+    async def forward(secret: str) -> int:
+        headers = {"Content-Type": "message/rfc822", "x-forwarder-secret": secret}
+        sent = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=raw.encode(), headers=headers)
+        return sent.status_code
+
+    change = {"kind": "email", "name": "Front desk", "rotate": ["forwarder_secret"]}
+    changed = await helpdesk_stack.rest(key, "PATCH", f"/channels/{made['id']}", json=change)
+    assert changed.status_code == 200, changed.text
+    body = changed.json()
+    assert (body["id"], body["name"], body["addresses"]) == (made["id"], "Front desk", [mailbox])
+    assert list(body["secrets"]) == ["forwarder_secret"]
+    assert body["secrets"]["forwarder_secret"] != made["secrets"]["forwarder_secret"]
+    assert await forward(made["secrets"]["forwarder_secret"]) == 401
+    assert await forward(body["secrets"]["forwarder_secret"]) == 200
+    fetched = (await helpdesk_stack.rest(key, "GET", f"/channels/{made['id']}")).json()
+    assert ("secrets" not in fetched, fetched["name"]) == (True, "Front desk")
+    assert set(fetched["secret_names"]) == {"forwarder_secret", "inbound_token"}
+
+
+async def test_a_rotated_verify_token_routes_the_subscription_check_and_the_old_one_routes_nothing(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    async with helpdesk_stack.browser() as browser:
+        await browser.sign_up()
+        number_id = str(uuid.uuid4().int)[:15]
+        made = data(
+            await browser.call(
+                "channels.create",
+                {"kind": "business_messaging", "name": "W", "addresses": [number_id], "secrets": {"app_secret": "a"}},
+            )
+        )
+        changed = data(
+            await browser.call(
+                "channels.update",
+                {"id": made["id"], "kind": made["kind"], "rotate": ["verify_token"], "secrets": {"app_secret": "b"}},
+            )
+        )
+
+    async def check(token: str) -> int:
+        params = {"hub.mode": "subscribe", "hub.verify_token": token, "hub.challenge": "1158201444"}
+        return (await helpdesk_stack.client.get("/api/webhooks/messaging-business", params=params)).status_code
+
+    assert list(changed["secrets"]) == ["verify_token"]
+    assert changed["addresses"] == [number_id], "a route by a secret is not listed"
+    assert await check(made["secrets"]["verify_token"]) == 403
+    assert await check(changed["secrets"]["verify_token"]) == 200
+
+
+async def test_a_channel_change_its_kind_does_not_allow_is_refused_and_changes_nothing(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    async with helpdesk_stack.browser() as browser:
+        await browser.sign_up()
+        key = await browser.api_key("integrations:*")
+        async with helpdesk_stack.browser() as stranger:
+            await stranger.sign_up()
+            elsewhere = data(
+                await stranger.call("channels.create", {"kind": "email", "name": "X", "addresses": [address()]})
+            )
+        made = data(await browser.call("channels.create", {"kind": "email", "name": "M", "addresses": [address()]}))
+        cases: list[tuple[dict[str, Any], str]] = [
+            ({"rotate": ["signing_key"]}, "no secret the helpdesk makes 'signing_key'"),
+            ({"secrets": {"forwarder_secret": "mine"}}, "no secret its provider issues 'forwarder_secret'"),
+            ({"settings": {"auto_reply": "Hi"}}, "no setting 'auto_reply'"),
+        ]
+        for change, said in cases:
+            refused = await browser.call("channels.update", {"id": made["id"], "kind": "email", **change})
+            assert trpc_error(refused) == (400, "BAD_REQUEST"), refused.text
+            assert said in refused.json()["error"]["json"]["message"]
+            path, body = f"/channels/{made['id']}", {"kind": "email", **change}
+            over_rest = await helpdesk_stack.rest(key, "PATCH", path, json=body)
+            assert (over_rest.status_code, over_rest.json()["error"]["code"]) == (400, "invalid_request")
+        other = await helpdesk_stack.rest(key, "PATCH", f"/channels/{made['id']}", json={"kind": "sms", "name": "S"})
+        assert (other.status_code, other.json()["error"]["code"]) == (409, "conflict")
+        assert other.json()["error"]["message"] == "this channel is of kind email, not sms"
+        mine = {"id": elsewhere["id"], "kind": "email", "name": "Mine"}
+        assert trpc_error(await browser.call("channels.update", mine)) == (404, "NOT_FOUND")
+        missing = await helpdesk_stack.rest(key, "PATCH", f"/channels/{elsewhere['id']}", json={"kind": "email"})
+        assert missing.status_code == 404
+        [listed] = data(await browser.query("channels.list"))
+        assert (listed["name"], listed["secret_names"]) == ("M", ["forwarder_secret", "inbound_token"])
+    mail = EmailMessage()
+    mail["From"], mail["To"], mail["Subject"] = "ada@example.com", made["addresses"][0], "Hello"
+    mail["Message-ID"] = f"<{uuid.uuid4().hex}@example.com>"
+    mail.set_content("Hi there")
+    headers = {"Content-Type": "message/rfc822", "x-forwarder-secret": made["secrets"]["forwarder_secret"]}
+    sent = await helpdesk_stack.client.post("/api/webhooks/inbound-email", content=mail.as_bytes(), headers=headers)
+    assert sent.status_code == 200, "the refused changes left the secret as it was"
 
 
 async def test_channels_need_the_integrations_scope_and_admins(helpdesk_stack: HelpdeskStack) -> None:
