@@ -390,6 +390,15 @@ UPDATE_CONVERSATION = _route(
 DELETE_CONVERSATION = _route(
     "deleteConversation", "Delete a reply or a note", 200, openapi.response(Deleted, "Deleted"), 400, 404
 )
+RESEND_CONVERSATION = _route(
+    "resendConversation",
+    "Send a failed reply again: its message to the customer is queued anew (a `delivery_changed` event)",
+    200,
+    openapi.response(Conversation, "The reply, its delivery queued"),
+    400,
+    404,
+    409,
+)
 MERGE_CUSTOMER = _route(
     "mergeCustomer",
     "Merge a customer into another who is the same person: their tickets, orders and channel identities move to it",

@@ -111,6 +111,36 @@ class Attachment(msgspec.Struct, kw_only=True):
     refused: str | None = None
 
 
+class ReplyDelivery(msgspec.Struct, kw_only=True):
+    """An agent's reply on its way to the customer (docs/helpdesk.md, "Replies to customers")."""
+
+    medium: Literal["email"]
+    recipient: str
+    state: Literal["queued", "sent", "delivered", "read", "failed", "bounced"]
+    provider_message_id: str | None
+    """A mail's Message-ID (ours), an SMS's sid, ..."""
+    last_error: str | None
+    note: str | None
+    """`kept locally: ...` when no SMTP server is configured: the mail is in the kept-mail outbox."""
+    attempts: int
+    updated_at: Timestamp
+
+    @classmethod
+    def of(cls, delivery: tickets.Delivery | None) -> ReplyDelivery | None:
+        if delivery is None:
+            return None
+        return cls(
+            medium=delivery.medium,  # type: ignore[arg-type]
+            recipient=delivery.recipient,
+            state=delivery.state,  # type: ignore[arg-type]
+            provider_message_id=delivery.provider_message_id,
+            last_error=delivery.last_error,
+            note=delivery.note,
+            attempts=delivery.attempts,
+            updated_at=_iso(delivery.updated_at),
+        )
+
+
 class Conversation(msgspec.Struct, kw_only=True):
     id: Uuid
     ticket_id: Uuid
@@ -121,6 +151,9 @@ class Conversation(msgspec.Struct, kw_only=True):
     attachments: list[Attachment]
     created_at: Timestamp
     edited_at: Timestamp | None
+    delivery: ReplyDelivery | None
+    """An agent's reply: its message to the customer; null for a note, a customer's message, or a reply that could
+    not be sent (the organization has no email channel, the customer no address)."""
 
     @classmethod
     def of(cls, conversation: tickets.ConversationRecord, desk: Helpdesk) -> Conversation:
@@ -144,6 +177,7 @@ class Conversation(msgspec.Struct, kw_only=True):
             ],
             created_at=_iso(conversation.created_at),
             edited_at=_iso(conversation.edited_at) if conversation.edited_at else None,
+            delivery=ReplyDelivery.of(conversation.delivery),
         )
 
 

@@ -3,6 +3,8 @@ person's reply or note is theirs (`author_id`) and its events carry them as the 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
@@ -16,7 +18,7 @@ from operations.helpdesk.attachments import MAX_ATTACHMENTS
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Body, Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
-from storage.helpdesk import tickets, uploads
+from storage.helpdesk import outbound, tickets, uploads
 from storage.helpdesk.tickets import ConversationRecord, TicketRecord
 
 NOT_FOUND = "No conversation with that id in this organization"
@@ -66,14 +68,25 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
 
 
 def _add(connection: Connection, ticket: TicketRecord, upload_ids: list[str], **fields: Any) -> ConversationRecord:
-    """The conversation, and the uploads it names taken by it, in one unit of work."""
+    """The conversation, the uploads it names taken by it, and for an agent's reply its message to the customer
+    (outbound.route), in one unit of work."""
     attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
+    way = None
+    if fields["author_type"] == "agent" and not fields["internal"]:
+        with contextlib.suppress(outbound.NoRoute):  # stored, not sent (docs/helpdesk.md, "Replies to customers")
+            way = outbound.route(connection, ticket)
+    sent_as = outbound.message_id(way) if way is not None else None
     conversation = tickets.add_conversation(
-        connection, ticket, attachments=[upload.attachment() for upload in attached], **fields
+        connection, ticket, attachments=[upload.attachment() for upload in attached], message_id=sent_as, **fields
     )
     if upload_ids:
         uploads.take(connection, ticket.organization_id, upload_ids, conversation.id)
-    return conversation
+    if way is None:
+        return conversation
+    delivery = outbound.enqueue(
+        connection, ticket, conversation.id, way, provider_message_id=sent_as, now=fields["now"]
+    )
+    return dataclasses.replace(conversation, delivery=delivery)
 
 
 async def listing(desk: Helpdesk, actor: Actor, given: ListConversations) -> Page[ConversationRecord]:
@@ -128,3 +141,14 @@ async def delete(desk: Helpdesk, actor: Actor, conversation_id: str) -> None:
     )
     if not deleted:
         raise NotFound(NOT_FOUND)
+
+
+async def resend(desk: Helpdesk, actor: Actor, conversation_id: str) -> ConversationRecord:
+    """A reply whose message failed, queued again (by any member: the customer should get the answer)."""
+    await own(desk, actor, conversation_id)
+    resent = await desk.db.write(
+        outbound.resend, actor.organization_id, conversation_id, actor_id=actor.user_id, now=desk.clock()
+    )
+    if not resent:
+        raise Conflict("Only a reply whose message failed can be sent again")
+    return await own(desk, actor, conversation_id)

@@ -106,15 +106,30 @@ class SmtpMail:
 
     async def send(self, recipient: str, subject: str, body: str) -> None:
         message = compose(self.sender, recipient, subject, body)
-        server = self.server
-        await aiosmtplib.send(
-            message,
-            hostname=server.host,
-            port=server.port,
-            username=server.username,
-            password=server.password,
-            use_tls=server.tls,
-            start_tls=server.starttls,
-            tls_context=self.tls_context,
-            timeout=self.timeout_s,
-        )
+        await send_message(self.server, message, None, None, tls_context=self.tls_context, timeout_s=self.timeout_s)
+
+
+async def send_message(
+    server: SmtpServer,
+    message: EmailMessage,
+    sender: str | None,
+    recipients: list[str] | None,
+    *,
+    tls_context: ssl.SSLContext | None,
+    timeout_s: float,
+) -> None:
+    """`message` through the SMTP server, to `recipients` from the envelope sender `sender` (None: its headers');
+    raises what aiosmtplib raises."""
+    await aiosmtplib.send(
+        message,
+        sender=sender,
+        recipients=recipients,
+        hostname=server.host,
+        port=server.port,
+        username=server.username,
+        password=server.password,
+        use_tls=server.tls,
+        start_tls=server.starttls,
+        tls_context=tls_context,
+        timeout=timeout_s,
+    )

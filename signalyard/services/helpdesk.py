@@ -35,6 +35,7 @@ from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.router import inbound_router
 from processors.helpdesk.inbound.service import Context, InboundProcessor, inbound_outbox
 from processors.helpdesk.inbound.voice import waiting_voicemails_forever
+from processors.helpdesk.outbound import KeptTransport, ReplySender, SmtpTransport, utc_now
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
@@ -151,8 +152,8 @@ def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
 
 
 def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
-    """The inbound processors (a consumer group) and their sweeper, the voicemails' wait for their missing parts, the
-    outgoing webhooks (fan-out, deliverer, sweeper) and the activity log's relay to its topic."""
+    """The inbound processors (a consumer group) and their sweeper, the reply sender, the voicemails' wait for their
+    missing parts, the outgoing webhooks (fan-out, deliverer, sweeper) and the activity log's relay to its topic."""
     topics = HelpdeskTopics(p.settings.topic_prefix)
     relay = activity_relay(p.db, topics, p.publish_together)
     blobs = blob_store(p.settings, s)
@@ -169,8 +170,11 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         ensure_topics=p.ensure_topics,
         timeout_s=p.settings.publish_timeout_s,
     )
+    transport = KeptTransport(p.db, utc_now) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
+    replies = ReplySender(p.db, transport, blobs)
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
+        replies.run,
         lambda: waiting_voicemails_forever(p.db, announce),
         *webhook_engine(p, WEBHOOKS),
         lambda: relay_forever(relay, RELAY_EVERY_S),

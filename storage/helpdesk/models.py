@@ -327,6 +327,7 @@ class InboundEvent(Base):
         UniqueConstraint("channel_id", "dedup_key", name="uq_helpdesk_inbound_events_dedup"),
         Index("ix_helpdesk_inbound_events_outbox", "state", "published_at"),
         Index("ix_helpdesk_inbound_events_listing", "organization_id", "created_at", "id"),
+        Index("ix_helpdesk_inbound_events_ticket", "ticket_id", "created_at"),
         # A sender's earlier SMS to a channel (an SMS auto-reply goes only to the first after a quiet spell).
         Index(
             "ix_helpdesk_inbound_events_sms_sender",
@@ -361,6 +362,40 @@ class InboundEvent(Base):
     outcome: Mapped[str | None] = mapped_column(Text)
     """What processing did with it, for people: `new ticket`, `threaded by In-Reply-To`, `delivery state`, ..."""
     processed_at: Mapped[datetime | None]
+
+
+class Outbound(Base):
+    """A reply on its way to the customer: the outbox of the reply sender (written with the reply, in its unit of
+    work), then the record of its delivery. States only move forward: queued -> sent -> delivered -> read, or
+    failed / bounced (docs/helpdesk.md, "Replies to customers")."""
+
+    __tablename__ = "helpdesk_outbound"
+    __table_args__ = (
+        Index("ix_helpdesk_outbound_due", "state", "next_attempt_at"),
+        Index("ix_helpdesk_outbound_conversation", "conversation_id"),
+        Index("ix_helpdesk_outbound_provider_id", "organization_id", "provider_message_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    ticket_id: Mapped[str] = mapped_column(String(36))
+    conversation_id: Mapped[str] = mapped_column(String(36))
+    channel_id: Mapped[str] = mapped_column(String(36))
+    medium: Mapped[str] = mapped_column(String(32))
+    """How it goes: email (the only sender so far)."""
+    recipient: Mapped[str] = mapped_column(String(320))
+    state: Mapped[str] = mapped_column(String(16))
+    """queued | sent | delivered | read | failed | bounced"""
+    provider_message_id: Mapped[str | None] = mapped_column(String(998))
+    """What the provider calls it: a mail's Message-ID (ours, made when it is queued), an SMS's sid, ..."""
+    last_error: Mapped[str | None] = mapped_column(Text)
+    note: Mapped[str | None] = mapped_column(Text)
+    """What people should know of a send that went well: `kept locally` when no SMTP server is configured."""
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None]
+    """When it is due (queued: to be sent; claimed: when its lease runs out); None once it is no longer queued."""
+    created_at: Mapped[datetime]
+    updated_at: Mapped[datetime]
 
 
 class Call(Base):

@@ -20,6 +20,7 @@ writes nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -34,13 +35,14 @@ from storage.common.paging import newest_first
 from storage.common.webhooks.events import record_events
 from storage.helpdesk import customers, events
 from storage.helpdesk.accounts import USERS
-from storage.helpdesk.models import Conversation, Ticket
+from storage.helpdesk.models import Conversation, Outbound, Ticket
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from topics.helpdesk import WEBHOOKS
 from wire.ids import new_uuid
 
 TICKETS = cast(Table, Ticket.__table__)
 CONVERSATIONS = cast(Table, Conversation.__table__)
+OUTBOUND = cast(Table, Outbound.__table__)
 STATUSES = ("open", "pending", "resolved", "closed")
 PRIORITIES = ("low", "normal", "high", "urgent")
 CHANNELS = ("api", "email", "sms", "chat", "voice", "web", "messaging", "social", "commerce", "marketplace")
@@ -78,6 +80,20 @@ class TicketRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Delivery:
+    """A reply's message to the customer, as its conversation shows it (storage/helpdesk/outbound.py)."""
+
+    medium: str
+    recipient: str
+    state: str
+    provider_message_id: str | None
+    last_error: str | None
+    note: str | None
+    attempts: int
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ConversationRecord:
     id: str
     ticket_id: str
@@ -89,6 +105,8 @@ class ConversationRecord:
     message_id: str | None = None
     attachments: list[dict[str, Any]] = field(default_factory=list)
     edited_at: datetime | None = None
+    delivery: Delivery | None = None
+    """An agent's reply: its message to the customer, where it has one (read by `conversations`, `conversation`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -464,7 +482,31 @@ def _conversation(
     return conversation
 
 
-_CONVERSATION_FIELDS = ConversationRecord.__slots__  # type: ignore[attr-defined]
+_CONVERSATION_FIELDS = tuple(name for name in ConversationRecord.__slots__ if name != "delivery")  # type: ignore[attr-defined]
+_DELIVERIES = select(OUTBOUND).where(OUTBOUND.c.conversation_id.in_(bindparam("ids", expanding=True)))
+
+
+def _delivered(connection: Connection, records: list[ConversationRecord]) -> list[ConversationRecord]:
+    """The records, each reply with its message to the customer."""
+    replies = [record.id for record in records if record.author_type == "agent" and not record.internal]
+    if not replies:
+        return records
+    found = {
+        row.conversation_id: Delivery(
+            row.medium,
+            row.recipient,
+            row.state,
+            row.provider_message_id,
+            row.last_error,
+            row.note,
+            row.attempts,
+            row.updated_at,
+        )
+        for row in connection.execute(_DELIVERIES, {"ids": replies})
+    }
+    return [
+        dataclasses.replace(record, delivery=found[record.id]) if record.id in found else record for record in records
+    ]
 
 
 def _conversation_record(row: Any) -> ConversationRecord:
@@ -483,7 +525,7 @@ def conversations(
         limit=limit,
         cursor=cursor,
     )
-    return [_conversation_record(row) for row in rows], more
+    return _delivered(connection, [_conversation_record(row) for row in rows]), more
 
 
 # Threading inbound messages (processors/helpdesk/inbound) -----------------------------------------------------------
@@ -699,7 +741,7 @@ _CONVERSATION = (
 def conversation(connection: Connection, organization_id: str, conversation_id: str) -> ConversationRecord | None:
     """The organization's conversation, on a ticket that is not deleted; None for a deleted one."""
     row = connection.execute(_CONVERSATION, {"organization_id": organization_id, "id": conversation_id}).first()
-    return _conversation_record(row) if row else None
+    return _delivered(connection, [_conversation_record(row)])[0] if row else None
 
 
 def edit_conversation(

@@ -37,12 +37,14 @@ async def processed(
     details: dict[str, Any],
     *,
     key: str = "",
+    channel_id: str | None = None,
 ) -> Any:
-    """An event of `provider`, stored as the gateway stores it and processed: its row, what it became."""
+    """An event of `provider` (to `channel_id`, default: a made-up one), stored as the gateway stores it and
+    processed: its row, what it became."""
     received = inbound.Received(
         id=str(uuid.uuid4()),
         organization_id=organization,
-        channel_id=str(uuid.uuid4()),
+        channel_id=channel_id or str(uuid.uuid4()),
         provider=provider,
         dedup_key=uuid.uuid4().hex,
         content_type=content_type,

@@ -1,6 +1,6 @@
 """A mail server on a real local socket (aiosmtpd) for tests of the helpdesk's mail: plain SMTP, STARTTLS or TLS from
 the first byte (certificate from a test CA made by `trustme`), with a user and password when given. Every message it
-accepts is recorded, parsed.
+accepts is recorded, parsed; recipients put in `refuse` are refused with the answer given there.
 
 Usage::
 
@@ -42,6 +42,9 @@ class SmtpPeer:
         self.mode = mode
         self.login = login
         self.received: list[Received] = []
+        self.refuse: dict[str, str] = {}
+        """Recipients it refuses, each with its answer to RCPT TO (`550 5.1.1 No such mailbox`, `451 4.3.0 Try
+        later`)."""
         self.ca = trustme.CA()
         self.port = free_port()
         certificate = self.ca.issue_cert("localhost")
@@ -70,6 +73,14 @@ class SmtpPeer:
 
     def __exit__(self, *_: object) -> None:
         self.controller.stop()
+
+    async def handle_RCPT(  # aiosmtpd calls it by this name
+        self, _server: Any, _session: Any, envelope: Any, address: str, _options: list[str]
+    ) -> str:
+        if address.lower() in self.refuse:
+            return self.refuse[address.lower()]
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
 
     async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # aiosmtpd calls it by this name
         message = cast(EmailMessage, message_from_bytes(envelope.content, policy=policy.default))

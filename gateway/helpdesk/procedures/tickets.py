@@ -1,7 +1,8 @@
 """Tickets and their conversations for a signed-in member: `tickets.list`, `tickets.get`, `tickets.create`,
 `tickets.update`, `tickets.merge`, `tickets.delete` (admins), `conversations.list`, `conversations.create`,
-`conversations.update` and `conversations.delete` (their author or an admin), with the REST API's rules, filters and
-paging (the same operations), answering the same bodies; lists as `{items, nextCursor, hasMore}`."""
+`conversations.update` and `conversations.delete` (their author or an admin), `conversations.resend` (a failed
+reply), with the REST API's rules, filters and paging (the same operations), answering the same bodies; lists as
+`{items, nextCursor, hasMore}`."""
 
 from __future__ import annotations
 
@@ -68,6 +69,9 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
     async def edit_conversation(call: Call, given: EditConversationById) -> Conversation:
         return Conversation.of(await conversations.edit(desk, call.actor, given.id, given), desk)
 
+    async def resend_conversation(call: Call, given: ConversationId) -> Conversation:
+        return Conversation.of(await conversations.resend(desk, call.actor, given.id), desk)
+
     async def delete_conversation(call: Call, given: ConversationId) -> Deleted:
         await conversations.delete(desk, call.actor, given.id)
         return Deleted(id=given.id)
@@ -82,5 +86,6 @@ def procedures(desk: Helpdesk) -> Mapping[str, Procedure]:
         "tickets.merge": Procedure("mutation", MergeTicket, merge_ticket),
         "tickets.delete": Procedure("mutation", TicketId, delete_ticket, "admin"),
         "conversations.update": Procedure("mutation", EditConversationById, edit_conversation),
+        "conversations.resend": Procedure("mutation", ConversationId, resend_conversation),
         "conversations.delete": Procedure("mutation", ConversationId, delete_conversation),
     }

@@ -166,6 +166,16 @@ class ConversationsController(Controller):
         given = decode_body(_decode_edit, await request.body(), ERRORS)
         return Conversation.of(await conversations.edit(desk, actor_of(request), conversation_id, given), desk)
 
+    @post("/{conversation_id:str}/resend", guards=[requires("conversations:write")], **docs.RESEND_CONVERSATION)
+    async def resend_conversation(
+        self,
+        request: Request[HelpdeskPrincipal, Any, Any],
+        desk: NamedDependency[Helpdesk],
+        conversation_id: FromPath[str],
+    ) -> Response[Conversation]:
+        resent = await conversations.resend(desk, actor_of(request), conversation_id)
+        return Response(Conversation.of(resent, desk), status_code=200)
+
     @delete("/{conversation_id:str}", guards=[requires("conversations:write")], **docs.DELETE_CONVERSATION)
     async def delete_conversation(
         self,

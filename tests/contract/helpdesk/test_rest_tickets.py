@@ -31,6 +31,7 @@ TICKET_FIELDS = {
 }  # fmt: skip
 CONVERSATION_FIELDS = {
     "id", "ticket_id", "author_type", "author_id", "body", "internal", "attachments", "created_at", "edited_at",
+    "delivery",
 }  # fmt: skip
 
 

@@ -1,0 +1,176 @@
+"""The reply sender (docs/helpdesk.md, "Replies to customers"): in each processors process, a loop that claims the
+replies due (storage/helpdesk/outbound.py: written with the reply, in its unit of work), sends them, and records
+what came of each, SENDS_AT_ONCE at a time. A sender killed after a send was accepted and before its result was
+stored sends that message again once its lease runs out: a kill repeats at most SENDS_AT_ONCE sends, and a mail
+sent again keeps its Message-ID, which mail clients show once."""
+
+from __future__ import annotations
+
+import asyncio
+import html
+import mimetypes
+import ssl
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from email.message import EmailMessage
+from email.utils import format_datetime, formataddr
+from typing import Protocol
+
+import aiosmtplib
+import structlog
+
+from operations.helpdesk.mail import OUR_HEADER, SmtpServer, send_message
+from storage.common.blobs import BlobStore
+from storage.common.db import Database
+from storage.helpdesk import accounts, outbound
+from storage.helpdesk.outbound import Claimed, Result
+
+log = structlog.get_logger("signalyard.processors")
+
+SENDS_AT_ONCE = 8
+"""A sender's sends in flight, and so the most a kill can repeat."""
+LEASE = timedelta(minutes=5)
+"""How long a claimed reply is this sender's: past it (its sender died), another sends it."""
+POLL_S = 0.5
+KEPT_NOTE = "kept locally: no SMTP server is configured (signalyard helpdesk mails prints it)"
+
+
+class Transport(Protocol):
+    async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
+        """Send it; what people should know of it (a note), or None. Raises Undeliverable or a transient error."""
+        ...
+
+
+class Undeliverable(Exception):
+    """The mail server refused the message for good (a 5xx answer): no retry mends it."""
+
+
+class SmtpTransport:
+    """Through the helpdesk's SMTP server (`SIGNALYARD_HELPDESK_SMTP_URL`)."""
+
+    def __init__(self, server: SmtpServer, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = 30) -> None:
+        self.server = server
+        self.tls_context = tls_context
+        self.timeout_s = timeout_s
+
+    async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
+        try:
+            await send_message(
+                self.server, message, sender, [recipient], tls_context=self.tls_context, timeout_s=self.timeout_s
+            )
+        except aiosmtplib.SMTPRecipientsRefused as refused:
+            failures = [error for error in refused.recipients if error.code >= 500]
+            if failures:
+                raise Undeliverable(f"{failures[0].code} {failures[0].message}") from None
+            raise
+        except aiosmtplib.SMTPResponseException as answered:
+            if answered.code >= 500:
+                raise Undeliverable(f"{answered.code} {answered.message}") from None
+            raise
+        return None
+
+
+class KeptTransport:
+    """The embedded default: no SMTP server, so the mail is kept in the database with the sign-in mail."""
+
+    def __init__(self, db: Database, clock: Callable[[], datetime]) -> None:
+        self.db = db
+        self.clock = clock
+
+    async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
+        body = message.get_body(("plain",))
+        text = body.get_content() if body is not None else ""
+        await self.db.write(accounts.keep_mail, recipient, str(message["Subject"])[:255], text, self.clock())
+        return KEPT_NOTE
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class ReplySender:
+    """Claims due replies, sends them, records the results. `send_due()` makes one round (for tests); `run()` makes
+    rounds until cancelled, waiting `poll_s` when nothing was due."""
+
+    def __init__(
+        self,
+        db: Database,
+        transport: Transport,
+        blobs: BlobStore | None,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        lease: timedelta = LEASE,
+        poll_s: float = POLL_S,
+    ) -> None:
+        self.db = db
+        self.transport = transport
+        self.blobs = blobs
+        self.clock = clock
+        self.lease = lease
+        self.poll_s = poll_s
+
+    async def run(self) -> None:
+        while True:
+            try:
+                sent = await self.send_due()
+            except Exception:  # the database may be briefly unavailable: try again at the next poll
+                log.exception("reply_round_failed")
+                sent = 0
+            if not sent:
+                await asyncio.sleep(self.poll_s)
+
+    async def send_due(self) -> int:
+        """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many."""
+        claimed = await self.db.write(outbound.claim_due, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE)
+        if not claimed:
+            return 0
+        results = await asyncio.gather(*(self._send(reply) for reply in claimed))
+        await self.db.write(outbound.record, results, now=self.clock())
+        return len(claimed)
+
+    async def _send(self, reply: Claimed) -> Result:
+        try:
+            message = await compose(reply, self.blobs)
+            note = await self.transport.send(message, reply.sender, reply.recipient)
+        except Undeliverable as refused:
+            return Result(reply.id, error=str(refused), final=True)
+        except Exception as error:  # a transient failure: retried after its backoff
+            log.warning("reply_send_failed", outbound_id=reply.id, error=type(error).__name__)
+            return Result(reply.id, error=f"{type(error).__name__}: {error}"[:1000])
+        return Result(reply.id, note=note)
+
+
+async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
+    """The reply as the customer's mail client gets it: from the organization at the channel's address (answers come
+    back to it), threaded under the ticket's messages, its subject keeping the ticket's number, a text part and an
+    HTML part escaped from it, and its stored files. A typed reply carries no Auto-Submitted (RFC 3834): it is a
+    person's, and an auto-responder may answer it."""
+    message = EmailMessage()
+    message["From"] = formataddr((reply.organization_name, reply.sender))
+    message["To"] = reply.recipient
+    message["Reply-To"] = reply.sender
+    message["Subject"] = subject_of(reply.subject, reply.ticket_number)
+    message["Date"] = format_datetime(datetime.now(UTC))
+    message["Message-ID"] = f"<{reply.message_id}>"
+    if reply.in_reply_to:
+        message["In-Reply-To"] = f"<{reply.in_reply_to}>"
+        message["References"] = " ".join(f"<{reference}>" for reference in reply.references)
+    message[OUR_HEADER] = reply.organization_id
+    message.set_content(reply.body)
+    paragraphs = "".join(f"<p>{html.escape(part).replace(chr(10), '<br>')}</p>" for part in reply.body.split("\n\n"))
+    message.add_alternative(f"<!DOCTYPE html><html><body>{paragraphs}</body></html>", subtype="html")
+    for attachment in reply.attachments:
+        if blobs is None or "blob" not in attachment:
+            continue  # a provider's link (not kept here yet): it is not attached
+        content_type = attachment.get("content_type") or mimetypes.guess_type(attachment["name"])[0]
+        main, _, sub = (content_type or "application/octet-stream").partition("/")
+        data = await blobs.get(attachment["blob"])
+        message.add_attachment(data, maintype=main, subtype=sub or "octet-stream", filename=attachment["name"])
+    return message
+
+
+def subject_of(subject: str, number: int) -> str:
+    """`Re: <subject> [Ticket #<number>]`: the number threads the customer's answer even without its headers."""
+    tag = f"[Ticket #{number}]"
+    text = subject if subject.lower().startswith("re:") else f"Re: {subject}"
+    return text if tag.lower() in subject.lower() else f"{text} {tag}"

@@ -1,0 +1,58 @@
+"""An agent's reply reaches the customer through the running stack (docs/helpdesk.md, "Replies to customers"): with no
+SMTP server configured, as on the embedded default, the reply sender keeps the mail in the outbox `signalyard
+helpdesk mails` prints, and the reply shows as sent with that note, through REST and the procedures; the customer's
+answer, forwarded back, lands on the same ticket. (tests/integration/test_helpdesk_replies.py sends through a
+local SMTP server.)"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from storage.helpdesk import accounts
+from tests.contract.helpdesk.test_inbound_forwarder import mailbox, message
+from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import until
+
+
+async def test_a_reply_is_sent_kept_locally_and_the_customer_s_answer_lands_on_its_ticket(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    box = await mailbox(helpdesk_stack)
+    asked = message(box.address, "Where is my parcel?", "It has not arrived.")
+    assert (await box.forward(asked.as_bytes())).status_code == 200
+    [ticket] = await until(box.tickets, "the mail made a ticket")
+    path = f"/tickets/{ticket['id']}/conversations"
+    made = await helpdesk_stack.rest(box.key, "POST", path, json={"body": "It left our depot today."})
+    assert made.status_code == 201, made.text
+    assert made.json()["delivery"]["state"] == "queued"
+    assert made.json()["delivery"]["recipient"] == "grace@example.com"
+
+    async def sent() -> dict[str, Any] | None:
+        listed = (await helpdesk_stack.rest(box.key, "GET", path)).json()["data"]
+        reply = next(item for item in listed if item["id"] == made.json()["id"])
+        return reply if reply["delivery"]["state"] == "sent" else None
+
+    reply = await until(sent, "the reply sent")
+    delivery = reply["delivery"]
+    assert (delivery["medium"], delivery["attempts"], delivery["last_error"]) == ("email", 1, None)
+    assert delivery["note"].startswith("kept locally")
+    again = await helpdesk_stack.rest(box.key, "POST", f"/conversations/{reply['id']}/resend")
+    assert (again.status_code, again.json()["error"]["code"]) == (409, "conflict"), "only a failed reply is resent"
+    [kept, *_] = await helpdesk_stack.db.read(accounts.kept_mails, "grace@example.com")
+    assert kept.subject == f"Re: Where is my parcel? [Ticket #{ticket['number']}]"
+    assert kept.body.strip() == "It left our depot today."
+
+    answer = message(
+        box.address,
+        kept.subject,
+        "Thanks!",
+        In_Reply_To=f"<{delivery['provider_message_id']}>",
+    )
+    assert (await box.forward(answer.as_bytes())).status_code == 200
+
+    async def answered() -> list[dict[str, Any]]:
+        listed = (await helpdesk_stack.rest(box.key, "GET", path)).json()["data"]
+        return [item for item in listed if item["body"].strip() == "Thanks!"]
+
+    await until(answered, "the answer threaded onto the ticket")
+    assert [t["id"] for t in await box.tickets()] == [ticket["id"]], "no new ticket"

@@ -1,0 +1,221 @@
+"""Replies that reach the customer, on a database alone: an agent's reply to a mailed-in ticket is queued with it (in
+its unit of work), the reply sender (processors/helpdesk/outbound.py) sends it to a local SMTP server, and the
+customer's answer to it threads back onto the ticket. Refusals, retries with backoff and a resend, with a clock the
+test moves."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet, MultiFernet
+from sqlalchemy import select
+
+from operations.common.actors import Actor
+from operations.common.errors import Conflict
+from operations.helpdesk import conversations
+from operations.helpdesk.conversations import AddConversation
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.mail import OUR_HEADER, SmtpServer
+from processors.helpdesk.outbound import ReplySender, SmtpTransport
+from storage.common.blobs import DirectoryBlobs
+from storage.common.db import Database
+from storage.helpdesk import channels, events, outbound, tickets
+from tests.integration.test_helpdesk_events import organization_of_its_own
+from tests.integration.test_inbound_rules import processed
+from tests.peers.smtp import SmtpPeer
+
+CIPHER = MultiFernet([Fernet(Fernet.generate_key())])
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+async def _nobody(_organization_id: str, _event_id: str) -> None:
+    return None
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpPeer]:
+    with SmtpPeer() as peer:
+        yield peer
+
+
+class Desk:
+    """An organization with an email channel, a customer's mail made a ticket, and the sender of its replies."""
+
+    def __init__(self, db: Database, blobs: Path, smtp: SmtpPeer) -> None:
+        self.db, self.blobs, self.smtp = db, blobs, smtp
+        self.clock = Clock()
+        self.desk = Helpdesk(db, _nobody, CIPHER, clock=self.clock)
+        self.sender = ReplySender(
+            db, SmtpTransport(SmtpServer.parse(smtp.url), timeout_s=5), DirectoryBlobs(blobs), clock=self.clock
+        )
+
+    async def open(self) -> None:
+        self.organization = await organization_of_its_own(self.db)
+        self.address = f"help-{uuid.uuid4().hex[:8]}@acme.example"
+        channel, _ = await self.db.write(
+            channels.open_channel,
+            CIPHER,
+            self.organization,
+            kind="email",
+            name="Support",
+            addresses=[self.address],
+            given={},
+            settings={},
+            now=self.clock(),
+        )
+        self.channel_id = channel.id
+        self.agent = Actor(self.organization, str(uuid.uuid4()), "agent")
+
+    async def mail(self, subject: str, text: str, **headers: str) -> Any:
+        """A customer's mail to the channel (kind D), processed: its inbound row."""
+        lines = ["From: Ada <ada@example.com>", f"To: {self.address}", f"Subject: {subject}"]
+        lines += [f"Message-ID: <{uuid.uuid4().hex}@example.com>", *(f"{k}: {v}" for k, v in headers.items())]
+        raw = ("\r\n".join(lines) + f"\r\n\r\n{text}\r\n").encode()
+        details = {"envelope_to": self.address}
+        return await processed(
+            self.db,
+            self.blobs,
+            self.organization,
+            "email_d",
+            raw,
+            "message/rfc822",
+            details,
+            channel_id=self.channel_id,
+        )
+
+    async def reply(self, ticket_id: str, body: str) -> tickets.ConversationRecord:
+        self.clock.now = max(self.clock.now, datetime.now(UTC))  # after the mail, which was processed at real time
+        return await conversations.add(self.desk, self.agent, ticket_id, AddConversation(body=body))
+
+    async def delivery(self, conversation_id: str) -> tickets.Delivery:
+        found = await self.db.read(tickets.conversation, self.organization, conversation_id)
+        assert found is not None
+        assert found.delivery is not None
+        return found.delivery
+
+    async def changes(self, conversation_id: str) -> list[tuple[str, str]]:
+        def read(connection: Any) -> list[tuple[str, str]]:
+            rows = connection.execute(
+                select(events.EVENTS.c.event_data)
+                .where(
+                    events.EVENTS.c.aggregate_id == conversation_id,
+                    events.EVENTS.c.event_type == "delivery_changed",
+                )
+                .order_by(events.EVENTS.c.created_at, events.EVENTS.c.id)
+            )
+            return [(data["old_state"], data["new_state"]) for data in rows.scalars()]
+
+        return await self.db.read(read)
+
+
+@pytest.fixture
+async def desk(db: Database, tmp_path: Path, smtp: SmtpPeer) -> Desk:
+    made = Desk(db, tmp_path, smtp)
+    await made.open()
+    return made
+
+
+async def test_a_reply_is_mailed_from_the_channel_threaded_under_the_customer_s_mail(desk: Desk) -> None:
+    asked = await desk.mail("Where is my parcel?", "It has not arrived.")
+    reply = await desk.reply(asked.ticket_id, "It left our depot today.\n\nTracking: <ABC & 123>")
+    assert reply.delivery is not None
+    assert (reply.delivery.state, reply.delivery.recipient, reply.delivery.medium) == (
+        "queued",
+        "ada@example.com",
+        "email",
+    )
+    assert await desk.sender.send_due() == 1
+    [mail] = desk.smtp.received
+    sent = mail.message
+    ticket = await desk.db.read(tickets.get, desk.organization, asked.ticket_id)
+    assert ticket is not None
+    assert (mail.mail_from, mail.rcpt_tos) == (desk.address, ["ada@example.com"])
+    assert sent["From"] == f"Acme <{desk.address}>"
+    assert (sent["To"], sent["Reply-To"]) == ("ada@example.com", desk.address)
+    assert sent["Subject"] == f"Re: Where is my parcel? [Ticket #{ticket.number}]"
+    [_, asking] = (await desk.db.read(tickets.conversations, ticket.id, limit=10, cursor=None))[0]
+    assert sent["Message-ID"] == f"<{reply.delivery.provider_message_id}>"
+    assert sent["In-Reply-To"] == sent["References"] == f"<{asking.message_id}>"
+    assert sent["Auto-Submitted"] is None, "a person's reply is not automatic mail"
+    assert sent[OUR_HEADER] == desk.organization
+    text, page = sent.get_body(("plain",)), sent.get_body(("html",))
+    assert text is not None
+    assert page is not None
+    assert text.get_content().splitlines() == ["It left our depot today.", "", "Tracking: <ABC & 123>"]
+    assert "Tracking: &lt;ABC &amp; 123&gt;" in page.get_content()
+    delivered = await desk.delivery(reply.id)
+    assert (delivered.state, delivered.attempts, delivered.last_error) == ("sent", 1, None)
+    assert await desk.changes(reply.id) == [("queued", "sent")]
+    assert await desk.sender.send_due() == 0, "a sent reply is not sent again"
+
+    answer = await desk.mail(f"Re: {sent['Subject']}", "Thanks!", **{"In-Reply-To": sent["Message-ID"]})
+    assert answer.ticket_id == asked.ticket_id
+    assert answer.outcome == "threaded by In-Reply-To"
+
+
+async def test_a_refused_recipient_fails_at_once_and_a_resend_delivers_it(desk: Desk) -> None:
+    asked = await desk.mail("Refund", "Please refund me.")
+    desk.smtp.refuse["ada@example.com"] = "550 5.1.1 No such mailbox"
+    reply = await desk.reply(asked.ticket_id, "Refunded.")
+    assert await desk.sender.send_due() == 1
+    failed = await desk.delivery(reply.id)
+    assert (failed.state, failed.attempts) == ("failed", 1)
+    assert failed.last_error is not None
+    assert failed.last_error.startswith("550")
+    assert desk.smtp.received == []
+    assert await desk.sender.send_due() == 0, "a failed reply is not retried by itself"
+
+    del desk.smtp.refuse["ada@example.com"]
+    resent = await conversations.resend(desk.desk, desk.agent, reply.id)
+    assert resent.delivery is not None
+    assert (resent.delivery.state, resent.delivery.attempts) == ("queued", 0)
+    assert await desk.sender.send_due() == 1
+    assert (await desk.delivery(reply.id)).state == "sent"
+    assert len(desk.smtp.received) == 1
+    with pytest.raises(Conflict, match="Only a reply whose message failed"):
+        await conversations.resend(desk.desk, desk.agent, reply.id)
+    assert await desk.changes(reply.id) == [("queued", "failed"), ("failed", "queued"), ("queued", "sent")]
+
+
+async def test_a_temporary_refusal_is_retried_with_backoff_then_failed_when_the_retries_are_spent(desk: Desk) -> None:
+    asked = await desk.mail("Broken", "It broke.")
+    desk.smtp.refuse["ada@example.com"] = "451 4.3.0 Try again later"
+    reply = await desk.reply(asked.ticket_id, "We are on it.")
+    for attempt, wait in enumerate(outbound.RETRY_DELAYS, start=1):
+        assert await desk.sender.send_due() == 1
+        waiting = await desk.delivery(reply.id)
+        assert (waiting.state, waiting.attempts) == ("queued", attempt)
+        assert waiting.last_error is not None
+        assert "451" in waiting.last_error
+        desk.clock.now += wait - timedelta(seconds=1)
+        assert await desk.sender.send_due() == 0, "not before its backoff"
+        desk.clock.now += timedelta(seconds=1)
+    assert await desk.sender.send_due() == 1
+    spent = await desk.delivery(reply.id)
+    assert (spent.state, spent.attempts) == ("failed", len(outbound.RETRY_DELAYS) + 1)
+    assert await desk.changes(reply.id) == [("queued", "failed")]
+
+
+async def test_a_note_and_a_reply_on_a_ticket_nobody_can_be_mailed_from_are_not_sent(desk: Desk) -> None:
+    asked = await desk.mail("Hello", "Hi.")
+    note = await conversations.add(
+        desk.desk, desk.agent, asked.ticket_id, AddConversation(body="Customer is VIP", internal=True)
+    )
+    assert note.delivery is None
+    await desk.db.write(channels.remove, desk.organization, desk.channel_id, desk.clock())
+    reply = await desk.reply(asked.ticket_id, "Hi!")
+    assert reply.delivery is None, "no email channel left to send it through"
+    assert await desk.sender.send_due() == 0
+    assert desk.smtp.received == []
