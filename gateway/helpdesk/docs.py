@@ -34,7 +34,7 @@ from gateway.helpdesk.schemas import (
     Upload,
 )
 from operations.helpdesk.attachments import MAX_UPLOAD_BYTES
-from operations.helpdesk.channels import ChangeChannel, CreateChannel
+from operations.helpdesk.channels import SMTP_URL, ChangeChannel, CreateChannel
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.customers import CreateCustomer, MergeCustomerInto, UpdateCustomer
 from operations.helpdesk.fields import LINE, TEXT
@@ -280,7 +280,12 @@ def _channel_body(*, change: bool = False) -> RequestBody:
     kinds = []
     for kind, spec in channels.KINDS.items():
         routed_by_token = spec.address_kind in spec.generated
-        named: dict[str, Schema | Reference] = {name: text(least, 4096) for name in spec.given}
+        named: dict[str, Schema | Reference] = {
+            name: text(least, 4096, SMTP_URL if least else f"^$|{SMTP_URL}")
+            if name == "smtp_url"
+            else text(least, 4096)
+            for name in spec.given
+        }
         settings: dict[str, Schema | Reference] = {name: text(0, 1600, TEXT) for name in spec.settings}
         properties: dict[str, Schema | Reference] = {
             "kind": Schema(type=OpenAPIType.STRING, const=kind),

@@ -13,6 +13,7 @@ from operations.common.errors import Conflict, Invalid, NotFound, StaleCursor
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import LINE, TEXT, Cursor, Limit, PersonName, Uuid, is_uuid
+from operations.helpdesk.mail import SmtpServer
 from storage.common.paging import CursorNotFound
 from storage.helpdesk import channels, inbound
 from storage.helpdesk.channels import ChannelRecord
@@ -77,9 +78,27 @@ class ListInbound(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     cursor: Cursor | None = None
 
 
+_PORT = r"(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[0-9]{1,4})"
+SMTP_URL = (
+    r"^(smtp|smtps|smtp\+starttls)://([^@/:\[\]?#\x00-\x20\x7f]+(:[^@/\[\]?#\x00-\x20\x7f]*)?@)?"
+    rf"[A-Za-z0-9.-]+(:{_PORT})?$"
+)
+"""What a channel's `smtp_url` secret looks like (the OpenAPI document says so; `_sound` checks it)."""
+
+
+def _sound(secrets: dict[str, str]) -> None:
+    """A channel's own SMTP server must be one (`smtp://`, `smtp+starttls://` or `smtps://`)."""
+    if secrets.get("smtp_url"):
+        try:
+            SmtpServer.parse(secrets["smtp_url"])
+        except ValueError as wrong:
+            raise Invalid(f"secrets.smtp_url must be {wrong}") from None
+
+
 async def open_channel(desk: Helpdesk, actor: Actor, given: CreateChannel) -> tuple[ChannelRecord, dict[str, str]]:
     """The new channel and the secrets made for it (shown this once)."""
     actor.require_admin(MANAGE)
+    _sound(given.secrets)
     try:
         return await desk.db.write(
             channels.open_channel,
@@ -120,6 +139,7 @@ async def change(
 ) -> tuple[ChannelRecord, dict[str, str]]:
     """The changed channel and the secrets made anew for it (shown this once)."""
     actor.require_admin(MANAGE)
+    _sound(given.secrets)
     try:
         changed = (
             await desk.db.write(

@@ -22,6 +22,7 @@ import structlog
 from operations.helpdesk.mail import OUR_HEADER, SmtpServer, send_message
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
+from storage.common.secrets import Cipher
 from storage.helpdesk import accounts, outbound
 from storage.helpdesk.outbound import Claimed, Result
 
@@ -95,6 +96,7 @@ class ReplySender:
     def __init__(
         self,
         db: Database,
+        cipher: Cipher,
         transport: Transport,
         blobs: BlobStore | None,
         *,
@@ -103,7 +105,10 @@ class ReplySender:
         poll_s: float = POLL_S,
     ) -> None:
         self.db = db
+        self.cipher = cipher
         self.transport = transport
+        self._own: dict[str, SmtpTransport] = {}
+        """Channels' own SMTP servers, by URL."""
         self.blobs = blobs
         self.clock = clock
         self.lease = lease
@@ -121,7 +126,9 @@ class ReplySender:
 
     async def send_due(self) -> int:
         """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many."""
-        claimed = await self.db.write(outbound.claim_due, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE)
+        claimed = await self.db.write(
+            outbound.claim_due, self.cipher, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE
+        )
         if not claimed:
             return 0
         results = await asyncio.gather(*(self._send(reply) for reply in claimed))
@@ -130,14 +137,27 @@ class ReplySender:
 
     async def _send(self, reply: Claimed) -> Result:
         try:
+            transport = self._transport(reply)
             message = await compose(reply, self.blobs)
-            note = await self.transport.send(message, reply.sender, reply.recipient)
+            note = await transport.send(message, reply.sender, reply.recipient)
         except Undeliverable as refused:
             return Result(reply.id, error=str(refused), final=True)
         except Exception as error:  # a transient failure: retried after its backoff
             log.warning("reply_send_failed", outbound_id=reply.id, error=type(error).__name__)
             return Result(reply.id, error=f"{type(error).__name__}: {error}"[:1000])
         return Result(reply.id, note=note)
+
+    def _transport(self, reply: Claimed) -> Transport:
+        """The channel's own SMTP server where it has one, else the helpdesk's (or the kept-mail outbox)."""
+        if not reply.smtp_url:
+            return self.transport
+        if reply.smtp_url not in self._own:
+            try:
+                server = SmtpServer.parse(reply.smtp_url)
+            except ValueError as wrong:
+                raise Undeliverable(f"the channel's smtp_url is not one: {wrong}") from None
+            self._own[reply.smtp_url] = SmtpTransport(server)
+        return self._own[reply.smtp_url]
 
 
 async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:

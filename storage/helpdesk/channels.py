@@ -45,7 +45,10 @@ class ChannelKind:
 KINDS: dict[ChannelKindName, ChannelKind] = {
     # inbound mail of the four provider kinds: D's forwarder secret and C's token are made here; A's signing key and
     # B's public key come from the provider
-    "email": ChannelKind("email", generated=("forwarder_secret", "inbound_token"), given=("signing_key", "public_key")),
+    # replies go through the helpdesk's SMTP server, or the channel's own (`smtp_url`)
+    "email": ChannelKind(
+        "email", generated=("forwarder_secret", "inbound_token"), given=("signing_key", "public_key", "smtp_url")
+    ),
     "sms": ChannelKind("sms_number", given=("auth_token",), settings=("auto_reply",)),
     "business_messaging": ChannelKind(
         "phone_number_id", generated=("verify_token",), given=("app_secret",), routed_by_secret=("verify_token",)

@@ -5,8 +5,9 @@ change of state is a `delivery_changed` activity event of the conversation; stat
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.utils import make_msgid
 from typing import Any, Literal
@@ -14,6 +15,7 @@ from typing import Any, Literal
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.engine import Connection
 
+from storage.common.secrets import Cipher, unseal
 from storage.helpdesk import events
 from storage.helpdesk.channels import ADDRESSES, CHANNELS
 from storage.helpdesk.inbound import EVENTS as INBOUND
@@ -67,6 +69,8 @@ class Claimed:
     in_reply_to: str | None
     references: list[str]
     attempts: int
+    smtp_url: str | None = field(default=None, repr=False)
+    """The channel's own SMTP server (its `smtp_url` secret), if it has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +161,7 @@ def enqueue(
     return Delivery(way.medium, way.recipient, "queued", provider_message_id, None, None, 0, now)
 
 
-def claim_due(connection: Connection, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
+def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
     """Up to `limit` queued messages due now, each taken for `lease` (another sender takes it only after that), with
     what sending them needs."""
     due = list(
@@ -188,10 +192,12 @@ def claim_due(connection: Connection, *, now: datetime, lease: timedelta, limit:
             CONVERSATIONS.c.attachments,
             CONVERSATIONS.c.created_at.label("written_at"),
             ADDRESSES.c.address.label("sender"),
+            CHANNELS.c.secrets_sealed,
         )
         .join(ORGANIZATIONS, ORGANIZATIONS.c.id == OUTBOUND.c.organization_id)
         .join(TICKETS, TICKETS.c.id == OUTBOUND.c.ticket_id)
         .join(CONVERSATIONS, CONVERSATIONS.c.id == OUTBOUND.c.conversation_id)
+        .join(CHANNELS, CHANNELS.c.id == OUTBOUND.c.channel_id)
         .outerjoin(ADDRESSES, and_(ADDRESSES.c.channel_id == OUTBOUND.c.channel_id, ADDRESSES.c.kind == "email"))
         .where(OUTBOUND.c.id.in_(taken))
         .order_by(OUTBOUND.c.id, ADDRESSES.c.address)
@@ -217,6 +223,7 @@ def claim_due(connection: Connection, *, now: datetime, lease: timedelta, limit:
             in_reply_to=thread[-1] if thread else None,
             references=thread[-THREAD_REFERENCES:],
             attempts=row.attempts,
+            smtp_url=json.loads(unseal(cipher, row.secrets_sealed)).get("smtp_url"),
         )
     return list(claimed.values())
 

@@ -58,7 +58,7 @@ class Desk:
         self.clock = Clock()
         self.desk = Helpdesk(db, _nobody, CIPHER, clock=self.clock)
         self.sender = ReplySender(
-            db, SmtpTransport(SmtpServer.parse(smtp.url), timeout_s=5), DirectoryBlobs(blobs), clock=self.clock
+            db, CIPHER, SmtpTransport(SmtpServer.parse(smtp.url), timeout_s=5), DirectoryBlobs(blobs), clock=self.clock
         )
 
     async def open(self) -> None:
@@ -219,3 +219,25 @@ async def test_a_note_and_a_reply_on_a_ticket_nobody_can_be_mailed_from_are_not_
     assert reply.delivery is None, "no email channel left to send it through"
     assert await desk.sender.send_due() == 0
     assert desk.smtp.received == []
+
+
+async def test_a_channel_with_its_own_smtp_server_sends_its_replies_there(desk: Desk) -> None:
+    asked = await desk.mail("Invoice", "Where is my invoice?")
+    with SmtpPeer() as own:
+        changed = await desk.db.write(
+            channels.change,
+            CIPHER,
+            desk.organization,
+            desk.channel_id,
+            kind="email",
+            given={"smtp_url": own.url},
+            rotate=[],
+            settings={},
+            now=desk.clock(),
+        )
+        assert changed is not None
+        assert "smtp_url" in changed[0].secret_names
+        await desk.reply(asked.ticket_id, "Attached to your account page.")
+        assert await desk.sender.send_due() == 1
+        assert [mail.rcpt_tos for mail in own.received] == [["ada@example.com"]]
+    assert desk.smtp.received == [], "not through the helpdesk's own server"

@@ -148,6 +148,7 @@ async def test_a_channel_change_its_kind_does_not_allow_is_refused_and_changes_n
             ({"rotate": ["signing_key"]}, "no secret the helpdesk makes 'signing_key'"),
             ({"secrets": {"forwarder_secret": "mine"}}, "no secret its provider issues 'forwarder_secret'"),
             ({"settings": {"auto_reply": "Hi"}}, "no setting 'auto_reply'"),
+            ({"secrets": {"smtp_url": "http://mail.example"}}, "secrets.smtp_url must be smtp://"),
         ]
         for change, said in cases:
             refused = await browser.call("channels.update", {"id": made["id"], "kind": "email", **change})
