@@ -126,6 +126,8 @@ class ReplySender:
 
     async def send_due(self) -> int:
         """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many."""
+        if not await self.db.read(outbound.any_due, self.clock()):
+            return 0
         claimed = await self.db.write(
             outbound.claim_due, self.cipher, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE
         )

@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from email.utils import make_msgid
 from typing import Any, Literal
 
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import and_, bindparam, or_, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.secrets import Cipher, unseal
@@ -159,6 +159,16 @@ def enqueue(
         )
     )
     return Delivery(way.medium, way.recipient, "queued", provider_message_id, None, None, 0, now)
+
+
+_ANY_DUE = (
+    select(OUTBOUND.c.id).where(OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= bindparam("now")).limit(1)
+)
+
+
+def any_due(connection: Connection, now: datetime) -> bool:
+    """Whether a message is due: a read, so that an idle sender's polls take no write lock."""
+    return connection.execute(_ANY_DUE, {"now": now}).first() is not None
 
 
 def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
