@@ -30,8 +30,10 @@ log = structlog.get_logger("signalyard.processors")
 
 SENDS_AT_ONCE = 8
 """A sender's sends in flight, and so the most a kill can repeat."""
-LEASE = timedelta(minutes=5)
-"""How long a claimed reply is this sender's: past it (its sender died), another sends it."""
+LEASE = timedelta(seconds=90)
+"""How long a claimed reply is this sender's: past it (its sender died), another sends it; a round of sends, each
+bounded by SMTP_TIMEOUT_S, takes less (`SIGNALYARD_HELPDESK_REPLY_LEASE_S` sets it)."""
+SMTP_TIMEOUT_S = 30
 POLL_S = 0.5
 KEPT_NOTE = "kept locally: no SMTP server is configured (signalyard helpdesk mails prints it)"
 
@@ -49,7 +51,9 @@ class Undeliverable(Exception):
 class SmtpTransport:
     """Through the helpdesk's SMTP server (`SIGNALYARD_HELPDESK_SMTP_URL`)."""
 
-    def __init__(self, server: SmtpServer, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = 30) -> None:
+    def __init__(
+        self, server: SmtpServer, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = SMTP_TIMEOUT_S
+    ) -> None:
         self.server = server
         self.tls_context = tls_context
         self.timeout_s = timeout_s

@@ -171,7 +171,8 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         timeout_s=p.settings.publish_timeout_s,
     )
     transport = KeptTransport(p.db, utc_now) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
-    replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs)
+    lease = timedelta(seconds=s.reply_lease_s)
+    replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, lease=lease)
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
         replies.run,

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,16 +26,18 @@ from gateway.helpdesk.inbound.common import Inbound
 from processors.helpdesk.activity import activity_relay
 from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.service import Context, InboundProcessor
+from processors.helpdesk.outbound import SENDS_AT_ONCE
 from signalyard import secrets
 from storage.common.blobs import BlobStore
 from storage.common.db import Database, migrate
-from storage.helpdesk import channels, events, inbound
+from storage.helpdesk import channels, events, inbound, outbound
 from storage.helpdesk.tickets import TICKETS
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
 from tests.helpers import new_organization, signed_up, until
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
+from tests.peers.smtp import SmtpPeer
 from topics.helpdesk import ActivityRecorded, HelpdeskTopics, InboundReceived, partition_key
 
 
@@ -559,3 +562,96 @@ async def test_an_inbound_call_is_answered_once_its_event_is_stored_while_the_br
         assert published == [record.id]
     finally:
         await db.dispose()
+
+
+async def test_the_reply_sender_killed_mid_stream_sends_every_reply_repeating_at_most_its_sends_in_flight(
+    broker_bootstrap: str, database_url: str, tmp_path: Path
+) -> None:
+    """Replies posted while the processors (and their reply sender) are killed with SIGKILL and started again: every
+    reply reaches the SMTP server and is recorded sent; a mail the server accepted before the kill and the sender had
+    not recorded is sent again after the lease, and those repeats are counted: at most SENDS_AT_ONCE."""
+    settings = helpdesk_settings(tmp_path, database_url, None)
+    total = 120
+    with SmtpPeer() as smtp:
+        env = {
+            "SIGNALYARD_KAFKA_BOOTSTRAP": broker_bootstrap,
+            "SIGNALYARD_DATABASE_URL": database_url,
+            "SIGNALYARD_TOPIC_PREFIX": settings.platform.topic_prefix,
+            "SIGNALYARD_DATA_DIR": str(tmp_path),
+            "SIGNALYARD_HELPDESK_SMTP_URL": smtp.url,
+            "SIGNALYARD_HELPDESK_REPLY_LEASE_S": "3",
+        }
+        log = tmp_path / "processors.log"
+        async with (
+            running_stack(settings, broker_bootstrap, HelpdeskStack, with_processor=False) as gateway,
+            gateway.browser() as browser,
+        ):
+            organization = await new_organization(browser)
+            cipher = secrets.secrets_cipher(gateway.settings.platform)
+            await gateway.db.write(
+                channels.create,
+                cipher,
+                organization.id,
+                kind="email",
+                name="Support",
+                addresses=[("email", f"help-{uuid.uuid4().hex[:8]}@acme.example")],
+                secrets={},
+                now=datetime.now(UTC),
+            )
+            made = await gateway.rest(
+                organization.key, "POST", "/tickets", json={"subject": "Kill", "customer_email": "k@example.com"}
+            )
+            assert made.status_code == 201, made.text
+            path = f"/tickets/{made.json()['id']}/conversations"
+            sent_as: list[str] = []
+
+            async def reply(index: int) -> None:
+                answer = await gateway.rest(organization.key, "POST", path, json={"body": f"reply {index}"})
+                assert answer.status_code == 201, answer.text
+                sent_as.append(answer.json()["delivery"]["provider_message_id"])
+
+            async def reply_all() -> None:
+                for chunk in range(1, total, 4):
+                    await asyncio.gather(*(reply(index) for index in range(chunk, min(chunk + 4, total))))
+                    await asyncio.sleep(0.02)
+
+            def received() -> Counter[str]:
+                return Counter(mail.message["Message-ID"].strip("<>") for mail in list(smtp.received))
+
+            first = start_processors(env, log)
+            await reply(0)
+            await until(lambda: len(smtp.received) >= 1, "the first processors mailed the first reply", timeout_s=60)
+            replying = asyncio.create_task(reply_all())
+            try:
+                await until(lambda: len(smtp.received) >= 16, "16 replies mailed", timeout_s=60, every_s=0.01)
+                first.send_signal(signal.SIGKILL)  # mid-stream: replies are still being posted and sent
+                first.wait()
+                assert not replying.done(), "the kill came too late to interrupt anything"
+                await replying
+                second = start_processors(env, log)
+                try:
+                    await until(lambda: set(received()) == set(sent_as), f"all {total} replies mailed", timeout_s=120)
+
+                    def states(connection: Any) -> Counter[str]:
+                        rows = connection.execute(
+                            select(outbound.OUTBOUND.c.state).where(
+                                outbound.OUTBOUND.c.organization_id == organization.id
+                            )
+                        )
+                        return Counter(rows.scalars())
+
+                    async def recorded() -> Counter[str] | None:
+                        found = await gateway.db.read(states)
+                        return found if found == Counter({"sent": total}) else None
+
+                    await until(recorded, "every reply recorded sent", timeout_s=60)
+                finally:
+                    stop(second)
+            finally:
+                if first.poll() is None:
+                    first.kill()
+                replying.cancel()
+    repeats = sum(count - 1 for count in received().values())
+    print(f"reply sender killed once: {total} replies, {repeats} mailed twice (at most {SENDS_AT_ONCE})")
+    assert len(sent_as) == total
+    assert repeats <= SENDS_AT_ONCE
