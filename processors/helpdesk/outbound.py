@@ -19,11 +19,11 @@ from typing import Protocol
 import aiosmtplib
 import structlog
 
-from operations.helpdesk.mail import OUR_HEADER, SmtpServer, send_message
+from operations.helpdesk.mail import OUR_HEADER, KeptMail, SmtpServer, send_message
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from storage.common.secrets import Cipher
-from storage.helpdesk import accounts, outbound
+from storage.helpdesk import outbound
 from storage.helpdesk.outbound import Claimed, Result
 
 log = structlog.get_logger("signalyard.processors")
@@ -76,21 +76,15 @@ class SmtpTransport:
 
 
 class KeptTransport:
-    """The embedded default: no SMTP server, so the mail is kept in the database with the sign-in mail."""
+    """The embedded default: no SMTP server, so the mail's text is kept with the sign-in mail (operations' KeptMail)."""
 
-    def __init__(self, db: Database, clock: Callable[[], datetime]) -> None:
-        self.db = db
-        self.clock = clock
+    def __init__(self, kept: KeptMail) -> None:
+        self.kept = kept
 
     async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
         body = message.get_body(("plain",))
-        text = body.get_content() if body is not None else ""
-        await self.db.write(accounts.keep_mail, recipient, str(message["Subject"])[:255], text, self.clock())
+        await self.kept.send(recipient, str(message["Subject"])[:255], body.get_content() if body is not None else "")
         return KEPT_NOTE
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class ReplySender:
@@ -104,7 +98,7 @@ class ReplySender:
         transport: Transport,
         blobs: BlobStore | None,
         *,
-        clock: Callable[[], datetime] = utc_now,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         lease: timedelta = LEASE,
         poll_s: float = POLL_S,
     ) -> None:

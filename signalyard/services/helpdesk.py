@@ -35,7 +35,7 @@ from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.router import inbound_router
 from processors.helpdesk.inbound.service import Context, InboundProcessor, inbound_outbox
 from processors.helpdesk.inbound.voice import waiting_voicemails_forever
-from processors.helpdesk.outbound import KeptTransport, ReplySender, SmtpTransport, utc_now
+from processors.helpdesk.outbound import KeptTransport, ReplySender, SmtpTransport
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
@@ -170,7 +170,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         ensure_topics=p.ensure_topics,
         timeout_s=p.settings.publish_timeout_s,
     )
-    transport = KeptTransport(p.db, utc_now) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
+    transport = KeptTransport(KeptMail(p.db)) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
     lease = timedelta(seconds=s.reply_lease_s)
     replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, lease=lease)
     return [
