@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
@@ -268,6 +268,27 @@ class InvalidChannel(ValueError):
     """What a new channel's request got wrong, in words for its maker (400)."""
 
 
+def _known(
+    kind: str,
+    spec: ChannelKind,
+    *,
+    given: Collection[str] = (),
+    rotate: Collection[str] = (),
+    settings: Collection[str] = (),
+) -> None:
+    """InvalidChannel naming the first secret or setting a channel of `kind` does not have."""
+    for names, allowed, what in (
+        (given, spec.given, "secret its provider issues"),
+        (rotate, spec.generated, "secret the helpdesk makes"),
+        (settings, spec.settings, "setting"),
+    ):
+        unknown = sorted(set(names) - set(allowed))
+        if unknown:
+            raise InvalidChannel(
+                f"a {kind} channel has no {what} {unknown[0]!r} (its own: {', '.join(allowed) or 'none'})"
+            )
+
+
 class OtherKind(ValueError):
     """A change names another kind than the channel's (409)."""
 
@@ -291,15 +312,7 @@ def open_channel(
     if kind not in CHANNEL_KINDS:
         raise InvalidChannel(f"kind must be one of {', '.join(CHANNEL_KINDS)}")
     spec = KINDS[kind]
-    unknown = sorted(set(given) - set(spec.given))
-    if unknown:
-        allowed = ", ".join(spec.given) or "none"
-        raise InvalidChannel(f"a {kind} channel takes no secret {unknown[0]!r} (its provider's secrets: {allowed})")
-    strange = sorted(set(settings) - set(spec.settings))
-    if strange:
-        raise InvalidChannel(
-            f"a {kind} channel has no setting {strange[0]!r} (its settings: {', '.join(spec.settings) or 'none'})"
-        )
+    _known(kind, spec, given=given, settings=settings)
     generated = {secret_name: secrets.token_urlsafe(32) for secret_name in spec.generated}
     routes = [(spec.address_kind, address) for address in addresses if address.strip()]
     if spec.address_kind in generated:
@@ -350,16 +363,7 @@ def change(
     if kind is not None and row.kind != kind:
         raise OtherKind(f"this channel is of kind {row.kind}, not {kind}")
     spec = KINDS[row.kind] if row.kind in CHANNEL_KINDS else ChannelKind(row.kind)
-    for names, allowed, what in (
-        (given, spec.given, "secret its provider issues"),
-        (rotate, spec.generated, "secret the helpdesk makes"),
-        (settings, spec.settings, "setting"),
-    ):
-        unknown = sorted(set(names) - set(allowed))
-        if unknown:
-            raise InvalidChannel(
-                f"a {row.kind} channel has no {what} {unknown[0]!r} (its own: {', '.join(allowed) or 'none'})"
-            )
+    _known(row.kind, spec, given=given, rotate=rotate, settings=settings)
     kept = json.loads(unseal(cipher, row.secrets_sealed))
     made = {secret_name: secrets.token_urlsafe(32) for secret_name in dict.fromkeys(rotate)}
     for secret_name, value in made.items():
