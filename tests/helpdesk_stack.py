@@ -34,6 +34,7 @@ from storage.common.webhooks.events import first_attempt, record_event
 from storage.helpdesk import accounts
 from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.receiver import WebhookReceiver
+from tests.peers.sms import SmsPeer
 from topics.common.webhooks import event_message
 from topics.helpdesk import WEBHOOKS, HelpdeskTopics
 
@@ -207,6 +208,18 @@ def plain_receiver() -> Iterator[WebhookReceiver]:
         yield running
 
 
+SMS_ACCOUNT = "AC" + "5" * 32
+SMS_AUTH_TOKEN = "sms-provider-auth-token"
+
+
+@pytest.fixture(scope="session")
+def sms_provider() -> Iterator[SmsPeer]:
+    """The SMS provider's Messages API that the shared helpdesk stacks send their SMS replies to (one account: every
+    test's SMS channel gives its sid and token)."""
+    with SmsPeer(SMS_ACCOUNT, SMS_AUTH_TOKEN) as peer:
+        yield peer
+
+
 @pytest.fixture
 async def helpdesk_stack(
     request: pytest.FixtureRequest,
@@ -214,11 +227,14 @@ async def helpdesk_stack(
     broker_bootstrap: str,
     database_url: str,
     tmp_path_factory: pytest.TempPathFactory,
+    sms_provider: SmsPeer,
 ) -> AsyncIterator[HelpdeskStack]:
     """The helpdesk stack on the session's database, shared by the tests that use it (`SharedStacks`)."""
 
     def start() -> running_stack[HelpdeskStack]:
-        settings = helpdesk_settings(tmp_path_factory.mktemp("helpdesk"), database_url, None)
+        settings = helpdesk_settings(
+            tmp_path_factory.mktemp("helpdesk"), database_url, None, helpdesk_sms_api_url=sms_provider.base_url
+        )
         return running_stack(settings, broker_bootstrap, HelpdeskStack)
 
     yield await shared_stacks.use(request, start)

@@ -60,6 +60,8 @@ class Organization:
     admin_id: str
     admin_email: str
     key: str
+    support_address: str
+    """Its email channel's address: replies to its customers go out from it."""
 
     async def rest(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         """A REST call (`/api/v1`) with the organization's key."""
@@ -67,11 +69,14 @@ class Organization:
 
 
 async def new_organization(browser: Browser, *scopes: str) -> Organization:
-    """Signs `browser` up as the admin of a new organization on the free plan, and makes a REST key with `scopes`
-    (every scope, `*`, when none is named)."""
+    """Signs `browser` up as the admin of a new organization on the free plan, makes a REST key with `scopes` (every
+    scope, `*`, when none is named), and opens an email channel, through which its replies go out."""
     admin = (await browser.sign_up())["user"]
     key = await browser.api_key(*(scopes or ("*",)))
-    return Organization(browser.stack, browser, admin["organization_id"], admin["id"], admin["email"], key)
+    support = f"support-{uuid.uuid4().hex[:10]}@example.com"
+    channel = await browser.call("channels.create", {"kind": "email", "name": "Support", "addresses": [support]})
+    assert channel.status_code == 200, channel.text
+    return Organization(browser.stack, browser, admin["organization_id"], admin["id"], admin["email"], key, support)
 
 
 @asynccontextmanager
@@ -79,6 +84,20 @@ async def signed_up(stack: HelpdeskStack, *scopes: str) -> AsyncIterator[Organiz
     """A new organization in a new browser (`new_organization`), which stays open for the block."""
     async with stack.browser() as browser:
         yield await new_organization(browser, *scopes)
+
+
+async def sent_reply(org: Organization, ticket_id: str, body: str) -> dict[str, Any]:
+    """A reply posted over REST, once the stack's reply sender has sent it (kept locally: the stack has no SMTP server)
+    and written its `delivery_changed` event, so that the reply's events stay as they are from here on."""
+    made = await org.rest("POST", f"/tickets/{ticket_id}/conversations", json={"body": body})
+    assert made.status_code == 201, made.text
+
+    async def sent() -> dict[str, Any] | None:
+        listed = await org.rest("GET", f"/tickets/{ticket_id}/conversations", params={"limit": 100})
+        found = next(item for item in listed.json()["data"] if item["id"] == made.json()["id"])
+        return found if found["delivery"]["state"] == "sent" else None
+
+    return await until(sent, "the reply sent")
 
 
 async def joined_agent(org: Organization, browser: Browser, email: str | None = None) -> dict[str, Any]:

@@ -114,7 +114,7 @@ class Attachment(msgspec.Struct, kw_only=True):
 class ReplyDelivery(msgspec.Struct, kw_only=True):
     """An agent's reply on its way to the customer (docs/helpdesk.md, "Replies to customers")."""
 
-    medium: Literal["email"]
+    medium: Literal["email", "sms"]
     recipient: str
     state: Literal["queued", "sent", "delivered", "read", "failed", "bounced"]
     provider_message_id: str | None
@@ -124,6 +124,11 @@ class ReplyDelivery(msgspec.Struct, kw_only=True):
     """`kept locally: ...` when no SMTP server is configured: the mail is in the kept-mail outbox."""
     attempts: int
     updated_at: Timestamp
+    parts: int
+    """How many messages it went as: an SMS past 1,600 characters goes as several (the state is the part furthest
+    behind, `provider_message_id` the first part's)."""
+    body: str | None
+    """The text the customer was sent, or will be: editing the reply afterwards does not change it."""
 
     @classmethod
     def of(cls, delivery: tickets.Delivery | None) -> ReplyDelivery | None:
@@ -138,6 +143,8 @@ class ReplyDelivery(msgspec.Struct, kw_only=True):
             note=delivery.note,
             attempts=delivery.attempts,
             updated_at=_iso(delivery.updated_at),
+            parts=delivery.parts,
+            body=delivery.body,
         )
 
 

@@ -3,7 +3,6 @@ person's reply or note is theirs (`author_id`) and its events carry them as the 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 from typing import Annotated, Any, ClassVar, Literal
 
@@ -18,6 +17,7 @@ from operations.helpdesk.attachments import MAX_ATTACHMENTS
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Body, Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
+from storage.common.secrets import Cipher
 from storage.helpdesk import outbound, tickets, uploads
 from storage.helpdesk.tickets import ConversationRecord, TicketRecord
 
@@ -53,6 +53,7 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
         return await desk.changes.run(
             actor.organization_id,
             _add,
+            desk.cipher,
             ticket,
             list(dict.fromkeys(given.attachment_ids)),
             author_type=given.author_type,
@@ -61,21 +62,24 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
             internal=given.internal,
             actor_id=actor.user_id,
         )
+    except outbound.NoRoute as nowhere:
+        raise Conflict(f"The reply cannot reach the customer: {nowhere}") from None
     except uploads.UploadUnavailable as unavailable:
         if unavailable.taken:
             raise Conflict(f"attachment_ids names a file attached to another reply already: {unavailable}") from None
         raise NotFound(f"attachment_ids names no upload of this organization: {unavailable}") from None
 
 
-def _add(connection: Connection, ticket: TicketRecord, upload_ids: list[str], **fields: Any) -> ConversationRecord:
-    """The conversation, the uploads it names taken by it, and for an agent's reply its message to the customer
-    (outbound.route), in one unit of work."""
-    attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
+def _add(
+    connection: Connection, cipher: Cipher, ticket: TicketRecord, upload_ids: list[str], **fields: Any
+) -> ConversationRecord:
+    """The conversation, the uploads it names taken by it, and for an agent's reply its messages to the customer
+    (outbound.route: NoRoute when there is no way to them), in one unit of work."""
     way = None
     if fields["author_type"] == "agent" and not fields["internal"]:
-        with contextlib.suppress(outbound.NoRoute):  # stored, not sent (docs/helpdesk.md, "Replies to customers")
-            way = outbound.route(connection, ticket)
-    sent_as = outbound.message_id(way) if way is not None else None
+        way = outbound.route(connection, cipher, ticket)
+    attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
+    sent_as = outbound.message_id(way) if way is not None and way.medium == "email" else None
     conversation = tickets.add_conversation(
         connection, ticket, attachments=[upload.attachment() for upload in attached], message_id=sent_as, **fields
     )
@@ -84,7 +88,7 @@ def _add(connection: Connection, ticket: TicketRecord, upload_ids: list[str], **
     if way is None:
         return conversation
     delivery = outbound.enqueue(
-        connection, ticket, conversation.id, way, provider_message_id=sent_as, now=fields["now"]
+        connection, ticket, conversation.id, way, fields["body"], provider_message_id=sent_as, now=fields["now"]
     )
     return dataclasses.replace(conversation, delivery=delivery)
 

@@ -14,9 +14,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr
-from typing import Protocol
+from typing import Any, Protocol
 
 import aiosmtplib
+import httpx
 import structlog
 
 from operations.helpdesk.mail import OUR_HEADER, KeptMail, SmtpServer, send_message
@@ -34,6 +35,7 @@ LEASE = timedelta(seconds=90)
 """How long a claimed reply is this sender's: past it (its sender died), another sends it; a round of sends, each
 bounded by SMTP_TIMEOUT_S, takes less (`SIGNALYARD_HELPDESK_REPLY_LEASE_S` sets it)."""
 SMTP_TIMEOUT_S = 30
+SMS_TIMEOUT_S = 30
 POLL_S = 0.5
 KEPT_NOTE = "kept locally: no SMTP server is configured (signalyard helpdesk mails prints it)"
 
@@ -87,6 +89,57 @@ class KeptTransport:
         return KEPT_NOTE
 
 
+class SmsSender:
+    """Through the SMS provider's Messages API (`POST /2010-04-01/Accounts/{AccountSid}/Messages.json`, a form, with
+    the channel's `account_sid` and `auth_token` as basic auth), asking for its status reports at `status_url`. The
+    answer holds the message's `sid` (its provider id, by which the reports find it) and `num_segments`; a 4xx
+    answer is a refusal no retry mends (an invalid number, wrong credentials), anything else is tried again."""
+
+    def __init__(self, api_url: str, status_url: str, *, timeout_s: float = SMS_TIMEOUT_S) -> None:
+        self.api_url = api_url.rstrip("/")
+        self.status_url = status_url
+        self.client = httpx.AsyncClient(timeout=timeout_s)
+
+    async def send(self, reply: Claimed) -> Result:
+        account, token = reply.secrets.get("account_sid", ""), reply.secrets.get("auth_token", "")
+        if not account or not token:
+            return Result(
+                reply.id, error="the SMS channel has no send credentials (account_sid, auth_token)", final=True
+            )
+        response = await self.client.post(
+            f"{self.api_url}/2010-04-01/Accounts/{account}/Messages.json",
+            data={"To": reply.recipient, "From": reply.sender, "Body": reply.body, "StatusCallback": self.status_url},
+            auth=(account, token),
+        )
+        answer = _json(response)
+        if response.is_success and isinstance(answer.get("sid"), str):
+            if answer.get("status") in ("failed", "undelivered"):
+                return Result(reply.id, error=_sms_error(response.status_code, answer), final=True)
+            segments = answer.get("num_segments")
+            note = f"{segments} segment{'' if str(segments) == '1' else 's'}" if segments else None
+            return Result(reply.id, provider_message_id=answer["sid"], note=note)
+        final = 400 <= response.status_code < 500 and response.status_code not in (408, 429)
+        return Result(reply.id, error=_sms_error(response.status_code, answer), final=final)
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        answer = response.json()
+    except ValueError:
+        return {}
+    return answer if isinstance(answer, dict) else {}
+
+
+def _sms_error(status: int, answer: dict[str, Any]) -> str:
+    """The provider's words for a refusal: `HTTP 400, error 21211: The 'To' number ... is not valid`."""
+    code = answer.get("code") or answer.get("error_code")
+    message = answer.get("message") or answer.get("error_message") or "no explanation"
+    return f"HTTP {status}" + (f", error {code}" if code else "") + f": {message}"[:1000]
+
+
 class ReplySender:
     """Claims due replies, sends them, records the results. `send_due()` makes one round (for tests); `run()` makes
     rounds until cancelled, waiting `poll_s` when nothing was due."""
@@ -98,6 +151,7 @@ class ReplySender:
         transport: Transport,
         blobs: BlobStore | None,
         *,
+        sms: SmsSender | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         lease: timedelta = LEASE,
         poll_s: float = POLL_S,
@@ -108,6 +162,7 @@ class ReplySender:
         self._own: dict[str, SmtpTransport] = {}
         """Channels' own SMTP servers, by URL."""
         self.blobs = blobs
+        self.sms = sms
         self.clock = clock
         self.lease = lease
         self.poll_s = poll_s
@@ -137,6 +192,10 @@ class ReplySender:
 
     async def _send(self, reply: Claimed) -> Result:
         try:
+            if reply.medium == "sms":
+                if self.sms is None:
+                    return Result(reply.id, error="this sender sends no SMS", final=True)
+                return await self.sms.send(reply)
             transport = self._transport(reply)
             message = await compose(reply, self.blobs)
             note = await transport.send(message, reply.sender, reply.recipient)
@@ -149,15 +208,16 @@ class ReplySender:
 
     def _transport(self, reply: Claimed) -> Transport:
         """The channel's own SMTP server where it has one, else the helpdesk's (or the kept-mail outbox)."""
-        if not reply.smtp_url:
+        smtp_url = reply.secrets.get("smtp_url")
+        if not smtp_url:
             return self.transport
-        if reply.smtp_url not in self._own:
+        if smtp_url not in self._own:
             try:
-                server = SmtpServer.parse(reply.smtp_url)
+                server = SmtpServer.parse(smtp_url)
             except ValueError as wrong:
                 raise Undeliverable(f"the channel's smtp_url is not one: {wrong}") from None
-            self._own[reply.smtp_url] = SmtpTransport(server)
-        return self._own[reply.smtp_url]
+            self._own[smtp_url] = SmtpTransport(server)
+        return self._own[smtp_url]
 
 
 async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
@@ -171,7 +231,8 @@ async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
     message["Reply-To"] = reply.sender
     message["Subject"] = subject_of(reply.subject, reply.ticket_number)
     message["Date"] = format_datetime(datetime.now(UTC))
-    message["Message-ID"] = f"<{reply.message_id}>"
+    if reply.message_id:
+        message["Message-ID"] = f"<{reply.message_id}>"
     if reply.in_reply_to:
         message["In-Reply-To"] = f"<{reply.in_reply_to}>"
         message["References"] = " ".join(f"<{reference}>" for reference in reply.references)

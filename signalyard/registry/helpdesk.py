@@ -29,6 +29,8 @@ class HelpdeskSettings:
     reply_lease_s: int = setting("SIGNALYARD_HELPDESK_REPLY_LEASE_S", 90, positive(int))
     """How long a reply a sender claimed is that sender's: past it (the sender died), another sends it. Longer than
     a round of sends (each bounded by 30 s)."""
+    sms_api_url: str = setting("SIGNALYARD_HELPDESK_SMS_API_URL", "https://api.twilio.com", url("http", "https"))
+    """Base URL of the SMS provider's REST API, through which SMS replies are sent."""
     password_memory_kib: int = setting("SIGNALYARD_HELPDESK_PASSWORD_MEMORY_KIB", 19456, at_least(int, 8))
     """argon2id memory cost of a password hash, in KiB (OWASP's 19 MiB by default)."""
     password_passes: int = setting("SIGNALYARD_HELPDESK_PASSWORD_PASSES", 2, positive(int))

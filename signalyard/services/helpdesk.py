@@ -25,6 +25,7 @@ from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.inbound import marketplace, payments
 from gateway.helpdesk.inbound.common import Inbound
+from gateway.helpdesk.inbound.sms import STATUS_PATH as SMS_STATUS_PATH
 from operations.common.changes import PublishEvent
 from operations.helpdesk.attachments import ATTACHMENTS_PATH
 from operations.helpdesk.desk import Helpdesk
@@ -35,7 +36,7 @@ from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.router import inbound_router
 from processors.helpdesk.inbound.service import Context, InboundProcessor, inbound_outbox
 from processors.helpdesk.inbound.voice import waiting_voicemails_forever
-from processors.helpdesk.outbound import KeptTransport, ReplySender, SmtpTransport
+from processors.helpdesk.outbound import KeptTransport, ReplySender, SmsSender, SmtpTransport
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
@@ -172,7 +173,9 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     )
     transport = KeptTransport(KeptMail(p.db)) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
     lease = timedelta(seconds=s.reply_lease_s)
-    replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, lease=lease)
+    sms = SmsSender(s.sms_api_url, f"{_public_url(p, s)}{SMS_STATUS_PATH}")
+    p.closers.append(sms.close)
+    replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, sms=sms, lease=lease)
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
         replies.run,

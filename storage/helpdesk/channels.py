@@ -49,7 +49,8 @@ KINDS: dict[ChannelKindName, ChannelKind] = {
     "email": ChannelKind(
         "email", generated=("forwarder_secret", "inbound_token"), given=("signing_key", "public_key", "smtp_url")
     ),
-    "sms": ChannelKind("sms_number", given=("auth_token",), settings=("auto_reply",)),
+    # the auth token checks the provider's calls and, with the account sid, sends the replies
+    "sms": ChannelKind("sms_number", given=("auth_token", "account_sid"), settings=("auto_reply",)),
     "business_messaging": ChannelKind(
         "phone_number_id", generated=("verify_token",), given=("app_secret",), routed_by_secret=("verify_token",)
     ),

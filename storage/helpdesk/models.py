@@ -382,7 +382,9 @@ class Outbound(Base):
     conversation_id: Mapped[str] = mapped_column(String(36))
     channel_id: Mapped[str] = mapped_column(String(36))
     medium: Mapped[str] = mapped_column(String(32))
-    """How it goes: email (the only sender so far)."""
+    """How it goes: `email` or `sms`."""
+    sender: Mapped[str | None] = mapped_column(String(320))
+    """The channel's address or number it goes from."""
     recipient: Mapped[str] = mapped_column(String(320))
     state: Mapped[str] = mapped_column(String(16))
     """queued | sent | delivered | read | failed | bounced"""
@@ -391,6 +393,10 @@ class Outbound(Base):
     last_error: Mapped[str | None] = mapped_column(Text)
     note: Mapped[str | None] = mapped_column(Text)
     """What people should know of a send that went well: `kept locally` when no SMTP server is configured."""
+    body: Mapped[str | None] = mapped_column(Text)
+    """The text it sends (or sent): what the customer got, whatever becomes of the reply afterwards."""
+    part: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    """Its place among the messages of a reply too long for one (an SMS past 1,600 characters), from 0."""
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime | None]
     """When it is due (queued: to be sent; claimed: when its lease runs out); None once it is no longer queued."""

@@ -5,7 +5,8 @@ Erasure keeps the records the organization needs (its tickets, their numbers and
 customer") and removes what is personal: the customer's address, name, phone and identities, their orders, what
 their tickets and conversations say (subjects, bodies, attachments), the activity and webhook events that repeat it,
 the raw inbound events that carried it (found by the tickets they became, or by the customer's address or phone in
-their bytes), the mail kept for the address, and, outside the transaction, the blobs: attachments and exports."""
+their bytes), the mail kept for the address, the messages of the replies to them (a queued one is never sent), and,
+outside the transaction, the blobs: attachments and exports."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from storage.helpdesk import customers, events, inbound
 from storage.helpdesk.accounts import MAILS
 from storage.helpdesk.customers import CUSTOMERS, IDENTITIES
 from storage.helpdesk.models import Call, Order
-from storage.helpdesk.tickets import CONVERSATIONS, TICKETS
+from storage.helpdesk.tickets import CONVERSATIONS, OUTBOUND, TICKETS
 from topics.helpdesk import WEBHOOKS
 from wire.ids import new_uuid
 
@@ -360,6 +361,11 @@ def erase(
             .where(CALLS.c.organization_id == organization_id, CALLS.c.ticket_id.in_(ticket_ids))
             .values(details={}, transcription=None, recording_url=None)
         )
+
+    sent_to = [*([OUTBOUND.c.ticket_id.in_(ticket_ids)] if ticket_ids else []), OUTBOUND.c.recipient.in_(wanted)]
+    connection.execute(  # their replies' messages: a queued one is never sent, a sent one's copy goes
+        delete(OUTBOUND).where(OUTBOUND.c.organization_id == organization_id, or_(*sent_to))
+    )
 
     orders_gone = 0
     if customer_ids:

@@ -12,20 +12,28 @@ from datetime import datetime, timedelta
 from email.utils import make_msgid
 from typing import Any, Literal
 
-from sqlalchemy import and_, bindparam, or_, select, update
+from sqlalchemy import and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.secrets import Cipher, unseal
 from storage.helpdesk import events
 from storage.helpdesk.channels import ADDRESSES, CHANNELS
+from storage.helpdesk.customers import CUSTOMERS
 from storage.helpdesk.inbound import EVENTS as INBOUND
 from storage.helpdesk.tickets import CONVERSATIONS, OUTBOUND, TICKETS, Delivery, TicketRecord
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from wire.ids import new_uuid
 
 State = Literal["queued", "sent", "delivered", "read", "failed", "bounced"]
+Medium = Literal["email", "sms"]
 EMAIL_PROVIDERS = ("email_a", "email_b", "email_c", "email_d")
 """The inbound mail endpoints: a ticket whose customer last wrote through one is answered through that channel."""
+ANSWERED_THROUGH = (*EMAIL_PROVIDERS, "sms")
+"""The inbound endpoints whose channel a reply goes back through (the others' replies go by email)."""
+SEND_CREDENTIALS: dict[Medium, tuple[str, ...]] = {"email": (), "sms": ("account_sid", "auth_token")}
+"""The secrets a channel needs to send on its medium (an email channel sends through an SMTP server it may name)."""
+SMS_MAX_CHARS = 1600
+"""The SMS provider's longest message body: a longer reply goes as several messages (`split`)."""
 RETRY_DELAYS = (
     timedelta(seconds=30),
     timedelta(minutes=2),
@@ -38,13 +46,16 @@ RETRY_DELAYS = (
 """After each failed attempt, the wait before the next: eight attempts over some eight hours, then `failed`."""
 THREAD_REFERENCES = 10
 """A reply's References name at most this many of its thread's messages, the newest."""
+PROGRESS: dict[str, int] = {"queued": 0, "sent": 1, "delivered": 2, "read": 3, "failed": 4, "bounced": 4}
+"""How far along each state is: a provider's report moves a message forward only (a late `sent` after `delivered`
+changes nothing); `failed` and `bounced` end it."""
 
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """How a reply reaches the customer: by which channel, from which of its addresses, to whom."""
+    """How a reply reaches the customer: by which medium and channel, from which of its addresses, to whom."""
 
-    medium: str
+    medium: Medium
     channel_id: str
     sender: str
     recipient: str
@@ -55,6 +66,7 @@ class Claimed:
     """A due message and everything its sending needs, read when it was claimed."""
 
     id: str
+    medium: Medium
     organization_id: str
     organization_name: str
     ticket_id: str
@@ -65,12 +77,13 @@ class Claimed:
     attachments: list[dict[str, Any]]
     sender: str
     recipient: str
-    message_id: str
+    message_id: str | None
     in_reply_to: str | None
     references: list[str]
     attempts: int
-    smtp_url: str | None = field(default=None, repr=False)
-    """The channel's own SMTP server (its `smtp_url` secret), if it has one."""
+    part: int = 0
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
+    """The channel's secrets: its send credentials, an email channel's own SMTP server (`smtp_url`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,43 +98,96 @@ class Result:
 
 
 class NoRoute(Exception):
-    """The ticket's customer cannot be reached: no channel to answer through, or no address of theirs (409)."""
+    """The ticket's customer cannot be reached: no channel to answer through, no send credentials on it, or no
+    address of theirs (409)."""
 
 
-def route(connection: Connection, ticket: TicketRecord) -> Route:
-    """The way back to the customer: the email channel their latest mail on this ticket (or on a ticket merged into
-    it) came through, else the organization's oldest email channel; to the customer's address. NoRoute, in words
-    for the agent, when there is no such channel or address."""
-    if ticket.customer_email is None:
-        raise NoRoute("The ticket's customer has no email address to send the reply to")
+def route(connection: Connection, cipher: Cipher, ticket: TicketRecord) -> Route:
+    """The way back to the customer: the channel their latest message on this ticket (or on a ticket merged into it)
+    came through of those that can answer (ANSWERED_THROUGH); else the organization's oldest email channel, to the
+    customer's address. NoRoute, in words for the agent, when there is no such channel, it lacks its send credentials,
+    or the customer has no address on it."""
     threads = select(TICKETS.c.id).where(TICKETS.c.merged_into_id == ticket.id)
     latest = connection.execute(
-        select(INBOUND.c.channel_id)
+        select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details)
         .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
         .where(
             or_(INBOUND.c.ticket_id == ticket.id, INBOUND.c.ticket_id.in_(threads)),
-            INBOUND.c.provider.in_(EMAIL_PROVIDERS),
-            INBOUND.c.conversation_id.is_not(None),
+            INBOUND.c.provider.in_(ANSWERED_THROUGH),
             CHANNELS.c.deleted_at.is_(None),
         )
         .order_by(INBOUND.c.created_at.desc())
         .limit(1)
-    ).scalar()
+    ).first()
+    if latest is not None and latest.provider == "sms":
+        phone = connection.execute(select(CUSTOMERS.c.phone).where(CUSTOMERS.c.id == ticket.customer_id)).scalar()
+        written_to = (latest.details or {}).get("to")
+        if phone:
+            return _through(
+                connection,
+                cipher,
+                "sms",
+                "sms_number",
+                phone,
+                CHANNELS.c.id == latest.channel_id,
+                *([ADDRESSES.c.address == written_to] if written_to else []),
+            )
+    if ticket.customer_email is None:
+        raise NoRoute("The ticket's customer has no email address or number to send the reply to")
+    by_email = [CHANNELS.c.id == latest.channel_id] if latest is not None and latest.provider in EMAIL_PROVIDERS else []
+    return _through(
+        connection,
+        cipher,
+        "email",
+        "email",
+        ticket.customer_email,
+        CHANNELS.c.organization_id == ticket.organization_id,
+        CHANNELS.c.kind == "email",
+        *by_email,
+    )
+
+
+def _through(
+    connection: Connection, cipher: Cipher, medium: Medium, address_kind: str, recipient: str, *where: Any
+) -> Route:
+    """The live channel `where` names (the oldest, if several), from its first address of `address_kind`."""
     found = connection.execute(
-        select(CHANNELS.c.id, ADDRESSES.c.address)
-        .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == "email"))
-        .where(
-            CHANNELS.c.organization_id == ticket.organization_id,
-            CHANNELS.c.kind == "email",
-            CHANNELS.c.deleted_at.is_(None),
-            *([CHANNELS.c.id == latest] if latest else []),
-        )
+        select(CHANNELS.c.id, CHANNELS.c.name, CHANNELS.c.secrets_sealed, ADDRESSES.c.address)
+        .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == address_kind))
+        .where(CHANNELS.c.deleted_at.is_(None), *where)
         .order_by(CHANNELS.c.created_at, CHANNELS.c.id, ADDRESSES.c.address)
         .limit(1)
     ).first()
     if found is None:
-        raise NoRoute("The organization has no email channel to send the reply through: add one (Inbound channels)")
-    return Route("email", found.id, found.address, ticket.customer_email)
+        raise NoRoute(
+            "The organization has no email channel to send the reply through: add one (Inbound channels)"
+            if medium == "email"
+            else f"The {medium} channel the customer wrote through is gone"
+        )
+    missing = [name for name in SEND_CREDENTIALS[medium] if name not in _secrets(cipher, found.secrets_sealed)]
+    if missing:
+        raise NoRoute(
+            f"The {medium} channel {found.name!r} has no send credentials ({', '.join(missing)}): "
+            "set them (Changing a channel)"
+        )
+    return Route(medium, found.id, found.address, recipient)
+
+
+def _secrets(cipher: Cipher, sealed: bytes) -> dict[str, str]:
+    opened: dict[str, str] = json.loads(unseal(cipher, sealed))
+    return opened
+
+
+def split(text: str, limit: int = SMS_MAX_CHARS) -> list[str]:
+    """A text as messages of at most `limit` characters, cut at the last line break or space before the limit where
+    there is one (the provider refuses a longer body)."""
+    parts = []
+    while len(text) > limit:
+        cut = max(text.rfind("\n", 0, limit + 1), text.rfind(" ", 0, limit + 1))
+        cut = cut if cut > limit // 2 else limit
+        parts.append(text[:cut].rstrip())
+        text = text[cut:].lstrip()
+    return [*parts, text]
 
 
 def message_id(way: Route) -> str:
@@ -134,31 +200,39 @@ def enqueue(
     ticket: TicketRecord,
     conversation_id: str,
     way: Route,
+    body: str,
     *,
     provider_message_id: str | None,
     now: datetime,
 ) -> Delivery:
-    """The reply's outbound message, due now (a mail's Message-ID, given: the conversation keeps it too, so that the
-    customer's answer threads by it)."""
-    outbound_id = new_uuid()
+    """The reply's outbound messages, due now: one, or for an SMS past SMS_MAX_CHARS one per part (a mail's
+    Message-ID is given: the conversation keeps it too, so that the customer's answer threads by it)."""
+    parts = split(body) if way.medium == "sms" else [body]
     connection.execute(
-        OUTBOUND.insert().values(
-            id=outbound_id,
-            organization_id=ticket.organization_id,
-            ticket_id=ticket.id,
-            conversation_id=conversation_id,
-            channel_id=way.channel_id,
-            medium=way.medium,
-            recipient=way.recipient,
-            state="queued",
-            provider_message_id=provider_message_id,
-            attempts=0,
-            next_attempt_at=now,
-            created_at=now,
-            updated_at=now,
-        )
+        OUTBOUND.insert(),
+        [
+            {
+                "id": new_uuid(),
+                "organization_id": ticket.organization_id,
+                "ticket_id": ticket.id,
+                "conversation_id": conversation_id,
+                "channel_id": way.channel_id,
+                "medium": way.medium,
+                "sender": way.sender,
+                "recipient": way.recipient,
+                "state": "queued",
+                "provider_message_id": provider_message_id,
+                "body": text,
+                "part": part,
+                "attempts": 0,
+                "next_attempt_at": now,
+                "created_at": now,
+                "updated_at": now,
+            }
+            for part, text in enumerate(parts)
+        ],
     )
-    return Delivery(way.medium, way.recipient, "queued", provider_message_id, None, None, 0, now)
+    return Delivery(way.medium, way.recipient, "queued", provider_message_id, None, None, 0, now, len(parts), body)
 
 
 _ANY_DUE = (
@@ -198,10 +272,10 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
             ORGANIZATIONS.c.name.label("organization_name"),
             TICKETS.c.number,
             TICKETS.c.subject,
-            CONVERSATIONS.c.body,
+            func.coalesce(OUTBOUND.c.body, CONVERSATIONS.c.body).label("text"),
             CONVERSATIONS.c.attachments,
             CONVERSATIONS.c.created_at.label("written_at"),
-            ADDRESSES.c.address.label("sender"),
+            func.coalesce(OUTBOUND.c.sender, ADDRESSES.c.address).label("from_address"),
             CHANNELS.c.secrets_sealed,
         )
         .join(ORGANIZATIONS, ORGANIZATIONS.c.id == OUTBOUND.c.organization_id)
@@ -216,24 +290,28 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
     for row in rows:
         if row.id in claimed:
             continue
-        thread = _thread(connection, row.ticket_id, row.written_at, row.conversation_id)
+        thread = (
+            _thread(connection, row.ticket_id, row.written_at, row.conversation_id) if row.medium == "email" else []
+        )
         claimed[row.id] = Claimed(
             id=row.id,
+            medium=row.medium,
             organization_id=row.organization_id,
             organization_name=row.organization_name,
             ticket_id=row.ticket_id,
             ticket_number=row.number,
             subject=row.subject,
             conversation_id=row.conversation_id,
-            body=row.body,
-            attachments=list(row.attachments or []),
-            sender=row.sender or "",
+            body=row.text,
+            attachments=list(row.attachments or []) if row.part == 0 else [],
+            sender=row.from_address or "",
             recipient=row.recipient,
-            message_id=row.provider_message_id,
+            message_id=row.provider_message_id if row.medium == "email" else None,
             in_reply_to=thread[-1] if thread else None,
             references=thread[-THREAD_REFERENCES:],
             attempts=row.attempts,
-            smtp_url=json.loads(unseal(cipher, row.secrets_sealed)).get("smtp_url"),
+            part=row.part,
+            secrets=_secrets(cipher, row.secrets_sealed),
         )
     return list(claimed.values())
 
@@ -287,22 +365,54 @@ def record(connection: Connection, results: Sequence[Result], *, now: datetime) 
 def resend(
     connection: Connection, organization_id: str, conversation_id: str, *, actor_id: str | None, now: datetime
 ) -> bool:
-    """A failed reply queued again, due now, its attempts counted anew; False when it has no failed message."""
-    row = connection.execute(
+    """A failed reply's failed messages queued again, due now, their attempts counted anew; False when it has none."""
+    rows = connection.execute(
         select(OUTBOUND).where(
             OUTBOUND.c.organization_id == organization_id,
             OUTBOUND.c.conversation_id == conversation_id,
             OUTBOUND.c.state == "failed",
         )
-    ).first()
-    if row is None:
+    ).all()
+    if not rows:
         return False
     connection.execute(
         update(OUTBOUND)
-        .where(OUTBOUND.c.id == row.id, OUTBOUND.c.state == "failed")
+        .where(OUTBOUND.c.id.in_([row.id for row in rows]), OUTBOUND.c.state == "failed")
         .values(state="queued", attempts=0, next_attempt_at=now, updated_at=now)
     )
-    events.record_rows(connection, [_changed(row, "failed", "queued", None, now, actor_id=actor_id)])
+    events.record_rows(connection, [_changed(row, "failed", "queued", None, now, actor_id=actor_id) for row in rows])
+    return True
+
+
+def report(
+    connection: Connection,
+    organization_id: str,
+    channel_id: str,
+    provider_message_id: str,
+    state: State,
+    *,
+    error: str | None,
+    now: datetime,
+) -> bool:
+    """A provider's report of a message it took from the channel: its state moves forward (never back: a report
+    that comes late changes nothing), with the error it gave. False when the channel sent no such message, or the
+    report tells nothing new."""
+    row = connection.execute(
+        select(OUTBOUND).where(
+            OUTBOUND.c.organization_id == organization_id,
+            OUTBOUND.c.provider_message_id == provider_message_id,
+            OUTBOUND.c.channel_id == channel_id,
+            OUTBOUND.c.state != "queued",
+        )
+    ).first()
+    if row is None or PROGRESS[state] <= PROGRESS[row.state] or PROGRESS[row.state] == PROGRESS["failed"]:
+        return False
+    connection.execute(
+        update(OUTBOUND)
+        .where(OUTBOUND.c.id == row.id, OUTBOUND.c.state == row.state)
+        .values(state=state, last_error=error if error is not None else row.last_error, updated_at=now)
+    )
+    events.record_rows(connection, [_changed(row, row.state, state, error, now)])
     return True
 
 

@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any, Literal, cast
 
 from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import delete as delete_rows
 from sqlalchemy.engine import Connection
 
 from storage.common import later
@@ -91,6 +92,10 @@ class Delivery:
     note: str | None
     attempts: int
     updated_at: datetime
+    parts: int = 1
+    """How many messages it went as: more than one for an SMS past the provider's longest body."""
+    body: str | None = None
+    """The text the customer was sent (or will be): it stays what it was when the reply is edited afterwards."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,27 +488,39 @@ def _conversation(
 
 
 _CONVERSATION_FIELDS = tuple(name for name in ConversationRecord.__slots__ if name != "delivery")  # type: ignore[attr-defined]
-_DELIVERIES = select(OUTBOUND).where(OUTBOUND.c.conversation_id.in_(bindparam("ids", expanding=True)))
+_DELIVERIES = (
+    select(OUTBOUND)
+    .where(OUTBOUND.c.conversation_id.in_(bindparam("ids", expanding=True)))
+    .order_by(OUTBOUND.c.conversation_id, OUTBOUND.c.part)
+)
+_SHOWN_FIRST = {"failed": 0, "bounced": 0, "queued": 1, "sent": 2, "delivered": 3, "read": 4}
+"""Of a reply sent as several messages, the state shown is the one furthest behind (a failed part first)."""
 
 
 def _delivered(connection: Connection, records: list[ConversationRecord]) -> list[ConversationRecord]:
-    """The records, each reply with its message to the customer."""
+    """The records, each reply with its message to the customer: for one sent as several messages (a long SMS), the
+    state of the part furthest behind, the first part's provider id, and the text of all parts."""
     replies = [record.id for record in records if record.author_type == "agent" and not record.internal]
     if not replies:
         return records
-    found = {
-        row.conversation_id: Delivery(
-            row.medium,
-            row.recipient,
-            row.state,
-            row.provider_message_id,
-            row.last_error,
-            row.note,
-            row.attempts,
-            row.updated_at,
+    parts: dict[str, list[Any]] = {}
+    for row in connection.execute(_DELIVERIES, {"ids": replies}):
+        parts.setdefault(row.conversation_id, []).append(row)
+    found = {}
+    for conversation_id, rows in parts.items():
+        shown = min(rows, key=lambda row: _SHOWN_FIRST.get(row.state, 1))
+        found[conversation_id] = Delivery(
+            shown.medium,
+            shown.recipient,
+            shown.state,
+            rows[0].provider_message_id,
+            shown.last_error,
+            shown.note,
+            max(row.attempts for row in rows),
+            max(row.updated_at for row in rows),
+            len(rows),
+            "\n".join(row.body for row in rows) if all(row.body is not None for row in rows) else None,
         )
-        for row in connection.execute(_DELIVERIES, {"ids": replies})
-    }
     return [
         dataclasses.replace(record, delivery=found[record.id]) if record.id in found else record for record in records
     ]
@@ -769,11 +786,15 @@ def edit_conversation(
 def delete_conversation(
     connection: Connection, organization_id: str, conversation_id: str, *, actor_id: str | None, now: datetime
 ) -> bool:
-    """The conversation deleted, with its `deleted` event; False when there is no such conversation."""
+    """The conversation deleted, with its `deleted` event; False when there is no such conversation. A reply's
+    messages not sent yet are not sent (one a sender holds may still go: it is past recall); sent ones stay."""
     current = conversation(connection, organization_id, conversation_id)
     if current is None:
         return False
     connection.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.id == conversation_id).values(deleted_at=now))
+    connection.execute(
+        delete_rows(OUTBOUND).where(OUTBOUND.c.conversation_id == conversation_id, OUTBOUND.c.state == "queued")
+    )
     _conversation_event(connection, organization_id, current, "deleted", {}, actor_id=actor_id, now=now)
     return True
 

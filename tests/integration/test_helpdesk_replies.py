@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
@@ -18,15 +19,16 @@ from sqlalchemy import select
 from operations.common.actors import Actor
 from operations.common.errors import Conflict
 from operations.helpdesk import conversations
-from operations.helpdesk.conversations import AddConversation
+from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.mail import OUR_HEADER, SmtpServer
-from processors.helpdesk.outbound import ReplySender, SmtpTransport
+from processors.helpdesk.outbound import ReplySender, SmsSender, SmtpTransport
 from storage.common.blobs import DirectoryBlobs
 from storage.common.db import Database
 from storage.helpdesk import channels, events, outbound, tickets
 from tests.integration.test_helpdesk_events import organization_of_its_own
 from tests.integration.test_inbound_rules import processed
+from tests.peers.sms import SmsPeer
 from tests.peers.smtp import SmtpPeer
 
 CIPHER = MultiFernet([Fernet(Fernet.generate_key())])
@@ -208,17 +210,37 @@ async def test_a_temporary_refusal_is_retried_with_backoff_then_failed_when_the_
     assert await desk.changes(reply.id) == [("queued", "failed")]
 
 
-async def test_a_note_and_a_reply_on_a_ticket_nobody_can_be_mailed_from_are_not_sent(desk: Desk) -> None:
+async def test_a_note_is_not_sent_and_a_reply_nobody_can_be_mailed_from_is_refused_and_not_stored(desk: Desk) -> None:
     asked = await desk.mail("Hello", "Hi.")
     note = await conversations.add(
         desk.desk, desk.agent, asked.ticket_id, AddConversation(body="Customer is VIP", internal=True)
     )
     assert note.delivery is None
     await desk.db.write(channels.remove, desk.organization, desk.channel_id, desk.clock())
-    reply = await desk.reply(asked.ticket_id, "Hi!")
-    assert reply.delivery is None, "no email channel left to send it through"
+    with pytest.raises(Conflict, match="cannot reach the customer: The organization has no email channel"):
+        await desk.reply(asked.ticket_id, "Hi!")
+    thread, _ = await desk.db.read(tickets.conversations, asked.ticket_id, limit=10, cursor=None)
+    assert sorted(conversation.body for conversation in thread) == ["Customer is VIP", "Hi."], "the reply is not kept"
     assert await desk.sender.send_due() == 0
     assert desk.smtp.received == []
+
+
+async def test_a_reply_deleted_before_it_is_sent_is_not_sent_and_an_edit_after_the_send_keeps_the_sent_text(
+    desk: Desk,
+) -> None:
+    asked = await desk.mail("Order", "Where is it?")
+    regretted = await desk.reply(asked.ticket_id, "Sent to the wrong customer")
+    await conversations.delete(desk.desk, desk.agent, regretted.id)
+    assert await desk.sender.send_due() == 0
+    assert desk.smtp.received == []
+
+    reply = await desk.reply(asked.ticket_id, "It ships on Monday.")
+    assert await desk.sender.send_due() == 1
+    edited = await conversations.edit(desk.desk, desk.agent, reply.id, EditConversation(body="It ships on Tuesday."))
+    assert edited.body == "It ships on Tuesday."
+    assert edited.delivery is not None
+    assert (edited.delivery.state, edited.delivery.body) == ("sent", "It ships on Monday."), "what the customer got"
+    assert await desk.sender.send_due() == 0, "an edit sends nothing"
 
 
 async def test_a_channel_with_its_own_smtp_server_sends_its_replies_there(desk: Desk) -> None:
@@ -241,3 +263,154 @@ async def test_a_channel_with_its_own_smtp_server_sends_its_replies_there(desk: 
         assert await desk.sender.send_due() == 1
         assert [mail.rcpt_tos for mail in own.received] == [["ada@example.com"]]
     assert desk.smtp.received == [], "not through the helpdesk's own server"
+
+
+# SMS ------------------------------------------------------------------------------------------------------------------
+
+ACCOUNT = "AC" + "1" * 32
+
+
+@pytest.fixture
+def sms_peer() -> Iterator[SmsPeer]:
+    with SmsPeer(ACCOUNT, "sms-auth-token") as peer:
+        yield peer
+
+
+class SmsDesk(Desk):
+    """An organization with an SMS channel (its send credentials given), a customer's SMS made a ticket."""
+
+    def __init__(self, db: Database, blobs: Path, smtp: SmtpPeer, sms: SmsPeer) -> None:
+        super().__init__(db, blobs, smtp)
+        self.sms = sms
+        self.number = "+1555" + str(uuid.uuid4().int)[:7]
+        self.sender.sms = SmsSender(sms.base_url, "http://127.0.0.1:9/api/webhooks/sms/status", timeout_s=5)
+
+    async def open_sms(self, **given: str) -> None:
+        await self.open()
+        channel, _ = await self.db.write(
+            channels.open_channel,
+            CIPHER,
+            self.organization,
+            kind="sms",
+            name="Texts",
+            addresses=[self.number],
+            given=given,
+            settings={},
+            now=self.clock(),
+        )
+        self.sms_channel_id = channel.id
+
+    async def text(self, sender: str, body: str) -> Any:
+        """A customer's SMS to the channel's number, processed: its inbound row."""
+        form = urlencode({"From": sender, "To": self.number, "Body": body, "MessageSid": f"SM{uuid.uuid4().hex}"})
+        return await processed(
+            self.db,
+            self.blobs,
+            self.organization,
+            "sms",
+            form.encode(),
+            "application/x-www-form-urlencoded",
+            {"to": self.number},
+            key=f"{self.organization}:sms:{sender}",
+            channel_id=self.sms_channel_id,
+        )
+
+    async def status(self, sid: str, status: str, **more: str) -> Any:
+        """The provider's status report of message `sid` (the form the peer posts), processed."""
+        form = urlencode({"MessageSid": sid, "MessageStatus": status, "From": self.number, **more})
+        return await processed(
+            self.db,
+            self.blobs,
+            self.organization,
+            "sms_status",
+            form.encode(),
+            "application/x-www-form-urlencoded",
+            {},
+            channel_id=self.sms_channel_id,
+        )
+
+
+@pytest.fixture
+async def texts(db: Database, tmp_path: Path, smtp: SmtpPeer, sms_peer: SmsPeer) -> SmsDesk:
+    made = SmsDesk(db, tmp_path, smtp, sms_peer)
+    await made.open_sms(auth_token="sms-auth-token", account_sid=ACCOUNT)
+    return made
+
+
+async def test_a_reply_to_a_text_goes_by_sms_from_the_number_written_to_and_the_reports_move_its_state(
+    texts: SmsDesk,
+) -> None:
+    asked = await texts.text("+15557654321", "Is the shop open on Sunday?")
+    reply = await texts.reply(asked.ticket_id, "Yes, 10 to 4.")
+    assert reply.delivery is not None
+    assert (reply.delivery.medium, reply.delivery.recipient, reply.delivery.state) == ("sms", "+15557654321", "queued")
+    assert await texts.sender.send_due() == 1
+    [sent] = texts.sms.messages
+    assert (sent["To"], sent["From"], sent["Body"]) == ("+15557654321", texts.number, "Yes, 10 to 4.")
+    assert sent["StatusCallback"] == "http://127.0.0.1:9/api/webhooks/sms/status"
+    delivered = await texts.delivery(reply.id)
+    assert (delivered.state, delivered.provider_message_id, delivered.note) == ("sent", sent["sid"], "1 segment")
+    assert texts.smtp.received == [], "not by mail"
+
+    assert (await texts.status(sent["sid"], "delivered")).outcome == "delivery delivered"
+    assert (await texts.status(sent["sid"], "sent")).outcome == "status sent: nothing new", "a late report"
+    assert (await texts.delivery(reply.id)).state == "delivered"
+    assert await texts.changes(reply.id) == [("queued", "sent"), ("sent", "delivered")]
+
+
+async def test_a_reply_past_1600_characters_goes_as_several_texts_and_shows_as_one_delivery(texts: SmsDesk) -> None:
+    asked = await texts.text("+15557654321", "Tell me everything.")
+    words = " ".join(f"word{index}" for index in range(600))  # 4,289 characters
+    reply = await texts.reply(asked.ticket_id, words)
+    assert reply.delivery is not None
+    assert reply.delivery.parts == 3
+    assert await texts.sender.send_due() == 3
+    bodies = [message["Body"] for message in texts.sms.messages]
+    assert all(len(body) <= 1600 for body in bodies)
+    assert sorted(" ".join(bodies).split(), key=lambda word: int(word[4:])) == words.split(), "cut between words"
+    shown = await texts.delivery(reply.id)
+    assert (shown.state, shown.parts, shown.body) == ("sent", 3, "\n".join(sorted(bodies, key=bodies.index)))
+
+    [first, *_] = texts.sms.messages
+    await texts.status(first["sid"], "undelivered", ErrorCode="30005")
+    failed = await texts.delivery(reply.id)
+    assert (failed.state, failed.last_error) == ("failed", "the provider reported it undelivered, error 30005")
+    resent = await conversations.resend(texts.desk, texts.agent, reply.id)
+    assert resent.delivery is not None
+    assert resent.delivery.state == "queued"
+    assert await texts.sender.send_due() == 1, "only the failed part is sent again"
+
+
+async def test_an_invalid_number_fails_at_once_and_an_outage_is_retried(texts: SmsDesk) -> None:
+    asked = await texts.text("+15550000000", "Hi")
+    texts.sms.refuse("+15550000000", code=21211, message="The 'To' number +15550000000 is not a valid phone number.")
+    reply = await texts.reply(asked.ticket_id, "Hello!")
+    assert await texts.sender.send_due() == 1
+    failed = await texts.delivery(reply.id)
+    assert (failed.state, failed.attempts) == ("failed", 1)
+    assert failed.last_error == "HTTP 400, error 21211: The 'To' number +15550000000 is not a valid phone number."
+
+    other = await texts.text("+15557654321", "Hi")
+    texts.sms.unavailable = 1
+    retried = await texts.reply(other.ticket_id, "Hello!")
+    assert await texts.sender.send_due() == 1
+    waiting = await texts.delivery(retried.id)
+    assert (waiting.state, waiting.attempts, waiting.last_error) == (
+        "queued",
+        1,
+        "HTTP 503, error 20500: Service unavailable",
+    )
+    texts.clock.now += outbound.RETRY_DELAYS[0]
+    assert await texts.sender.send_due() == 1
+    assert (await texts.delivery(retried.id)).state == "sent"
+
+
+async def test_an_sms_channel_without_send_credentials_refuses_replies(
+    db: Database, tmp_path: Path, smtp: SmtpPeer, sms_peer: SmsPeer
+) -> None:
+    texts = SmsDesk(db, tmp_path, smtp, sms_peer)
+    await texts.open_sms(auth_token="sms-auth-token")
+    asked = await texts.text("+15557654321", "Hello?")
+    with pytest.raises(Conflict, match=r"The sms channel 'Texts' has no send credentials \(account_sid\)"):
+        await texts.reply(asked.ticket_id, "Hi!")
+    assert sms_peer.messages == []

@@ -32,7 +32,6 @@ import base64
 import hashlib
 import json
 import secrets
-import socket
 import threading
 import time
 import uuid
@@ -41,9 +40,10 @@ from typing import Any, Literal, Self
 from urllib.parse import parse_qs, unquote_plus, urlencode
 
 import jwt
-import uvicorn
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from tests.peers.serving import LocalServer
 
 __all__ = ["Approved", "OidcProvider", "RecordedRequest"]
 
@@ -108,9 +108,7 @@ class OidcProvider:
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self._other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._server: LocalServer | None = None
         self.issuer = ""
         """`http://127.0.0.1:<port>`, once started."""
         self.reset()
@@ -118,43 +116,14 @@ class OidcProvider:
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> Self:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        self._socket = sock
-        self.issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            self._app,
-            interface="asgi3",
-            lifespan="off",
-            proxy_headers=False,
-            log_level="warning",
-            access_log=False,
-            http="h11",
-            loop="asyncio",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-oidc-provider", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:  # uvicorn says when it listens; nothing to wait on but its flag
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("fake OIDC provider did not start")
-            time.sleep(0.005)
+        self._server = LocalServer(self._app, "OIDC provider peer").start()
+        self.issuer = f"http://127.0.0.1:{self._server.port}"
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
-        self._server = self._thread = self._socket = None
+            self._server.stop()
+        self._server = None
 
     def __enter__(self) -> Self:
         return self.start()

@@ -16,19 +16,16 @@ Usage::
         sns.confirmed                                                          # [(topic_arn, token), ...]
         sns.certificate_fetches                                                # how often the certificate was read
 
-The server runs uvicorn in a daemon thread with its own event loop, as `tests/peers/receiver.py` does.
+It is served by `tests/peers/serving.py` (uvicorn in a daemon thread with its own event loop).
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import socket
 import ssl
 import tempfile
 import threading
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,11 +33,12 @@ from typing import Any, Self
 from urllib.parse import parse_qs, urlencode
 
 import trustme
-import uvicorn
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.x509.oid import NameOID
+
+from tests.peers.serving import LocalServer
 
 __all__ = ["SnsPeer"]
 
@@ -92,9 +90,7 @@ class SnsPeer:
         self.fail_confirmations = 0
         """Answer this many confirmations 500 before answering them."""
         self._lock = threading.Lock()
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._server: LocalServer | None = None
         self.port = 0
 
     # ------------------------------------------------------------------------------------------------ lifecycle
@@ -102,45 +98,13 @@ class SnsPeer:
     def start(self) -> Self:
         served = Path(self._dir.name) / "server.pem"
         self.ca.issue_cert(self.host).private_key_and_cert_chain_pem.write_to_path(str(served))
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        self._socket = sock
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            self._app,
-            interface="asgi3",
-            lifespan="off",
-            log_level="warning",
-            access_log=False,
-            ssl_certfile=str(served),
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._serve, name="sns-peer", daemon=True)
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the SNS peer did not start")
-            time.sleep(0.005)
+        self._server = LocalServer(self._app, "SNS peer", certfile=str(served)).start()
+        self.port = self._server.port
         return self
-
-    def _serve(self) -> None:
-        assert self._server is not None
-        assert self._socket is not None
-        loop = asyncio.new_event_loop()
-        loop.run_until_complete(self._server.serve(sockets=[self._socket]))
-        loop.close()
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
+            self._server.stop()
         self._dir.cleanup()
 
     def __enter__(self) -> Self:

@@ -33,7 +33,6 @@ import base64
 import json
 import re
 import secrets
-import socket
 import threading
 import time
 from collections import deque
@@ -41,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 from urllib.parse import parse_qsl
 
-import uvicorn
+from tests.peers.serving import LocalServer
 
 __all__ = ["RecordedRequest", "StripeServer", "parse_form"]
 
@@ -161,52 +160,21 @@ class StripeServer:
         """Customers made, by id, in creation order."""
         self.sessions: dict[str, dict[str, Any]] = {}
         """Checkout Sessions made, by id, in creation order."""
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
-        self._socket: socket.socket | None = None
+        self._server: LocalServer | None = None
         self.base_url = ""
         """`http://127.0.0.1:<port>`: the API base to give the library. Set once started."""
 
     # ---------------------------------------------------------------- lifecycle
 
     def start(self) -> Self:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
-        self._socket = sock
-        config = uvicorn.Config(
-            self._app,
-            interface="asgi3",
-            lifespan="off",
-            proxy_headers=False,
-            log_level="warning",
-            access_log=False,
-            http="h11",
-            loop="asyncio",
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [sock]}, name="fake-stripe", daemon=True
-        )
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:  # uvicorn offers no event to wait on
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("fake Stripe server did not start")
-            time.sleep(0.005)
-        self.base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        self._server = LocalServer(self._app, "Stripe peer").start()
+        self.base_url = f"http://127.0.0.1:{self._server.port}"
         return self
 
     def stop(self) -> None:
         if self._server is not None:
-            self._server.should_exit = True
-            self._server.force_exit = True
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-        if self._socket is not None:
-            self._socket.close()
-        self._server = self._thread = self._socket = None
+            self._server.stop()
+        self._server = None
 
     def __enter__(self) -> Self:
         return self.start()

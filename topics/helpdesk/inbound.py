@@ -14,6 +14,7 @@ Provider = Literal[
     "email_c",
     "email_d",
     "sms",
+    "sms_status",
     "business_messaging",
     "page_messaging",
     "voice",
@@ -141,6 +142,22 @@ class SmsMessage(Payload):
 def sms_message(form: Mapping[str, str]) -> SmsMessage:
     """The form's message (a field given empty is as absent); msgspec.ValidationError names a field that is wrong."""
     return msgspec.convert({name: value for name, value in form.items() if value}, SmsMessage, strict=False)
+
+
+class SmsStatus(Payload):
+    """The SMS provider's status report of a message we sent (its `StatusCallback`): the message's sid, its state
+    (`queued`, `sending`, `sent`, `delivered`, `undelivered`, `failed`, `read`), and why it failed."""
+
+    sid: str = msgspec.field(name="MessageSid", default="")
+    status: str = msgspec.field(name="MessageStatus", default="")
+    sender: str = msgspec.field(name="From", default="")
+    error_code: str = msgspec.field(name="ErrorCode", default="")
+    error_message: str = msgspec.field(name="ErrorMessage", default="")
+
+
+def sms_status_of(form: Mapping[str, str]) -> SmsStatus:
+    """A status report's form as an SmsStatus."""
+    return msgspec.convert({name: value for name, value in form.items() if value}, SmsStatus, strict=False)
 
 
 # Business messaging (the WhatsApp Cloud API's webhooks) ---------------------------------------------------------------

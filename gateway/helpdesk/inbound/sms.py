@@ -1,4 +1,5 @@
-"""`POST /api/webhooks/sms`: an SMS provider's incoming message (Twilio's shape, section 4.6).
+"""`POST /api/webhooks/sms`: an SMS provider's incoming message (Twilio's shape, section 4.6); and
+`POST /api/webhooks/sms/status`, its reports on the replies we sent (docs/helpdesk.md, "Replies to customers").
 
 The call is `application/x-www-form-urlencoded` with `From` (E.164), `To`, `Body`, `MessageSid`, `NumMedia`,
 `MediaUrl0`, `MediaContentType0`, ... It routes by `To` to the SMS channel of that number (address kind
@@ -27,9 +28,11 @@ from twilio.request_validator import RequestValidator, add_port, remove_port
 from gateway.common.auth import NO_AUTHENTICATION
 from gateway.helpdesk.inbound.common import Inbound, equal, malformed, refused
 from storage.helpdesk import inbound as inbound_events
-from topics.helpdesk.inbound import sms_message
+from storage.helpdesk.channels import Routed
+from topics.helpdesk.inbound import sms_message, sms_status_of
 
 PATH = "/api/webhooks/sms"
+STATUS_PATH = "/api/webhooks/sms/status"
 FORM = "application/x-www-form-urlencoded"
 MAX_BODY_BYTES = 256 * 1024
 """An SMS call's form, at most (a message's text, its media URLs, the provider's own fields)."""
@@ -75,25 +78,34 @@ def signed(url: str, params: MultiDict[str], token: str, signature: str) -> bool
     )
 
 
-def _called_url(request: Request[Any, Any, Any], inbound: Inbound) -> str:
+def _called_url(request: Request[Any, Any, Any], inbound: Inbound, path: str = PATH) -> str:
     query = request.scope.get("query_string", b"").decode("latin-1")
-    return f"{inbound.public_url}{PATH}" + (f"?{query}" if query else "")
+    return f"{inbound.public_url}{path}" + (f"?{query}" if query else "")
 
 
-@post(PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=200)
-async def sms(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]) -> Response[str]:
+async def _signed_form(
+    request: Request[Any, Any, Any], inbound: Inbound, path: str, number_field: str
+) -> tuple[bytes, MultiDict[str], Routed]:
+    """The call's form and the SMS channel whose number its `number_field` names, once its signature is checked."""
     body = await request.body()
     media_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if media_type != FORM:
         raise refused(415, f"Content-Type {media_type or '(none)'} is not {FORM}")
     params = form(body)
-    to = params.get("To", "").strip()
-    if not to:
-        raise refused(400, "The message names no To number")
-    channel = await inbound.route("sms_number", to)
+    number = params.get(number_field, "").strip()
+    if not number:
+        raise refused(400, f"The call names no {number_field} number")
+    channel = await inbound.route("sms_number", number)
     signature = request.headers.get("x-twilio-signature", "")
-    if not signed(_called_url(request, inbound), params, channel.secrets.get("auth_token", ""), signature):
+    if not signed(_called_url(request, inbound, path), params, channel.secrets.get("auth_token", ""), signature):
         raise refused(401, "x-twilio-signature is not this channel's signature of the call")
+    return body, params, channel
+
+
+@post(PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=200)
+async def sms(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]) -> Response[str]:
+    body, params, channel = await _signed_form(request, inbound, PATH, "To")
+    to = params.get("To", "").strip()
     try:
         message = sms_message(params)
     except msgspec.ValidationError as error:
@@ -119,4 +131,28 @@ async def sms(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]
     return Response(twiml(auto_reply), media_type="text/xml", status_code=200)
 
 
-ROUTES = [sms]
+@post(
+    STATUS_PATH, opt=NO_AUTHENTICATION, include_in_schema=False, request_max_body_size=MAX_BODY_BYTES, status_code=204
+)
+async def sms_status(request: Request[Any, Any, Any], inbound: NamedDependency[Inbound]) -> None:
+    """The provider's report on a reply we sent (the `StatusCallback` the reply sender names), from the channel's
+    number (`From`), signed as the incoming messages are; stored as an inbound event (`sms_status`) whose processing
+    moves the reply's delivery state (storage/helpdesk/outbound.py, `report`)."""
+    body, params, channel = await _signed_form(request, inbound, STATUS_PATH, "From")
+    try:
+        status = sms_status_of(params)
+    except msgspec.ValidationError as error:
+        raise malformed(error, "The form") from None
+    if not status.sid or not status.status:
+        raise refused(400, "The report names no MessageSid or no MessageStatus")
+    await inbound.accept(
+        channel,
+        "sms_status",
+        dedup_key=f"{status.sid}:{status.status}",
+        body=body,
+        content_type=FORM,
+        partition_key=f"{channel.organization_id}:sms_status:{status.sid}",
+    )
+
+
+ROUTES = [sms, sms_status]

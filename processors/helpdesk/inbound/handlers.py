@@ -22,6 +22,7 @@ HANDLERS: dict[Provider, Handler] = {
     "email_c": email.handle,
     "email_d": email.handle,
     "sms": sms.handle,
+    "sms_status": sms.handle_status,
     "business_messaging": messaging.handle,
     "page_messaging": messaging.handle,
     "voice": voice.handle,

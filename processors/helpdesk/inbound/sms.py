@@ -19,9 +19,10 @@ from urllib.parse import parse_qsl
 from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound.service import CLOSED, Apply, Context, reopen_if_closed
-from storage.helpdesk import customers, tickets
+from storage.helpdesk import customers, outbound, tickets
 from storage.helpdesk.inbound import Outcome
-from topics.helpdesk.inbound import sms_message
+from storage.helpdesk.outbound import State
+from topics.helpdesk.inbound import sms_message, sms_status_of
 
 REOPEN_WITHIN = timedelta(days=7)
 """The messaging apps' rule (`to_thread`'s default): a resolved or closed ticket of a sender's thread is reopened by the
@@ -172,6 +173,41 @@ async def handle(_context: Context, event: Any) -> Apply:
             attachments=sms.media,
             now=now,
             recorded=recorded,
+        )
+
+    return apply
+
+
+REPORTED: dict[str, State] = {
+    "sent": "sent",
+    "delivered": "delivered",
+    "read": "read",
+    "undelivered": "failed",
+    "failed": "failed",
+}
+"""The SMS provider's message states as a reply's delivery states (its `queued`, `accepted`, `sending` and
+`scheduled` say nothing a `sent` reply does not)."""
+
+
+async def handle_status(_context: Context, event: Any) -> Apply:
+    """A status report of a reply we sent: its delivery state moves forward (outbound.report)."""
+    status = sms_status_of(dict(parse_qsl(event.body.decode("utf-8"), keep_blank_values=True)))
+    state = REPORTED.get(status.status.lower())
+    error = None
+    if state == "failed":
+        error = f"the provider reported it {status.status}" + (
+            f", error {status.error_code}" if status.error_code else ""
+        )
+        error += f": {status.error_message}" if status.error_message else ""
+
+    def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
+        if state is None:
+            return Outcome(f"status {status.status}: nothing new", classification="status")
+        changed = outbound.report(
+            connection, event.organization_id, event.channel_id, status.sid, state, error=error, now=now
+        )
+        return Outcome(
+            f"delivery {state}" if changed else f"status {status.status}: nothing new", classification="status"
         )
 
     return apply

@@ -9,9 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from storage.helpdesk import accounts
+from tests.contract.helpdesk.inbound_desk import desk, unique_number
 from tests.contract.helpdesk.test_inbound_forwarder import mailbox, message
-from tests.helpdesk_stack import HelpdeskStack
+from tests.contract.helpdesk.test_inbound_sms import Line
+from tests.helpdesk_stack import SMS_ACCOUNT, SMS_AUTH_TOKEN, HelpdeskStack
 from tests.helpers import until
+from tests.peers.sms import SmsPeer
 
 
 async def test_a_reply_is_sent_kept_locally_and_the_customer_s_answer_lands_on_its_ticket(
@@ -56,3 +59,43 @@ async def test_a_reply_is_sent_kept_locally_and_the_customer_s_answer_lands_on_i
 
     await until(answered, "the answer threaded onto the ticket")
     assert [t["id"] for t in await box.tickets()] == [ticket["id"]], "no new ticket"
+
+
+async def test_a_reply_to_a_text_is_sent_by_sms_and_the_provider_s_signed_reports_move_its_state(
+    helpdesk_stack: HelpdeskStack, sms_provider: SmsPeer
+) -> None:
+    line = Line(await desk(helpdesk_stack), unique_number(), SMS_AUTH_TOKEN)
+    await line.desk.open_channel(
+        "sms", [("sms_number", line.number)], {"auth_token": SMS_AUTH_TOKEN, "account_sid": SMS_ACCOUNT}
+    )
+    customer = unique_number()
+    assert (await line.send(line.message(customer, "Do you ship to Canada?"))).status_code == 200
+
+    async def ticket() -> list[dict[str, Any]]:
+        return (await helpdesk_stack.rest(line.desk.key, "GET", "/tickets")).json()["data"]
+
+    [asked] = await until(ticket, "the text made a ticket")
+    path = f"/tickets/{asked['id']}/conversations"
+    made = await helpdesk_stack.rest(line.desk.key, "POST", path, json={"body": "We do, in 5 days."})
+    assert made.status_code == 201, made.text
+    assert (made.json()["delivery"]["medium"], made.json()["delivery"]["recipient"]) == ("sms", customer)
+
+    async def state(wanted: str) -> dict[str, Any] | None:
+        listed = (await helpdesk_stack.rest(line.desk.key, "GET", path)).json()["data"]
+        delivery = next(item for item in listed if item["id"] == made.json()["id"])["delivery"]
+        return delivery if delivery["state"] == wanted else None
+
+    sent = await until(lambda: state("sent"), "the reply sent")
+    [text] = [message for message in sms_provider.messages if message["sid"] == sent["provider_message_id"]]
+    assert (text["To"], text["From"], text["Body"]) == (customer, line.number, "We do, in 5 days.")
+    assert text["StatusCallback"] == line.url + "/status"
+
+    forged = await helpdesk_stack.client.post(
+        "/api/webhooks/sms/status",
+        data={"MessageSid": text["sid"], "MessageStatus": "failed", "From": line.number},
+        headers={"x-twilio-signature": "Zm9yZ2Vk"},
+    )
+    assert forged.status_code == 401
+    assert await sms_provider.report(text["sid"], "delivered") == 204
+    delivered = await until(lambda: state("delivered"), "the provider's report applied")
+    assert delivered["last_error"] is None

@@ -16,7 +16,7 @@ import pytest
 
 from storage.helpdesk.tickets import PREVIEW_CHARACTERS
 from tests.helpdesk_stack import HelpdeskStack, data, new_email
-from tests.helpers import Organization, signed_up
+from tests.helpers import Organization, sent_reply, signed_up
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 EVENT_FIELDS = {"id", "aggregate_type", "aggregate_id", "event_type", "event_data", "actor_id", "created_at"}
@@ -111,7 +111,9 @@ async def test_a_conversations_created_event_has_its_content_preview_and_interna
         await org.rest("POST", f"/tickets/{ticket['id']}/conversations", json={"body": body, "internal": internal}),
         201,
     )
-    (event,) = await events_of(org, "conversation", conversation["id"])
+    (event,) = [  # but for a reply's delivery_changed, written whenever the reply sender sends it
+        event for event in await events_of(org, "conversation", conversation["id"]) if event["event_type"] == "created"
+    ]
     assert (event["aggregate_type"], event["aggregate_id"], event["event_type"]) == (
         "conversation",
         conversation["id"],
@@ -181,15 +183,18 @@ async def test_events_page_by_cursor_newest_first(org: Organization) -> None:
 async def test_a_tickets_combined_events_page_by_cursor(org: Organization) -> None:
     ticket = await create_ticket(org)
     for text in ("One", "Two", "Three"):
-        answered(await org.rest("POST", f"/tickets/{ticket['id']}/conversations", json={"body": text}), 201)
+        await sent_reply(org, ticket["id"], text)  # its delivery_changed written: the events stay as they are
     path = f"/tickets/{ticket['id']}/events"
     everything = answered(await org.rest("GET", path))["data"]
-    first = answered(await org.rest("GET", path, params={"limit": 2}))
+    assert len(everything) == 7  # the ticket's created; each reply's created and delivery_changed
+    first = answered(await org.rest("GET", path, params={"limit": 4}))
     assert (first["has_more"], first["next_cursor"]) == (True, first["data"][-1]["id"])
-    second = answered(await org.rest("GET", path, params={"limit": 2, "cursor": first["next_cursor"]}))
+    second = answered(await org.rest("GET", path, params={"limit": 4, "cursor": first["next_cursor"]}))
     assert (second["has_more"], second["next_cursor"]) == (False, None)
     assert first["data"] + second["data"] == everything
-    assert [event["event_data"].get("content_preview") for event in everything] == ["Three", "Two", "One", None]
+    created = [event for event in everything if event["event_type"] == "created"]
+    assert [event["event_data"].get("content_preview") for event in created] == ["Three", "Two", "One", None]
+    assert [event["event_type"] for event in everything].count("delivery_changed") == 3
 
 
 async def test_paging_is_stable_under_concurrent_changes(org: Organization) -> None:

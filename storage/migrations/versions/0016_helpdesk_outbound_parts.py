@@ -1,0 +1,27 @@
+"""A reply's outbound messages keep the number or address they go from and the text they send (an edit after the send leaves what the customer got in view),
+and a reply too long for one provider message goes as several parts, one row each.
+
+Revision ID: 0016
+Revises: 0015
+"""
+
+from alembic import op
+import sqlalchemy as sa
+
+revision = "0016"
+down_revision = "0015"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("helpdesk_outbound", sa.Column("sender", sa.String(length=320), nullable=True))
+    op.add_column("helpdesk_outbound", sa.Column("body", sa.Text(), nullable=True))
+    op.add_column("helpdesk_outbound", sa.Column("part", sa.Integer(), nullable=False, server_default="0"))
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("helpdesk_outbound") as batch:
+        batch.drop_column("part")
+        batch.drop_column("body")
+        batch.drop_column("sender")

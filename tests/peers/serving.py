@@ -1,0 +1,73 @@
+"""A peer's ASGI app served by uvicorn on a real local socket, from a daemon thread with its own event loop, so that
+it keeps answering whatever the test's event loop is doing.
+
+Usage::
+
+    server = LocalServer(app, "sms-peer").start()      # or LocalServer(app, name, certfile=path) for HTTPS
+    server.port
+    server.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from typing import Any, Self
+
+import uvicorn
+
+__all__ = ["LocalServer"]
+
+
+class LocalServer:
+    def __init__(self, app: Any, name: str, *, certfile: str | None = None) -> None:
+        self.app = app
+        self.name = name
+        self.certfile = certfile
+        self.port = 0
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(128)
+        self._socket = sock
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(
+            self.app,
+            interface="asgi3",
+            lifespan="off",
+            log_level="warning",
+            access_log=False,
+            ssl_certfile=self.certfile,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._serve, name=self.name, daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the {self.name} did not start")
+            time.sleep(0.005)
+        return self
+
+    def _serve(self) -> None:
+        assert self._server is not None
+        assert self._socket is not None
+        loop = asyncio.new_event_loop()
+        loop.run_until_complete(self._server.serve(sockets=[self._socket]))
+        loop.close()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+            self._server.force_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._socket is not None:
+            self._socket.close()
