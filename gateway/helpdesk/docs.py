@@ -37,10 +37,10 @@ from operations.helpdesk.attachments import MAX_UPLOAD_BYTES
 from operations.helpdesk.channels import SMTP_URL, ChangeChannel, CreateChannel
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.customers import CreateCustomer, MergeCustomerInto, UpdateCustomer
-from operations.helpdesk.fields import LINE, TEXT
 from operations.helpdesk.team import ChangeRole, Deactivate, Invite
 from operations.helpdesk.tickets import CreateTicket, MergeTicketInto, UpdateTicket
 from storage.helpdesk import channels
+from wire.text import LINE, TEXT
 
 DOCUMENT = ApiDocument(
     "signalyard helpdesk",

@@ -7,9 +7,10 @@ from typing import Annotated, Any, Literal
 import msgspec
 
 from topics.photo import Timestamp, Verification
+from wire.text import LINE
 
 Scope = Literal["full", "verify_only"]
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, examples=["Checkout app"])]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=LINE, examples=["Checkout app"])]
 KeyId = Annotated[str, msgspec.Meta(examples=["key_0b6f8a3c9d2e4f1a8b7c6d5e4f3a2b1c"])]
 WebhookId = Annotated[str, msgspec.Meta(examples=["whk_5d2c1b0a9f8e4d7c6b5a4f3e2d1c0b9a"])]
 

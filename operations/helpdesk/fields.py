@@ -8,17 +8,14 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from wire.text import LINE, TEXT
+
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 _UUID = re.compile(UUID_PATTERN)
 Uuid = Annotated[str, msgspec.Meta(pattern=UUID_PATTERN, examples=["3f1c9a0b-7d2e-4e8a-9c3b-5d6f7a8e9b0c"])]
 Status = Literal["open", "pending", "resolved", "closed"]
 Priority = Literal["low", "normal", "high", "urgent"]
 Channel = Literal["api", "email", "sms", "chat", "voice", "web", "messaging", "social", "commerce", "marketplace"]
-LINE = r"^[^\x00-\x1f\x7f]*$"
-"""One line of text: no control characters (PostgreSQL stores no NUL in text, and a name or subject holds no
-line breaks)."""
-TEXT = r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"
-"""Text over lines: tabs and line breaks, no other control character."""
 EMAIL_PATTERN = r"^[^@\x00-\x20\x7f]+@[^@\x00-\x20\x7f]+\.[^@\x00-\x20\x7f]+$"
 r"""Something, `@`, something with a dot, none of it spaces or control characters (written without `\s`, which
 regex engines read differently)."""

@@ -12,9 +12,9 @@ import msgspec
 from operations.common.actors import Actor
 from operations.common.errors import Invalid, NotFound
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.fields import LINE
 from storage.common import keys as key_store
 from storage.helpdesk import keys
+from wire.text import LINE
 
 MANAGE = "manage API keys"
 Scope = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=LINE)]

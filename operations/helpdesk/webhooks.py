@@ -10,9 +10,9 @@ import msgspec
 from operations.common.actors import Actor
 from operations.common.webhooks import Trial
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.fields import LINE
 from storage.common.webhooks.endpoints import Endpoint
 from topics.helpdesk import EventType
+from wire.text import LINE
 
 MANAGE = "manage webhook subscriptions"
 Url = Annotated[

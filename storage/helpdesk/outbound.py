@@ -235,8 +235,21 @@ def enqueue(
     return Delivery(way.medium, way.recipient, "queued", provider_message_id, None, None, 0, now, len(parts), body)
 
 
+_EARLIER = OUTBOUND.alias("earlier")
+_IN_TURN = ~(
+    select(_EARLIER.c.id)
+    .where(
+        _EARLIER.c.conversation_id == OUTBOUND.c.conversation_id,
+        _EARLIER.c.part < OUTBOUND.c.part,
+        _EARLIER.c.state.in_(("queued", "failed")),
+    )
+    .exists()
+)
+"""A part of a reply goes only once the parts before it are sent: the customer reads them in order."""
 _ANY_DUE = (
-    select(OUTBOUND.c.id).where(OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= bindparam("now")).limit(1)
+    select(OUTBOUND.c.id)
+    .where(OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= bindparam("now"), _IN_TURN)
+    .limit(1)
 )
 
 
@@ -246,12 +259,12 @@ def any_due(connection: Connection, now: datetime) -> bool:
 
 
 def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
-    """Up to `limit` queued messages due now, each taken for `lease` (another sender takes it only after that), with
-    what sending them needs."""
+    """Up to `limit` queued messages due now (of a reply in several parts, the first not yet sent), each taken for
+    `lease` (another sender takes it only after that), with what sending them needs."""
     due = list(
         connection.scalars(
             select(OUTBOUND.c.id)
-            .where(OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= now)
+            .where(OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= now, _IN_TURN)
             .order_by(OUTBOUND.c.next_attempt_at)
             .limit(limit)
         )

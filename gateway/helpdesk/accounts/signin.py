@@ -36,11 +36,12 @@ from gateway.helpdesk.procedures.access import end_session
 from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError
 from operations.helpdesk import team
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.fields import EMAIL_PATTERN, LINE
+from operations.helpdesk.fields import EMAIL_PATTERN
 from operations.helpdesk.mail import Mailer
 from operations.helpdesk.team import INVITE_PATH
 from storage.common.db import Database
 from storage.helpdesk import accounts
+from wire.text import LINE
 from wire.tokens import digest, opaque
 
 LINK_LIFETIME = timedelta(minutes=15)

@@ -107,6 +107,8 @@ async def test_last_used_at_is_recorded(photo_stack: PhotoStack, customer: Custo
         ({}, "name"),
         ({"name": ""}, "name"),
         ({"name": "   "}, "name"),
+        ({"name": "ci\u0000key"}, "name"),
+        ({"name": "two\nlines"}, "name"),
         ({"name": "x", "scope": "admin"}, "scope"),
         ({"name": "x", "expires_at": "next tuesday"}, "expires_at"),
         ({"name": "x", "expires_at": "2020-01-01T00:00:00Z"}, "expires_at"),
