@@ -8,7 +8,9 @@ VerifyResult. No rate limit, no idempotency, no database write, no Kafka: what i
 With `--service helpdesk`, the baseline for bench/helpdesk.py: a bare `POST /api/v1/tickets` behind the helpdesk
 gateway's own authenticator (the bearer key looked up in the same database, the route's scope `tickets:write`, then
 the key's per-minute and per-hour limits, as every REST request is charged) that answers a canned 201 Ticket
-(`--response`: one the stack made). No body decoding, no transaction, no Kafka.
+(`--response`: one the stack made), and for bench/helpdesk_replies.py a bare `POST
+/api/v1/tickets/{id}/conversations` (scope `conversations:write`) that answers the same canned bytes (there, a
+Conversation the stack made). No body decoding, no transaction, no Kafka.
 
 With `--service helpdesk-inbound`, the baseline for bench/helpdesk_inbound.py: a bare `POST
 /api/webhooks/inbound-email` (email kind D, the forwarder) that does what every such call must do: read the raw
@@ -119,7 +121,12 @@ def create_helpdesk_bare_app(db: Database, canned: bytes, redis_url: str | None)
     async def create_ticket() -> Response[bytes]:
         return Response(canned, media_type=JSON, status_code=201)
 
-    return _bare(db, authenticator, create_ticket, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
+    @post("/api/v1/tickets/{ticket_id:str}/conversations", status_code=201, guards=[requires("conversations:write")])
+    async def add_conversation(ticket_id: str) -> Response[bytes]:
+        return Response(canned, media_type=JSON, status_code=201)
+
+    routes = [create_ticket, add_conversation]
+    return _bare(db, authenticator, routes, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
 
 
 def create_inbound_bare_app(db: Database, cipher: Cipher, canned: bytes, redis_url: str | None) -> Litestar:
@@ -156,14 +163,16 @@ def create_inbound_bare_app(db: Database, cipher: Cipher, canned: bytes, redis_u
     return _bare(db, authenticator, forwarded, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
 
 
-def _bare(db: Database, authenticator: Authenticator[Any], route: Any, handlers: Any, *before_dispose: Any) -> Litestar:
+def _bare(
+    db: Database, authenticator: Authenticator[Any], routes: Any, handlers: Any, *before_dispose: Any
+) -> Litestar:
     @get("/readyz", opt=NO_AUTHENTICATION)
     async def readyz() -> dict[str, str]:
         await db.ping()
         return {"status": "ok"}
 
     return Litestar(
-        route_handlers=[route, readyz],
+        route_handlers=[*(routes if isinstance(routes, list) else [routes]), readyz],
         middleware=[authentication(authenticator)],
         state=State({AUTHENTICATOR: authenticator}),
         exception_handlers=handlers,
