@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import re
+import secrets
 import sys
 import time
 from dataclasses import asdict
@@ -165,7 +166,8 @@ class RepliesBench(Bench):
         self.closers.append(self.keys.aclose)
         key = await self.keys.next()
         http = RawHttp(self.stack.port, f"Bearer {key}", path="/api/v1/channels")
-        channel = {"kind": "email", "name": "Support", "addresses": ["support@bench.example"]}
+        address = f"support-{secrets.token_hex(4)}@bench.example"  # a database of an earlier run may hold another
+        channel = {"kind": "email", "name": "Support", "addresses": [address]}
         status, answer = await http.post(json.dumps(channel).encode())
         await http.aclose()
         if status != "201":

@@ -20,7 +20,7 @@ import aiosmtplib
 import httpx
 import structlog
 
-from operations.helpdesk.mail import OUR_HEADER, KeptMail, SmtpServer, send_message
+from operations.helpdesk.mail import OUR_HEADER, KeptMail, SmtpServer
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from storage.common.secrets import Cipher
@@ -51,7 +51,11 @@ class Undeliverable(Exception):
 
 
 class SmtpTransport:
-    """Through the helpdesk's SMTP server (`SIGNALYARD_HELPDESK_SMTP_URL`)."""
+    """Through an SMTP server (`SIGNALYARD_HELPDESK_SMTP_URL`, or a channel's own), over connections kept open between
+    sends: each carries one send at a time, so there are at most as many as sends in flight (SENDS_AT_ONCE), and
+    each mail costs its transaction (MAIL, RCPT, DATA), not a connection and its greeting. A connection the server
+    closed while it was idle is not used again; one that fails mid-send is closed (the send is retried after its
+    backoff, as any transient failure); a refusal leaves it usable (the client resets the envelope)."""
 
     def __init__(
         self, server: SmtpServer, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = SMTP_TIMEOUT_S
@@ -59,22 +63,64 @@ class SmtpTransport:
         self.server = server
         self.tls_context = tls_context
         self.timeout_s = timeout_s
+        self.idle: list[aiosmtplib.SMTP] = []
 
     async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
+        await self._over(self._kept() or await self._connected(), message, sender, recipient)
+        return None
+
+    async def _over(self, client: aiosmtplib.SMTP, message: EmailMessage, sender: str, recipient: str) -> None:
         try:
-            await send_message(
-                self.server, message, sender, [recipient], tls_context=self.tls_context, timeout_s=self.timeout_s
-            )
+            await client.send_message(message, sender=sender, recipients=[recipient])
         except aiosmtplib.SMTPRecipientsRefused as refused:
+            self.idle.append(client)
             failures = [error for error in refused.recipients if error.code >= 500]
             if failures:
                 raise Undeliverable(f"{failures[0].code} {failures[0].message}") from None
             raise
+        except aiosmtplib.SMTPServerDisconnected:
+            client.close()
+            raise
         except aiosmtplib.SMTPResponseException as answered:
+            self.idle.append(client)
             if answered.code >= 500:
                 raise Undeliverable(f"{answered.code} {answered.message}") from None
             raise
+        except BaseException:
+            client.close()
+            raise
+        self.idle.append(client)
+
+    def _kept(self) -> aiosmtplib.SMTP | None:
+        while self.idle:
+            client = self.idle.pop()
+            if client.is_connected:
+                return client
         return None
+
+    async def _connected(self) -> aiosmtplib.SMTP:
+        server = self.server
+        client = aiosmtplib.SMTP(
+            hostname=server.host,
+            port=server.port,
+            use_tls=server.tls,
+            start_tls=server.starttls,
+            tls_context=self.tls_context,
+            timeout=self.timeout_s,
+        )
+        await client.connect()
+        if server.username is not None and server.password is not None:
+            try:
+                await client.login(server.username, server.password)
+            except BaseException:
+                client.close()
+                raise
+        return client
+
+    async def close(self) -> None:
+        for client in self.idle:
+            client.close()
+        self.idle.clear()
 
 
 class KeptTransport:
@@ -166,6 +212,14 @@ class ReplySender:
         self.clock = clock
         self.lease = lease
         self.poll_s = poll_s
+
+    async def close(self) -> None:
+        """Close the connections it keeps (SMTP servers', the SMS provider's)."""
+        for transport in [self.transport, *self._own.values()]:
+            if isinstance(transport, SmtpTransport):
+                await transport.close()
+        if self.sms is not None:
+            await self.sms.close()
 
     async def run(self) -> None:
         while True:

@@ -174,8 +174,8 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     transport = KeptTransport(KeptMail(p.db)) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
     lease = timedelta(seconds=s.reply_lease_s)
     sms = SmsSender(s.sms_api_url, f"{_public_url(p, s)}{SMS_STATUS_PATH}")
-    p.closers.append(sms.close)
     replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, sms=sms, lease=lease)
+    p.closers.append(replies.close)
     return [
         sweeping(sweeper, p.settings.sweep_every_s),
         replies.run,

@@ -212,6 +212,13 @@ class Ticket(Base):
         Index("ix_helpdesk_tickets_listing", "organization_id", "created_at", "id"),
         Index("ix_helpdesk_tickets_customer", "customer_id"),
         Index("ix_helpdesk_tickets_thread", "organization_id", "thread_key", "created_at"),
+        # The tickets merged into one (a reply's route and thread read them), among the few merged.
+        Index(
+            "ix_helpdesk_tickets_merged_into",
+            "merged_into_id",
+            sqlite_where=text("merged_into_id IS NOT NULL"),
+            postgresql_where=text("merged_into_id IS NOT NULL"),
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from email.utils import make_msgid
 from typing import Any, Literal
 
-from sqlalchemy import and_, bindparam, func, or_, select, update
+from cryptography.fernet import InvalidToken
+from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.secrets import Cipher, unseal
@@ -44,6 +45,8 @@ RETRY_DELAYS = (
     timedelta(hours=4),
 )
 """After each failed attempt, the wait before the next: eight attempts over some eight hours, then `failed`."""
+UNOPENED = "its secrets were sealed with a key this platform does not have (SIGNALYARD_SECRET_KEYS)"
+"""Why a message whose channel's secrets cannot be opened fails at once, rather than stopping every send after it."""
 THREAD_REFERENCES = 10
 """A reply's References name at most this many of its thread's messages, the newest."""
 PROGRESS: dict[str, int] = {"queued": 0, "sent": 1, "delivered": 2, "read": 3, "failed": 4, "bounced": 4}
@@ -107,12 +110,12 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord) -> Route
     came through of those that can answer (ANSWERED_THROUGH); else the organization's oldest email channel, to the
     customer's address. NoRoute, in words for the agent, when there is no such channel, it lacks its send credentials,
     or the customer has no address on it."""
-    threads = select(TICKETS.c.id).where(TICKETS.c.merged_into_id == ticket.id)
+    threads = _with_merged(connection, ticket.id)
     latest = connection.execute(
         select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details)
         .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
         .where(
-            or_(INBOUND.c.ticket_id == ticket.id, INBOUND.c.ticket_id.in_(threads)),
+            INBOUND.c.ticket_id.in_(threads),
             INBOUND.c.provider.in_(ANSWERED_THROUGH),
             CHANNELS.c.deleted_at.is_(None),
         )
@@ -147,6 +150,12 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord) -> Route
     )
 
 
+def _with_merged(connection: Connection, ticket_id: str) -> list[str]:
+    """The ticket and the tickets merged into it (found by their index, so that the reads by them use theirs)."""
+    merged = connection.scalars(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == ticket_id))
+    return [ticket_id, *merged]
+
+
 def _through(
     connection: Connection, cipher: Cipher, medium: Medium, address_kind: str, recipient: str, *where: Any
 ) -> Route:
@@ -164,7 +173,11 @@ def _through(
             if medium == "email"
             else f"The {medium} channel the customer wrote through is gone"
         )
-    missing = [name for name in SEND_CREDENTIALS[medium] if name not in _secrets(cipher, found.secrets_sealed)]
+    try:
+        opened = _secrets(cipher, found.secrets_sealed)
+    except InvalidToken:
+        raise NoRoute(f"The {medium} channel {found.name!r}: {UNOPENED}") from None
+    missing = [name for name in SEND_CREDENTIALS[medium] if name not in opened]
     if missing:
         raise NoRoute(
             f"The {medium} channel {found.name!r} has no send credentials ({', '.join(missing)}): "
@@ -300,8 +313,14 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
         .order_by(OUTBOUND.c.id, ADDRESSES.c.address)
     ).all()
     claimed: dict[str, Claimed] = {}
+    unopened: dict[str, Result] = {}
     for row in rows:
-        if row.id in claimed:
+        if row.id in claimed or row.id in unopened:
+            continue
+        try:
+            opened = _secrets(cipher, row.secrets_sealed)
+        except InvalidToken:  # sealed under a key this platform no longer has: no retry opens it
+            unopened[row.id] = Result(row.id, error=UNOPENED, final=True)
             continue
         thread = (
             _thread(connection, row.ticket_id, row.written_at, row.conversation_id) if row.medium == "email" else []
@@ -324,19 +343,21 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
             references=thread[-THREAD_REFERENCES:],
             attempts=row.attempts,
             part=row.part,
-            secrets=_secrets(cipher, row.secrets_sealed),
+            secrets=opened,
         )
+    if unopened:
+        record(connection, list(unopened.values()), now=now)
     return list(claimed.values())
 
 
 def _thread(connection: Connection, ticket_id: str, before: datetime, conversation_id: str) -> list[str]:
     """The Message-IDs of the ticket's messages (its merged tickets' too) written before the reply, oldest first."""
-    merged = select(TICKETS.c.id).where(TICKETS.c.merged_into_id == ticket_id)
+    threads = _with_merged(connection, ticket_id)
     return list(
         connection.scalars(
             select(CONVERSATIONS.c.message_id)
             .where(
-                or_(CONVERSATIONS.c.ticket_id == ticket_id, CONVERSATIONS.c.ticket_id.in_(merged)),
+                CONVERSATIONS.c.ticket_id.in_(threads),
                 CONVERSATIONS.c.message_id.is_not(None),
                 CONVERSATIONS.c.internal.is_(False),
                 CONVERSATIONS.c.created_at <= before,

@@ -26,6 +26,7 @@ from processors.helpdesk.outbound import ReplySender, SmsSender, SmtpTransport
 from storage.common.blobs import DirectoryBlobs
 from storage.common.db import Database
 from storage.helpdesk import channels, events, outbound, tickets
+from tests.helpers import until
 from tests.integration.test_helpdesk_events import organization_of_its_own
 from tests.integration.test_inbound_rules import processed
 from tests.peers.sms import SmsPeer
@@ -241,6 +242,39 @@ async def test_a_reply_deleted_before_it_is_sent_is_not_sent_and_an_edit_after_t
     assert edited.delivery is not None
     assert (edited.delivery.state, edited.delivery.body) == ("sent", "It ships on Monday."), "what the customer got"
     assert await desk.sender.send_due() == 0, "an edit sends nothing"
+
+
+async def test_replies_go_over_one_kept_connection_and_one_the_server_closed_is_not_used_again(desk: Desk) -> None:
+    asked = await desk.mail("Order", "Where is it?")
+    for text in ("It ships today.", "Tracking number attached."):
+        await desk.reply(asked.ticket_id, text)
+        assert await desk.sender.send_due() == 1
+    first, second = desk.smtp.received
+    assert second.peer == first.peer, "the second mail over the first's connection"
+
+    with SmtpPeer(idle_timeout_s=0.2) as impatient:  # closes a connection idle for 0.2 s
+        sender = ReplySender(desk.db, CIPHER, SmtpTransport(SmtpServer.parse(impatient.url)), None, clock=desk.clock)
+        await desk.reply(asked.ticket_id, "Is it there?")
+        assert await sender.send_due() == 1
+        assert isinstance(sender.transport, SmtpTransport)
+        [kept] = sender.transport.idle
+        await until(lambda: not kept.is_connected, "the server closed the idle connection")
+        latest = await desk.reply(asked.ticket_id, "It arrived?")
+        assert await sender.send_due() == 1
+        assert (await desk.delivery(latest.id)).state == "sent", "over a new connection"
+        assert [mail.peer != impatient.received[0].peer for mail in impatient.received] == [False, True]
+
+
+async def test_a_reply_whose_channel_secrets_cannot_be_opened_fails_at_once_and_holds_up_no_other(desk: Desk) -> None:
+    asked = await desk.mail("Keys", "Hello?")
+    reply = await desk.reply(asked.ticket_id, "Hi!")
+    rekeyed = MultiFernet([Fernet(Fernet.generate_key())])  # the platform's keys replaced, the old one dropped
+    sender = ReplySender(desk.db, rekeyed, SmtpTransport(SmtpServer.parse(desk.smtp.url)), None, clock=desk.clock)
+    assert await sender.send_due() == 0
+    failed = await desk.delivery(reply.id)
+    assert (failed.state, failed.last_error) == ("failed", outbound.UNOPENED)
+    assert not await desk.db.read(outbound.any_due, desk.clock()), "nothing left due to stop the sender on"
+    assert desk.smtp.received == []
 
 
 async def test_a_channel_with_its_own_smtp_server_sends_its_replies_there(desk: Desk) -> None:

@@ -35,10 +35,15 @@ class Received:
     mail_from: str
     rcpt_tos: list[str]
     message: EmailMessage
+    peer: tuple[str, int]
+    """The client's end of the connection it came over."""
 
 
 class SmtpPeer:
-    def __init__(self, mode: Mode = "plain", *, login: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self, mode: Mode = "plain", *, login: tuple[str, str] | None = None, idle_timeout_s: float = 300
+    ) -> None:
+        """`idle_timeout_s`: how long a connection may idle before the server closes it (aiosmtpd's `timeout`)."""
         self.mode = mode
         self.login = login
         self.received: list[Received] = []
@@ -52,7 +57,7 @@ class SmtpPeer:
         certificate.configure_cert(server_context)
         self.client_context = ssl.create_default_context()
         self.ca.configure_trust(self.client_context)
-        options: dict[str, Any] = {}
+        options: dict[str, Any] = {"timeout": idle_timeout_s}
         if mode == "starttls":
             options |= {"tls_context": server_context, "require_starttls": True}
         elif mode == "tls":
@@ -84,7 +89,7 @@ class SmtpPeer:
 
     async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # aiosmtpd calls it by this name
         message = cast(EmailMessage, message_from_bytes(envelope.content, policy=policy.default))
-        self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), message))
+        self.received.append(Received(envelope.mail_from, list(envelope.rcpt_tos), message, tuple(_session.peer)[:2]))
         return "250 OK"
 
     def _authenticate(self, _server: Any, _session: Any, _envelope: Any, _mechanism: str, data: Any) -> AuthResult:
