@@ -183,7 +183,7 @@ def _sms_error(status: int, answer: dict[str, Any]) -> str:
     """The provider's words for a refusal: `HTTP 400, error 21211: The 'To' number ... is not valid`."""
     code = answer.get("code") or answer.get("error_code")
     message = answer.get("message") or answer.get("error_message") or "no explanation"
-    return f"HTTP {status}" + (f", error {code}" if code else "") + f": {message}"[:1000]
+    return (f"HTTP {status}" + (f", error {code}" if code else "") + f": {message}")[:1000]
 
 
 class ReplySender:
