@@ -31,6 +31,13 @@ class HelpdeskSettings:
     a round of sends (each bounded by 30 s)."""
     sms_api_url: str = setting("SIGNALYARD_HELPDESK_SMS_API_URL", "https://api.twilio.com", url("http", "https"))
     """Base URL of the SMS provider's REST API, through which SMS replies are sent."""
+    graph_api_url: str = setting(
+        "SIGNALYARD_HELPDESK_GRAPH_API_URL", "https://graph.facebook.com/v21.0", url("http", "https")
+    )
+    """Base URL (with its version) of the messaging provider's Graph API, through which business and page messaging
+    replies are sent and their media fetched."""
+    chat_api_url: str = setting("SIGNALYARD_HELPDESK_CHAT_API_URL", "https://slack.com/api", url("http", "https"))
+    """Base URL of the team chat's Web API, through which replies are posted in their thread and files fetched."""
     password_memory_kib: int = setting("SIGNALYARD_HELPDESK_PASSWORD_MEMORY_KIB", 19456, at_least(int, 8))
     """argon2id memory cost of a password hash, in KiB (OWASP's 19 MiB by default)."""
     password_passes: int = setting("SIGNALYARD_HELPDESK_PASSWORD_PASSES", 2, positive(int))

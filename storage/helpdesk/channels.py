@@ -51,16 +51,24 @@ KINDS: dict[ChannelKindName, ChannelKind] = {
     ),
     # the auth token checks the provider's calls and, with the account sid, sends the replies
     "sms": ChannelKind("sms_number", given=("auth_token", "account_sid"), settings=("auto_reply",)),
+    # the app secret checks the provider's calls; the access token sends the replies and fetches the media
     "business_messaging": ChannelKind(
-        "phone_number_id", generated=("verify_token",), given=("app_secret",), routed_by_secret=("verify_token",)
+        "phone_number_id",
+        generated=("verify_token",),
+        given=("app_secret", "access_token"),
+        routed_by_secret=("verify_token",),
     ),
     "page_messaging": ChannelKind(
-        "page_id", generated=("verify_token",), given=("app_secret",), routed_by_secret=("verify_token",)
+        "page_id",
+        generated=("verify_token",),
+        given=("app_secret", "page_access_token"),
+        routed_by_secret=("verify_token",),
     ),
     "voice": ChannelKind("voice_number", generated=("webhook_secret",)),
     "commerce": ChannelKind("shop", given=("webhook_secret", "api_secret")),
     "payments": ChannelKind("account"),
-    "chat": ChannelKind("team", given=("signing_secret",)),
+    # the signing secret checks the chat's calls; the bot token posts the replies and fetches the files
+    "chat": ChannelKind("team", given=("signing_secret", "bot_token")),
     "email_provider": ChannelKind("token", generated=("token",), given=("public_key",)),
     "marketplace": ChannelKind("topic_arn"),
 }
