@@ -114,19 +114,21 @@ class Attachment(msgspec.Struct, kw_only=True):
 class ReplyDelivery(msgspec.Struct, kw_only=True):
     """An agent's reply on its way to the customer (docs/helpdesk.md, "Replies to customers")."""
 
-    medium: Literal["email", "sms"]
+    medium: Literal["email", "sms", "business_messaging", "page_messaging", "chat"]
     recipient: str
+    """The customer's address, number, WhatsApp id or page-scoped id, or the chat thread (`<channel>:<thread ts>`)."""
     state: Literal["queued", "sent", "delivered", "read", "failed", "bounced"]
     provider_message_id: str | None
-    """A mail's Message-ID (ours), an SMS's sid, ..."""
+    """A mail's Message-ID (ours), an SMS's sid, a business message's `wamid`, a page message's `mid`, a chat
+    message's `ts`."""
     last_error: str | None
     note: str | None
     """`kept locally: ...` when no SMTP server is configured: the mail is in the kept-mail outbox."""
     attempts: int
     updated_at: Timestamp
     parts: int
-    """How many messages it went as: an SMS past 1,600 characters goes as several (the state is the part furthest
-    behind, `provider_message_id` the first part's)."""
+    """How many messages it went as: a text past its provider's longest (1,600 characters by SMS) goes as several (the
+    state is the part furthest behind, `provider_message_id` the first part's)."""
     body: str | None
     """The text the customer was sent, or will be: editing the reply afterwards does not change it."""
 

@@ -77,7 +77,7 @@ def _add(
     (outbound.route: NoRoute when there is no way to them), in one unit of work."""
     way = None
     if fields["author_type"] == "agent" and not fields["internal"]:
-        way = outbound.route(connection, cipher, ticket)
+        way = outbound.route(connection, cipher, ticket, fields["now"])
     attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
     sent_as = outbound.message_id(way) if way is not None and way.medium == "email" else None
     conversation = tickets.add_conversation(

@@ -10,7 +10,7 @@ import asyncio
 import html
 import mimetypes
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
 from email.utils import format_datetime, formataddr
@@ -35,9 +35,12 @@ LEASE = timedelta(seconds=90)
 """How long a claimed reply is this sender's: past it (its sender died), another sends it; a round of sends, each
 bounded by SMTP_TIMEOUT_S, takes less (`SIGNALYARD_HELPDESK_REPLY_LEASE_S` sets it)."""
 SMTP_TIMEOUT_S = 30
-SMS_TIMEOUT_S = 30
+API_TIMEOUT_S = 30
 POLL_S = 0.5
 KEPT_NOTE = "kept locally: no SMTP server is configured (signalyard helpdesk mails prints it)"
+WINDOW_CLOSED = (
+    "the provider's window for a reply ({window} after the customer's latest message) closed before it was sent"
+)
 
 
 class Transport(Protocol):
@@ -135,23 +138,58 @@ class KeptTransport:
         return KEPT_NOTE
 
 
-class SmsSender:
-    """Through the SMS provider's Messages API (`POST /2010-04-01/Accounts/{AccountSid}/Messages.json`, a form, with
-    the channel's `account_sid` and `auth_token` as basic auth), asking for its status reports at `status_url`. The
-    answer holds the message's `sid` (its provider id, by which the reports find it) and `num_segments`; a 4xx
-    answer is a refusal no retry mends (an invalid number, wrong credentials), anything else is tried again."""
+class Sender(Protocol):
+    """A provider's API that sends the messages of one medium (every medium but email's)."""
 
-    def __init__(self, api_url: str, status_url: str, *, timeout_s: float = SMS_TIMEOUT_S) -> None:
+    async def send(self, reply: Claimed, now: datetime) -> Result:
+        """Send it: sent with the provider's id of it, or an error (`final` when no retry mends it)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class ApiSender:
+    """A provider's HTTP API, over one client whose connections are kept between sends. A send whose channel lacks
+    the credentials it needs fails at once (a reply is refused before that: storage's `route`); an answer that is
+    not the provider's success is a refusal no retry mends when it is a 4xx other than 408 and 429 (an invalid
+    recipient, wrong credentials, a closed window), and is tried again otherwise (an outage, a throttle)."""
+
+    credentials: tuple[str, ...] = ()
+
+    def __init__(self, api_url: str, *, timeout_s: float = API_TIMEOUT_S) -> None:
         self.api_url = api_url.rstrip("/")
-        self.status_url = status_url
         self.client = httpx.AsyncClient(timeout=timeout_s)
 
-    async def send(self, reply: Claimed) -> Result:
-        account, token = reply.secrets.get("account_sid", ""), reply.secrets.get("auth_token", "")
-        if not account or not token:
-            return Result(
-                reply.id, error="the SMS channel has no send credentials (account_sid, auth_token)", final=True
-            )
+    async def send(self, reply: Claimed, now: datetime) -> Result:
+        missing = [name for name in self.credentials if not reply.secrets.get(name)]
+        if missing:
+            return Result(reply.id, error=f"the channel has no send credentials ({', '.join(missing)})", final=True)
+        return await self._send(reply, now)
+
+    async def _send(self, reply: Claimed, now: datetime) -> Result:
+        raise NotImplementedError
+
+    async def close(self) -> None:
+        await self.client.aclose()
+
+
+def _final(status: int) -> bool:
+    return 400 <= status < 500 and status not in (408, 429)
+
+
+class SmsSender(ApiSender):
+    """Through the SMS provider's Messages API (`POST /2010-04-01/Accounts/{AccountSid}/Messages.json`, a form, with
+    the channel's `account_sid` and `auth_token` as basic auth), asking for its status reports at `status_url`. The
+    answer holds the message's `sid` (its provider id, by which the reports find it) and `num_segments`."""
+
+    credentials = ("account_sid", "auth_token")
+
+    def __init__(self, api_url: str, status_url: str, *, timeout_s: float = API_TIMEOUT_S) -> None:
+        super().__init__(api_url, timeout_s=timeout_s)
+        self.status_url = status_url
+
+    async def _send(self, reply: Claimed, now: datetime) -> Result:
+        account, token = reply.secrets["account_sid"], reply.secrets["auth_token"]
         response = await self.client.post(
             f"{self.api_url}/2010-04-01/Accounts/{account}/Messages.json",
             data={"To": reply.recipient, "From": reply.sender, "Body": reply.body, "StatusCallback": self.status_url},
@@ -164,11 +202,112 @@ class SmsSender:
             segments = answer.get("num_segments")
             note = f"{segments} segment{'' if str(segments) == '1' else 's'}" if segments else None
             return Result(reply.id, provider_message_id=answer["sid"], note=note)
-        final = 400 <= response.status_code < 500 and response.status_code not in (408, 429)
-        return Result(reply.id, error=_sms_error(response.status_code, answer), final=final)
+        return Result(reply.id, error=_sms_error(response.status_code, answer), final=_final(response.status_code))
 
-    async def close(self) -> None:
-        await self.client.aclose()
+
+def _sms_error(status: int, answer: dict[str, Any]) -> str:
+    """The provider's words for a refusal: `HTTP 400, error 21211: The 'To' number ... is not valid`."""
+    code = answer.get("code") or answer.get("error_code")
+    message = answer.get("message") or answer.get("error_message") or "no explanation"
+    return (f"HTTP {status}" + (f", error {code}" if code else "") + f": {message}")[:1000]
+
+
+GRAPH_THROTTLED = frozenset({4, 17, 32, 613, 80007, 130429, 131048, 131056})
+"""The Graph API's error codes of a throttle (answered with a 400, yet a later try succeeds)."""
+
+
+def _graph_failure(reply: Claimed, response: httpx.Response) -> Result:
+    """The Graph API's error (`{"error": {"message", "type", "code", "error_subcode", "fbtrace_id"}}`) as a result:
+    final when it is a 4xx that is no throttle and not marked transient."""
+    error = _json(response).get("error")
+    error = error if isinstance(error, dict) else {}
+    code = error.get("code")
+    final = _final(response.status_code) and code not in GRAPH_THROTTLED and not error.get("is_transient")
+    words = error.get("error_user_msg") or error.get("message") or "no explanation"
+    text = f"HTTP {response.status_code}" + (f", error {code}" if code is not None else "") + f": {words}"
+    return Result(reply.id, error=text[:1000], final=final)
+
+
+class BusinessSender(ApiSender):
+    """Through the business messaging Cloud API (`POST {graph}/{phone_number_id}/messages`, JSON, the channel's
+    `access_token` as a bearer token): a text message to the customer's WhatsApp id, within the 24 hours after their
+    latest message (past them, a reply fails at once: the provider would refuse it, error 131047). The answer's
+    `messages[0].id` (a `wamid.`) is the id by which the provider's `statuses` find it."""
+
+    credentials = ("access_token",)
+
+    async def _send(self, reply: Claimed, now: datetime) -> Result:
+        if reply.customer_wrote_at is not None and now - reply.customer_wrote_at > outbound.BUSINESS_WINDOW:
+            return Result(reply.id, error=WINDOW_CLOSED.format(window="24 hours"), final=True)
+        response = await self.client.post(
+            f"{self.api_url}/{reply.sender}/messages",
+            json={
+                "messaging_product": "whatsapp",
+                "recipient_type": "individual",
+                "to": reply.recipient,
+                "type": "text",
+                "text": {"preview_url": False, "body": reply.body},
+            },
+            headers={"Authorization": f"Bearer {reply.secrets['access_token']}"},
+        )
+        sent = _json(response).get("messages")
+        first = sent[0] if isinstance(sent, list) and sent and isinstance(sent[0], dict) else {}
+        if response.is_success and isinstance(first.get("id"), str):
+            return Result(reply.id, provider_message_id=first["id"])
+        return _graph_failure(reply, response)
+
+
+class PageSender(ApiSender):
+    """Through page messaging's Send API (`POST {graph}/{page_id}/messages`, JSON, the channel's `page_access_token`
+    as a bearer token): to the customer's page-scoped id, a `RESPONSE` within 24 hours of their latest message, past
+    them a person's reply with the `HUMAN_AGENT` tag up to 7 days (past those, it fails at once). The answer's
+    `message_id` is the message's id; the provider reports delivery and reading by watermark."""
+
+    credentials = ("page_access_token",)
+
+    async def _send(self, reply: Claimed, now: datetime) -> Result:
+        waited = now - reply.customer_wrote_at if reply.customer_wrote_at is not None else timedelta(0)
+        if waited > outbound.HUMAN_AGENT_WINDOW:
+            return Result(reply.id, error=WINDOW_CLOSED.format(window="7 days"), final=True)
+        tagged = waited > outbound.PAGE_WINDOW
+        kind = {"messaging_type": "MESSAGE_TAG", "tag": "HUMAN_AGENT"} if tagged else {"messaging_type": "RESPONSE"}
+        response = await self.client.post(
+            f"{self.api_url}/{reply.sender}/messages",
+            json={"recipient": {"id": reply.recipient}, **kind, "message": {"text": reply.body}},
+            headers={"Authorization": f"Bearer {reply.secrets['page_access_token']}"},
+        )
+        sent = _json(response).get("message_id")
+        if response.is_success and isinstance(sent, str):
+            note = "sent with the HUMAN_AGENT tag: the customer wrote more than 24 hours before" if tagged else None
+            return Result(reply.id, provider_message_id=sent, note=note)
+        return _graph_failure(reply, response)
+
+
+CHAT_TRANSIENT = frozenset({"ratelimited", "internal_error", "fatal_error", "service_unavailable", "request_timeout"})
+"""The chat Web API's errors that a later try may not meet (its other errors are refusals)."""
+
+
+class ChatSender(ApiSender):
+    """Through the team chat's Web API (`POST {chat}/chat.postMessage`, JSON, the channel's `bot_token` as a bearer
+    token): into the thread of the customer's message (`thread_ts`). The answer's `ts` is the message's id; our own
+    message comes back as a bot's event, which makes nothing (processors/helpdesk/inbound/chat.py). The chat reports
+    no delivery: a reply stays `sent`."""
+
+    credentials = ("bot_token",)
+
+    async def _send(self, reply: Claimed, now: datetime) -> Result:
+        channel, _, thread_ts = reply.recipient.partition(":")
+        response = await self.client.post(
+            f"{self.api_url}/chat.postMessage",
+            json={"channel": channel, "thread_ts": thread_ts, "text": reply.body},
+            headers={"Authorization": f"Bearer {reply.secrets['bot_token']}"},
+        )
+        answer = _json(response)
+        if response.is_success and answer.get("ok") is True and isinstance(answer.get("ts"), str):
+            return Result(reply.id, provider_message_id=answer["ts"])
+        error = str(answer.get("error") or "no explanation")
+        final = _final(response.status_code) or (response.is_success and error not in CHAT_TRANSIENT)
+        return Result(reply.id, error=f"HTTP {response.status_code}: {error}"[:1000], final=final)
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:
@@ -177,13 +316,6 @@ def _json(response: httpx.Response) -> dict[str, Any]:
     except ValueError:
         return {}
     return answer if isinstance(answer, dict) else {}
-
-
-def _sms_error(status: int, answer: dict[str, Any]) -> str:
-    """The provider's words for a refusal: `HTTP 400, error 21211: The 'To' number ... is not valid`."""
-    code = answer.get("code") or answer.get("error_code")
-    message = answer.get("message") or answer.get("error_message") or "no explanation"
-    return (f"HTTP {status}" + (f", error {code}" if code else "") + f": {message}")[:1000]
 
 
 class ReplySender:
@@ -197,7 +329,7 @@ class ReplySender:
         transport: Transport,
         blobs: BlobStore | None,
         *,
-        sms: SmsSender | None = None,
+        senders: Mapping[str, Sender] | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         lease: timedelta = LEASE,
         poll_s: float = POLL_S,
@@ -208,7 +340,8 @@ class ReplySender:
         self._own: dict[str, SmtpTransport] = {}
         """Channels' own SMTP servers, by URL."""
         self.blobs = blobs
-        self.sms = sms
+        self.senders = dict(senders or {})
+        """By medium: every medium's but email's."""
         self.clock = clock
         self.lease = lease
         self.poll_s = poll_s
@@ -218,8 +351,8 @@ class ReplySender:
         for transport in [self.transport, *self._own.values()]:
             if isinstance(transport, SmtpTransport):
                 await transport.close()
-        if self.sms is not None:
-            await self.sms.close()
+        for sender in self.senders.values():
+            await sender.close()
 
     async def run(self) -> None:
         while True:
@@ -240,16 +373,18 @@ class ReplySender:
         )
         if not claimed:
             return 0
+        began = self.clock()
         results = await asyncio.gather(*(self._send(reply) for reply in claimed))
-        await self.db.write(outbound.record, results, now=self.clock())
+        await self.db.write(outbound.record, results, now=self.clock(), sent_at=began)
         return len(claimed)
 
     async def _send(self, reply: Claimed) -> Result:
         try:
-            if reply.medium == "sms":
-                if self.sms is None:
-                    return Result(reply.id, error="this sender sends no SMS", final=True)
-                return await self.sms.send(reply)
+            if reply.medium != "email":
+                sender = self.senders.get(reply.medium)
+                if sender is None:
+                    return Result(reply.id, error=f"this sender sends no {reply.medium}", final=True)
+                return await sender.send(reply, self.clock())
             transport = self._transport(reply)
             message = await compose(reply, self.blobs)
             note = await transport.send(message, reply.sender, reply.recipient)

@@ -36,7 +36,16 @@ from processors.helpdesk.inbound.handlers import HANDLERS
 from processors.helpdesk.inbound.router import inbound_router
 from processors.helpdesk.inbound.service import Context, InboundProcessor, inbound_outbox
 from processors.helpdesk.inbound.voice import waiting_voicemails_forever
-from processors.helpdesk.outbound import KeptTransport, ReplySender, SmsSender, SmtpTransport
+from processors.helpdesk.outbound import (
+    BusinessSender,
+    ChatSender,
+    KeptTransport,
+    PageSender,
+    ReplySender,
+    Sender,
+    SmsSender,
+    SmtpTransport,
+)
 from signalyard import secrets
 from signalyard.bootstrap import Background, Platform, sweeping, webhook_engine
 from signalyard.registry.helpdesk import HelpdeskSettings
@@ -173,8 +182,13 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     )
     transport = KeptTransport(KeptMail(p.db)) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
     lease = timedelta(seconds=s.reply_lease_s)
-    sms = SmsSender(s.sms_api_url, f"{_public_url(p, s)}{SMS_STATUS_PATH}")
-    replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, sms=sms, lease=lease)
+    senders: dict[str, Sender] = {
+        "sms": SmsSender(s.sms_api_url, f"{_public_url(p, s)}{SMS_STATUS_PATH}"),
+        "business_messaging": BusinessSender(s.graph_api_url),
+        "page_messaging": PageSender(s.graph_api_url),
+        "chat": ChatSender(s.chat_api_url),
+    }
+    replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, senders=senders, lease=lease)
     p.closers.append(replies.close)
     return [
         sweeping(sweeper, p.settings.sweep_every_s),

@@ -389,7 +389,7 @@ class Outbound(Base):
     conversation_id: Mapped[str] = mapped_column(String(36))
     channel_id: Mapped[str] = mapped_column(String(36))
     medium: Mapped[str] = mapped_column(String(32))
-    """How it goes: `email` or `sms`."""
+    """How it goes: `email`, `sms`, `business_messaging`, `page_messaging` or `chat`."""
     sender: Mapped[str | None] = mapped_column(String(320))
     """The channel's address or number it goes from."""
     recipient: Mapped[str] = mapped_column(String(320))
@@ -407,6 +407,8 @@ class Outbound(Base):
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     next_attempt_at: Mapped[datetime | None]
     """When it is due (queued: to be sent; claimed: when its lease runs out); None once it is no longer queued."""
+    sent_at: Mapped[datetime | None]
+    """When the provider took it (a page's delivery and read reports name a time: every message sent up to it)."""
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from email.utils import make_msgid
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from cryptography.fernet import InvalidToken
 from sqlalchemy import and_, bindparam, func, select, update
@@ -26,15 +26,53 @@ from storage.helpdesk.workspaces import ORGANIZATIONS
 from wire.ids import new_uuid
 
 State = Literal["queued", "sent", "delivered", "read", "failed", "bounced"]
-Medium = Literal["email", "sms"]
+Medium = Literal["email", "sms", "business_messaging", "page_messaging", "chat"]
+Messaging = Literal["business_messaging", "page_messaging", "chat"]
+MESSAGING: tuple[Messaging, ...] = get_args(Messaging)
+"""The media whose reply goes into the customer's conversation on the provider (their inbound endpoint's name)."""
 EMAIL_PROVIDERS = ("email_a", "email_b", "email_c", "email_d")
 """The inbound mail endpoints: a ticket whose customer last wrote through one is answered through that channel."""
-ANSWERED_THROUGH = (*EMAIL_PROVIDERS, "sms")
-"""The inbound endpoints whose channel a reply goes back through (the others' replies go by email)."""
-SEND_CREDENTIALS: dict[Medium, tuple[str, ...]] = {"email": (), "sms": ("account_sid", "auth_token")}
+ANSWERED_THROUGH = (*EMAIL_PROVIDERS, "sms", *MESSAGING)
+"""The inbound endpoints whose channel a reply goes back through (the others' replies go by email, or by SMS to a
+caller: `route`)."""
+SEND_CREDENTIALS: dict[Medium, tuple[str, ...]] = {
+    "email": (),
+    "sms": ("account_sid", "auth_token"),
+    "business_messaging": ("access_token",),
+    "page_messaging": ("page_access_token",),
+    "chat": ("bot_token",),
+}
 """The secrets a channel needs to send on its medium (an email channel sends through an SMTP server it may name)."""
+ADDRESS_KINDS: dict[Medium, str] = {
+    "email": "email",
+    "sms": "sms_number",
+    "business_messaging": "phone_number_id",
+    "page_messaging": "page_id",
+    "chat": "team",
+}
+"""The kind of the channel's address a message goes from."""
+NAMES: dict[Medium, str] = {
+    "email": "email",
+    "sms": "SMS",
+    "business_messaging": "business messaging",
+    "page_messaging": "page messaging",
+    "chat": "team chat",
+}
 SMS_MAX_CHARS = 1600
-"""The SMS provider's longest message body: a longer reply goes as several messages (`split`)."""
+PART_CHARS: dict[Medium, int] = {
+    "sms": SMS_MAX_CHARS,
+    "business_messaging": 4096,
+    "page_messaging": 2000,
+    "chat": 40000,
+}
+"""Each provider's longest message text: a longer reply goes as several messages, in order (`split`)."""
+BUSINESS_WINDOW = timedelta(hours=24)
+"""Business messaging's customer-service window: a free-form reply goes only this long after the customer's latest
+message (past it the provider takes only template messages, which the helpdesk does not send)."""
+PAGE_WINDOW = timedelta(hours=24)
+"""Page messaging's standard window: a reply within it is a `RESPONSE`."""
+HUMAN_AGENT_WINDOW = timedelta(days=7)
+"""Past PAGE_WINDOW, a person's reply goes with the `HUMAN_AGENT` tag, up to this long after the customer wrote."""
 RETRY_DELAYS = (
     timedelta(seconds=30),
     timedelta(minutes=2),
@@ -85,6 +123,9 @@ class Claimed:
     references: list[str]
     attempts: int
     part: int = 0
+    customer_wrote_at: datetime | None = None
+    """When the customer last wrote through the channel on this ticket (business and page messaging: the provider's
+    windows count from it)."""
     secrets: dict[str, str] = field(default_factory=dict, repr=False)
     """The channel's secrets: its send credentials, an email channel's own SMTP server (`smtp_url`)."""
 
@@ -101,47 +142,56 @@ class Result:
 
 
 class NoRoute(Exception):
-    """The ticket's customer cannot be reached: no channel to answer through, no send credentials on it, or no
-    address of theirs (409)."""
+    """The ticket's customer cannot be reached: no channel to answer through, no send credentials on it, no address
+    of theirs, or the provider's window for a reply has closed (409)."""
 
 
-def route(connection: Connection, cipher: Cipher, ticket: TicketRecord) -> Route:
+def route(connection: Connection, cipher: Cipher, ticket: TicketRecord, now: datetime) -> Route:
     """The way back to the customer: the channel their latest message on this ticket (or on a ticket merged into it)
-    came through of those that can answer (ANSWERED_THROUGH); else the organization's oldest email channel, to the
-    customer's address. NoRoute, in words for the agent, when there is no such channel, it lacks its send credentials,
-    or the customer has no address on it."""
+    came through of those that can answer (ANSWERED_THROUGH), into the same conversation there; a caller's
+    (voice) by SMS from the organization's oldest SMS channel when their number is known; else the organization's
+    oldest email channel, to the customer's address. NoRoute, in words for the agent, when there is no such
+    channel, it lacks its send credentials, the customer has no address on it, or the provider's window for a reply
+    has closed."""
     threads = _with_merged(connection, ticket.id)
     latest = connection.execute(
-        select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details)
+        select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details, INBOUND.c.created_at, TICKETS.c.thread_key)
         .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
+        .join(TICKETS, TICKETS.c.id == INBOUND.c.ticket_id)
         .where(
             INBOUND.c.ticket_id.in_(threads),
-            INBOUND.c.provider.in_(ANSWERED_THROUGH),
+            INBOUND.c.provider.in_((*ANSWERED_THROUGH, "voice")),
             CHANNELS.c.deleted_at.is_(None),
         )
         .order_by(INBOUND.c.created_at.desc())
         .limit(1)
     ).first()
-    if latest is not None and latest.provider == "sms":
+    provider = latest.provider if latest is not None else None
+    if provider in MESSAGING:
+        return _messaging(connection, cipher, latest, now=now)
+    if provider in ("sms", "voice"):
         phone = connection.execute(select(CUSTOMERS.c.phone).where(CUSTOMERS.c.id == ticket.customer_id)).scalar()
-        written_to = (latest.details or {}).get("to")
+        if phone and provider == "sms":
+            return _through(connection, cipher, "sms", phone, *_back_through(latest))
         if phone:
-            return _through(
-                connection,
-                cipher,
-                "sms",
-                "sms_number",
-                phone,
-                CHANNELS.c.id == latest.channel_id,
-                *([ADDRESSES.c.address == written_to] if written_to else []),
-            )
+            try:
+                return _through(
+                    connection,
+                    cipher,
+                    "sms",
+                    phone,
+                    CHANNELS.c.organization_id == ticket.organization_id,
+                    CHANNELS.c.kind == "sms",
+                )
+            except NoRoute:
+                if ticket.customer_email is None:
+                    raise
     if ticket.customer_email is None:
         raise NoRoute("The ticket's customer has no email address or number to send the reply to")
-    by_email = [CHANNELS.c.id == latest.channel_id] if latest is not None and latest.provider in EMAIL_PROVIDERS else []
+    by_email = [CHANNELS.c.id == latest.channel_id] if latest is not None and provider in EMAIL_PROVIDERS else []
     return _through(
         connection,
         cipher,
-        "email",
         "email",
         ticket.customer_email,
         CHANNELS.c.organization_id == ticket.organization_id,
@@ -150,19 +200,53 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord) -> Route
     )
 
 
+def _back_through(latest: Any) -> list[Any]:
+    """The channel the customer's message came through, from the address they wrote to (where the call names it)."""
+    written_to = (latest.details or {}).get("to")
+    return [CHANNELS.c.id == latest.channel_id, *([ADDRESSES.c.address == written_to] if written_to else [])]
+
+
+def _messaging(connection: Connection, cipher: Cipher, latest: Any, *, now: datetime) -> Route:
+    """Into the customer's conversation on the messaging channel they wrote through: their WhatsApp id, their
+    page-scoped id, or the chat thread (`<chat channel>:<thread ts>`), each read from the thread key of the ticket
+    their message landed on; refused once the provider's window for a reply has closed."""
+    medium: Messaging = latest.provider
+    thread = (latest.thread_key or "").split(":", 2 if medium == "chat" else 1)
+    recipient = thread[-1] if len(thread) > 1 else ""
+    if not recipient:
+        raise NoRoute(f"The customer's {NAMES[medium]} conversation the reply would go to is not known")
+    waited = now - latest.created_at
+    if medium == "business_messaging" and waited > BUSINESS_WINDOW:
+        raise NoRoute(
+            f"The customer last wrote on business messaging {_hours(waited)} ago: the provider takes a free-form reply "
+            "only within 24 hours of the customer's latest message (template messages are not sent by this helpdesk); "
+            "answer by another channel or wait for the customer to write again"
+        )
+    if medium == "page_messaging" and waited > HUMAN_AGENT_WINDOW:
+        raise NoRoute(
+            f"The customer last wrote on page messaging {_hours(waited)} ago: the provider takes a person's reply only "
+            "within 7 days of the customer's latest message; answer by another channel or wait for the customer to "
+            "write again"
+        )
+    return _through(connection, cipher, medium, recipient, *_back_through(latest))
+
+
+def _hours(waited: timedelta) -> str:
+    hours = int(waited.total_seconds() // 3600)
+    return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
+
+
 def _with_merged(connection: Connection, ticket_id: str) -> list[str]:
     """The ticket and the tickets merged into it (found by their index, so that the reads by them use theirs)."""
     merged = connection.scalars(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == ticket_id))
     return [ticket_id, *merged]
 
 
-def _through(
-    connection: Connection, cipher: Cipher, medium: Medium, address_kind: str, recipient: str, *where: Any
-) -> Route:
-    """The live channel `where` names (the oldest, if several), from its first address of `address_kind`."""
+def _through(connection: Connection, cipher: Cipher, medium: Medium, recipient: str, *where: Any) -> Route:
+    """The live channel `where` names (the oldest, if several), from its first address of the medium's kind."""
     found = connection.execute(
         select(CHANNELS.c.id, CHANNELS.c.name, CHANNELS.c.secrets_sealed, ADDRESSES.c.address)
-        .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == address_kind))
+        .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == ADDRESS_KINDS[medium]))
         .where(CHANNELS.c.deleted_at.is_(None), *where)
         .order_by(CHANNELS.c.created_at, CHANNELS.c.id, ADDRESSES.c.address)
         .limit(1)
@@ -171,16 +255,16 @@ def _through(
         raise NoRoute(
             "The organization has no email channel to send the reply through: add one (Inbound channels)"
             if medium == "email"
-            else f"The {medium} channel the customer wrote through is gone"
+            else f"The organization has no {NAMES[medium]} channel to send the reply through"
         )
     try:
         opened = _secrets(cipher, found.secrets_sealed)
     except InvalidToken:
-        raise NoRoute(f"The {medium} channel {found.name!r}: {UNOPENED}") from None
+        raise NoRoute(f"The {NAMES[medium]} channel {found.name!r}: {UNOPENED}") from None
     missing = [name for name in SEND_CREDENTIALS[medium] if name not in opened]
     if missing:
         raise NoRoute(
-            f"The {medium} channel {found.name!r} has no send credentials ({', '.join(missing)}): "
+            f"The {NAMES[medium]} channel {found.name!r} has no send credentials ({', '.join(missing)}): "
             "set them (Changing a channel)"
         )
     return Route(medium, found.id, found.address, recipient)
@@ -218,9 +302,9 @@ def enqueue(
     provider_message_id: str | None,
     now: datetime,
 ) -> Delivery:
-    """The reply's outbound messages, due now: one, or for an SMS past SMS_MAX_CHARS one per part (a mail's
+    """The reply's outbound messages, due now: one, or for a text past its provider's PART_CHARS one per part (a mail's
     Message-ID is given: the conversation keeps it too, so that the customer's answer threads by it)."""
-    parts = split(body) if way.medium == "sms" else [body]
+    parts = split(body, PART_CHARS[way.medium]) if way.medium in PART_CHARS else [body]
     connection.execute(
         OUTBOUND.insert(),
         [
@@ -325,6 +409,7 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
         thread = (
             _thread(connection, row.ticket_id, row.written_at, row.conversation_id) if row.medium == "email" else []
         )
+        wrote_at = _customer_wrote_at(connection, row.ticket_id, row.channel_id) if row.medium in MESSAGING else None
         claimed[row.id] = Claimed(
             id=row.id,
             medium=row.medium,
@@ -343,11 +428,22 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
             references=thread[-THREAD_REFERENCES:],
             attempts=row.attempts,
             part=row.part,
+            customer_wrote_at=wrote_at,
             secrets=opened,
         )
     if unopened:
         record(connection, list(unopened.values()), now=now)
     return list(claimed.values())
+
+
+def _customer_wrote_at(connection: Connection, ticket_id: str, channel_id: str) -> datetime | None:
+    """When the customer's latest message on the ticket (or one merged into it) came through the channel."""
+    latest: datetime | None = connection.execute(
+        select(func.max(INBOUND.c.created_at)).where(
+            INBOUND.c.ticket_id.in_(_with_merged(connection, ticket_id)), INBOUND.c.channel_id == channel_id
+        )
+    ).scalar()
+    return latest
 
 
 def _thread(connection: Connection, ticket_id: str, before: datetime, conversation_id: str) -> list[str]:
@@ -368,10 +464,13 @@ def _thread(connection: Connection, ticket_id: str, before: datetime, conversati
     )
 
 
-def record(connection: Connection, results: Sequence[Result], *, now: datetime) -> None:
-    """What came of each attempt: sent, due again after its backoff, or `failed` once the retries are spent (or at
-    once, for an error no retry mends); each change of state a `delivery_changed` event. A message no longer queued
-    (erased with its customer, say) is left as it is."""
+def record(
+    connection: Connection, results: Sequence[Result], *, now: datetime, sent_at: datetime | None = None
+) -> None:
+    """What came of each attempt: sent (at `sent_at`, when the round of sends began: before the provider took it),
+    due again after its backoff, or `failed` once the retries are spent (or at once, for an error no retry mends);
+    each change of state a `delivery_changed` event. A message no longer queued (erased with its customer, say) is
+    left as it is."""
     activity = []
     for result in results:
         row = connection.execute(
@@ -382,7 +481,13 @@ def record(connection: Connection, results: Sequence[Result], *, now: datetime) 
         attempts = row.attempts + 1
         changes: dict[str, Any] = {"attempts": attempts, "updated_at": now}
         if result.error is None:
-            changes |= {"state": "sent", "next_attempt_at": None, "note": result.note, "last_error": None}
+            changes |= {
+                "state": "sent",
+                "next_attempt_at": None,
+                "note": result.note,
+                "last_error": None,
+                "sent_at": sent_at or now,
+            }
             if result.provider_message_id:
                 changes["provider_message_id"] = result.provider_message_id
         elif result.final or attempts > len(RETRY_DELAYS):
@@ -421,33 +526,71 @@ def resend(
 def report(
     connection: Connection,
     organization_id: str,
-    channel_id: str,
     provider_message_id: str,
     state: State,
     *,
+    channel_id: str | None = None,
+    medium: Medium | None = None,
     error: str | None,
     now: datetime,
 ) -> bool:
-    """A provider's report of a message it took from the channel: its state moves forward (never back: a report
-    that comes late changes nothing), with the error it gave. False when the channel sent no such message, or the
+    """A provider's report of a message it took from the channel (or, for the mail sending provider, which reports
+    on the organization's mail whichever channel it went from, of the medium): its state moves forward (never back:
+    a report that comes late changes nothing), with the error it gave. False when no such message was sent, or the
     report tells nothing new."""
-    row = connection.execute(
+    where = [OUTBOUND.c.channel_id == channel_id] if channel_id is not None else []
+    where += [OUTBOUND.c.medium == medium] if medium is not None else []
+    rows = connection.execute(
         select(OUTBOUND).where(
             OUTBOUND.c.organization_id == organization_id,
             OUTBOUND.c.provider_message_id == provider_message_id,
-            OUTBOUND.c.channel_id == channel_id,
             OUTBOUND.c.state != "queued",
+            *where,
         )
-    ).first()
-    if row is None or PROGRESS[state] <= PROGRESS[row.state] or PROGRESS[row.state] == PROGRESS["failed"]:
-        return False
-    connection.execute(
-        update(OUTBOUND)
-        .where(OUTBOUND.c.id == row.id, OUTBOUND.c.state == row.state)
-        .values(state=state, last_error=error if error is not None else row.last_error, updated_at=now)
-    )
-    events.record_rows(connection, [_changed(row, row.state, state, error, now)])
-    return True
+    ).all()
+    return _moved(connection, rows, state, error, now) > 0
+
+
+def report_until(
+    connection: Connection,
+    organization_id: str,
+    channel_id: str,
+    recipient: str,
+    state: State,
+    *,
+    until: datetime,
+    now: datetime,
+) -> int:
+    """A provider's report by watermark (page messaging's `delivery` and `read`): every message the channel sent the
+    recipient up to `until` has reached `state`; those it moves forward, how many."""
+    rows = connection.execute(
+        select(OUTBOUND).where(
+            OUTBOUND.c.organization_id == organization_id,
+            OUTBOUND.c.channel_id == channel_id,
+            OUTBOUND.c.recipient == recipient,
+            OUTBOUND.c.state.in_([name for name, step in PROGRESS.items() if 0 < step < PROGRESS[state]]),
+            OUTBOUND.c.sent_at <= until,
+        )
+    ).all()
+    return _moved(connection, rows, state, None, now)
+
+
+def _moved(connection: Connection, rows: Sequence[Any], state: State, error: str | None, now: datetime) -> int:
+    """The rows moved forward to `state` (those already as far, or ended, stay), each a `delivery_changed` event."""
+    activity = []
+    for row in rows:
+        if PROGRESS[state] <= PROGRESS[row.state] or PROGRESS[row.state] == PROGRESS["failed"]:
+            continue
+        moved = connection.execute(
+            update(OUTBOUND)
+            .where(OUTBOUND.c.id == row.id, OUTBOUND.c.state == row.state)
+            .values(state=state, last_error=error if error is not None else row.last_error, updated_at=now)
+        ).rowcount
+        if moved:
+            activity.append(_changed(row, row.state, state, error, now))
+    if activity:
+        events.record_rows(connection, activity)
+    return len(activity)
 
 
 def _changed(

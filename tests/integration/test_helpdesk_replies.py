@@ -5,6 +5,7 @@ test moves."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -168,6 +169,37 @@ async def test_a_reply_is_mailed_from_the_channel_threaded_under_the_customer_s_
     assert answer.outcome == "threaded by In-Reply-To"
 
 
+async def test_the_email_provider_s_events_move_a_mailed_reply_to_delivered_or_bounced(desk: Desk) -> None:
+    asked = await desk.mail("Refund?", "Where is it?")
+    delivered = await desk.reply(asked.ticket_id, "Sent yesterday.")
+    bounced = await desk.reply(asked.ticket_id, "And a receipt.")
+    assert await desk.sender.send_due() == 2
+
+    async def reported(reply: tickets.ConversationRecord, event: str, **more: str) -> None:
+        assert reply.delivery is not None
+        sent_as = f"<{reply.delivery.provider_message_id}>"
+        item = {"event": event, "email": "ada@example.com", "smtp-id": sent_as, "sg_event_id": uuid.uuid4().hex}
+        await processed(
+            desk.db,
+            desk.blobs,
+            desk.organization,
+            "email_provider",
+            json.dumps(item | more).encode(),
+            "application/json",
+            {},
+        )
+
+    await reported(delivered, "delivered")
+    await reported(bounced, "bounce", status="5.1.1", reason="550 5.1.1 mailbox unavailable")
+    assert (await desk.delivery(delivered.id)).state == "delivered"
+    shown = await desk.delivery(bounced.id)
+    assert (shown.state, shown.last_error) == (
+        "bounced",
+        "the email provider reported a bounce (5.1.1): 550 5.1.1 mailbox unavailable",
+    )
+    assert await desk.changes(bounced.id) == [("queued", "sent"), ("sent", "bounced")]
+
+
 async def test_a_refused_recipient_fails_at_once_and_a_resend_delivers_it(desk: Desk) -> None:
     asked = await desk.mail("Refund", "Please refund me.")
     desk.smtp.refuse["ada@example.com"] = "550 5.1.1 No such mailbox"
@@ -317,7 +349,7 @@ class SmsDesk(Desk):
         super().__init__(db, blobs, smtp)
         self.sms = sms
         self.number = "+1555" + str(uuid.uuid4().int)[:7]
-        self.sender.sms = SmsSender(sms.base_url, "http://127.0.0.1:9/api/webhooks/sms/status", timeout_s=5)
+        self.sender.senders["sms"] = SmsSender(sms.base_url, "http://127.0.0.1:9/api/webhooks/sms/status", timeout_s=5)
 
     async def open_sms(self, **given: str) -> None:
         await self.open()
@@ -446,6 +478,6 @@ async def test_an_sms_channel_without_send_credentials_refuses_replies(
     texts = SmsDesk(db, tmp_path, smtp, sms_peer)
     await texts.open_sms(auth_token="sms-auth-token")
     asked = await texts.text("+15557654321", "Hello?")
-    with pytest.raises(Conflict, match=r"The sms channel 'Texts' has no send credentials \(account_sid\)"):
+    with pytest.raises(Conflict, match=r"The SMS channel 'Texts' has no send credentials \(account_sid\)"):
         await texts.reply(asked.ticket_id, "Hi!")
     assert sms_peer.messages == []

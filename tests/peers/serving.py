@@ -11,6 +11,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -18,7 +19,7 @@ from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["LocalServer"]
+__all__ = ["JsonPeer", "LocalServer"]
 
 
 class LocalServer:
@@ -71,3 +72,52 @@ class LocalServer:
             self._thread.join(timeout=10)
         if self._socket is not None:
             self._socket.close()
+
+
+class JsonPeer:
+    """A provider's JSON API on a LocalServer: a subclass answers each request in `answer(scope, body)` with its
+    status and JSON body (and, third, any further headers); `with Peer(...) as peer:` serves it, `peer.port` is
+    where."""
+
+    name = "peer"
+    content_type = b"application/json"
+
+    def __init__(self) -> None:
+        self._server = LocalServer(self._app, self.name)
+        self.port = 0
+
+    def answer(self, scope: dict[str, Any], body: bytes) -> tuple[Any, ...]:
+        raise NotImplementedError
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        assert scope["type"] == "http"
+        body = b""
+        while True:
+            event = await receive()
+            body += event.get("body", b"")
+            if not event.get("more_body"):
+                break
+        status, answer, *more = self.answer(scope, body)
+        headers = more[0] if more else []
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [(b"content-type", self.content_type), *headers],
+            }
+        )
+        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
+
+    def start(self) -> Self:
+        self._server.start()
+        self.port = self._server.port
+        return self
+
+    def stop(self) -> None:
+        self._server.stop()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()

@@ -25,17 +25,16 @@ Usage::
 from __future__ import annotations
 
 import base64
-import json
 import math
 import threading
 import uuid
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx
 from twilio.request_validator import RequestValidator
 
-from tests.peers.serving import LocalServer
+from tests.peers.serving import JsonPeer
 
 __all__ = ["SmsPeer"]
 
@@ -52,8 +51,11 @@ def segments(body: str) -> int:
     return 1 if len(body) <= single else math.ceil(len(body) / multi)
 
 
-class SmsPeer:
+class SmsPeer(JsonPeer):
+    name = "SMS peer"
+
     def __init__(self, account_sid: str, auth_token: str) -> None:
+        super().__init__()
         self.account_sid = account_sid
         self.auth_token = auth_token
         self.messages: list[dict[str, Any]] = []
@@ -61,8 +63,6 @@ class SmsPeer:
         self.unavailable = 0
         """How many of the next sends get a 503, as an outage of the provider would."""
         self._lock = threading.Lock()
-        self._server = LocalServer(self._app, "SMS peer")
-        self.port = 0
 
     @property
     def base_url(self) -> str:
@@ -93,23 +93,7 @@ class SmsPeer:
             answer = await client.post(url, data=params, headers={"x-twilio-signature": signature})
         return answer.status_code
 
-    # ------------------------------------------------------------------------------------------------ serving
-
-    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        assert scope["type"] == "http"
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
-        status, answer = self._answer(scope, body)
-        await send(
-            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
-        )
-        await send({"type": "http.response.body", "body": json.dumps(answer).encode()})
-
-    def _answer(self, scope: dict[str, Any], body: bytes) -> tuple[int, dict[str, Any]]:
+    def answer(self, scope: dict[str, Any], body: bytes) -> tuple[int, dict[str, Any]]:
         path = f"/2010-04-01/Accounts/{self.account_sid}/Messages.json"
         headers = dict(scope["headers"])
         expected = base64.b64encode(f"{self.account_sid}:{self.auth_token}".encode()).decode()
@@ -146,22 +130,6 @@ class SmsPeer:
             "error_message": None,
             "uri": f"{path[:-5]}/{sid}.json",
         }
-
-    # ------------------------------------------------------------------------------------------------ lifecycle
-
-    def start(self) -> Self:
-        self._server.start()
-        self.port = self._server.port
-        return self
-
-    def stop(self) -> None:
-        self._server.stop()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
 
 def _error(code: int, message: str, status: int) -> dict[str, Any]:

@@ -3,9 +3,10 @@ one stored event each:
 
 - `bounce` and `dropped`: the recipient's address is marked bouncing (the helpdesk sends it nothing automatic), and
   an internal note goes on the ticket of the mail, found by its Message-ID (`smtp-id`, else the custom argument
-  `message_id`) among the conversations' stored Message-IDs;
+  `message_id`) among the conversations' stored Message-IDs; the delivery of the reply that mail was is `bounced`;
 - `spamreport` (a complaint): the same, the note saying the recipient reported the mail as spam;
-- `delivered`: recorded (the outcome `delivered`, with the mail's ticket when known); `deferred`: recorded, the
+- `delivered`: the reply's delivery is `delivered` (recorded: the outcome `delivered`, with the mail's ticket when
+  known); `deferred`: recorded, the
   provider retries; every other kind (`processed`, `open`, `click`, `unsubscribe`...): recorded."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound.service import Apply, Context
-from storage.helpdesk import customers, tickets
+from storage.helpdesk import customers, outbound, tickets
 from storage.helpdesk.inbound import Outcome
 from topics.helpdesk.inbound import DELIVERY_EVENT, DeliveryEvent
 
@@ -35,9 +36,13 @@ def message_id_of(item: DeliveryEvent) -> str | None:
 def note_of(kind: str, item: DeliveryEvent, email: str) -> str:
     if kind in COMPLAINTS:
         return f"Complaint: {email} reported the mail as spam. Nothing automatic is sent to this address any more."
-    reason = item.reason or item.response or "no reason given"
+    return f"Delivery failed to {email}{failure_of(item)}. Nothing automatic is sent to this address any more."
+
+
+def failure_of(item: DeliveryEvent) -> str:
+    """` (<status>): <reason>` of a failed delivery."""
     status = f" ({item.status})" if item.status else ""
-    return f"Delivery failed to {email}{status}: {reason}. Nothing automatic is sent to this address any more."
+    return f"{status}: {item.reason or item.response or 'no reason given'}"
 
 
 async def handle(_context: Context, event: Any) -> Apply:
@@ -51,6 +56,10 @@ async def handle(_context: Context, event: Any) -> Apply:
         found = tickets.tickets_of_message_ids(connection, organization_id, [message_id] if message_id else [])
         ticket = tickets.get(connection, organization_id, found[message_id]) if message_id in found else None
         ticket_id = ticket.id if ticket else None
+        if message_id and kind in ("delivered", *BOUNCES):
+            state: outbound.State = "delivered" if kind == "delivered" else "bounced"
+            error = None if kind == "delivered" else f"the email provider reported a {kind}{failure_of(item)}"
+            outbound.report(connection, organization_id, message_id, state, medium="email", error=error, now=now)
         if kind == "delivered":
             return Outcome("delivered", classification="delivery", ticket_id=ticket_id)
         if kind == "deferred":

@@ -9,14 +9,16 @@ thread, or a delivery state of our own message.
   downloaded: a business medium by its media id (`{"media_id", "content_type", "type"}`), a page attachment by its
   URL (`{"url", "content_type": null, "type"}`).
 - A business `status` (sent, delivered, read, failed) and a page `read` or `delivery` receipt are the delivery state of
-  our own message: recorded in the event's outcome (with the ticket of that message where we know it), no ticket.
+  our own message: it moves the delivery of the reply it names forward (storage/helpdesk/outbound.py: a business
+  status by the message's id, a page receipt by its mids and by its watermark, every message sent the customer up to
+  that time), and is recorded in the event's outcome; no ticket.
 - An echo of the page's own message, and what this version does not know, make no ticket; they stay stored."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -24,7 +26,7 @@ from sqlalchemy.engine import Connection
 
 from processors.helpdesk.inbound.service import Apply, Context
 from processors.helpdesk.inbound.sms import to_thread
-from storage.helpdesk import customers, tickets
+from storage.helpdesk import customers, outbound, tickets
 from storage.helpdesk.inbound import Outcome
 from topics.helpdesk.inbound import (
     BUSINESS_INTERACTIVE,
@@ -42,6 +44,13 @@ from topics.helpdesk.inbound import (
 )
 
 DELIVERY_STATE = "delivery_state"
+BUSINESS_STATES: dict[str, outbound.State] = {
+    "sent": "sent",
+    "delivered": "delivered",
+    "read": "read",
+    "failed": "failed",
+}
+"""A business status as a reply's delivery state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +132,12 @@ def _our_message(connection: Connection, organization_id: str, message_ids: list
     return ""
 
 
-def _business(item: BusinessItem, kind: str, organization_id: str) -> Apply:
+def _moved(count: int) -> str:
+    """What a report did to our replies, for its outcome."""
+    return f"; moved {count} repl{'y' if count == 1 else 'ies'} forward" if count else ""
+
+
+def _business(item: BusinessItem, kind: str, organization_id: str, channel_id: str) -> Apply:
     status, message = item.status, item.message
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
@@ -131,8 +145,19 @@ def _business(item: BusinessItem, kind: str, organization_id: str) -> Apply:
             where = _our_message(connection, organization_id, [status.id])
             errors = "; ".join(_join(error.code, error.title) for error in status.errors)
             failure = f" ({errors})" if errors else ""
+            state = BUSINESS_STATES.get(status.status.lower())
+            moved = state is not None and outbound.report(
+                connection,
+                organization_id,
+                status.id,
+                state,
+                channel_id=channel_id,
+                error=f"the provider reported it failed: {errors}" if state == "failed" and errors else None,
+                now=now,
+            )
             return Outcome(
-                f"delivery state {status.status}{failure} of message {status.id}{where}; no ticket", DELIVERY_STATE
+                f"delivery state {status.status}{failure} of message {status.id}{where}; no ticket{_moved(int(moved))}",
+                DELIVERY_STATE,
             )
         if message is None:
             return Outcome(f"no ticket: a {kind} change", classification=kind)
@@ -169,19 +194,39 @@ def _business(item: BusinessItem, kind: str, organization_id: str) -> Apply:
     return apply
 
 
-def _page(item: PageItem, kind: str, organization_id: str) -> Apply:
+def _watermark(milliseconds: int | None) -> datetime | None:
+    return datetime.fromtimestamp(milliseconds / 1000, UTC) if milliseconds else None
+
+
+def _page(item: PageItem, kind: str, organization_id: str, channel_id: str) -> Apply:
     event = item.event or PageEvent()
     sender = (event.sender.id if event.sender else None) or ""
+
+    def until(connection: Connection, state: outbound.State, watermark: int | None, now: datetime) -> int:
+        up_to = _watermark(watermark)
+        if up_to is None or not sender:
+            return 0
+        return outbound.report_until(connection, organization_id, channel_id, sender, state, until=up_to, now=now)
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         if kind == "read":
             watermark = event.read.watermark if event.read else None
-            return Outcome(f"delivery state read (up to {watermark}) by {sender}; no ticket", DELIVERY_STATE)
+            moved = until(connection, "read", watermark, now)
+            return Outcome(
+                f"delivery state read (up to {watermark}) by {sender}; no ticket{_moved(moved)}", DELIVERY_STATE
+            )
         if kind == "delivery":
             delivery = event.delivery or PageReceipt()
             where = _our_message(connection, organization_id, delivery.mids)
             which = f"messages {', '.join(delivery.mids)}" if delivery.mids else f"up to {delivery.watermark}"
-            return Outcome(f"delivery state delivered of {which}{where}; no ticket", DELIVERY_STATE)
+            moved = sum(
+                outbound.report(
+                    connection, organization_id, mid, "delivered", channel_id=channel_id, error=None, now=now
+                )
+                for mid in delivery.mids
+            )
+            moved += until(connection, "delivered", delivery.watermark, now)
+            return Outcome(f"delivery state delivered of {which}{where}; no ticket{_moved(moved)}", DELIVERY_STATE)
         if kind not in ("message", "postback"):
             return Outcome(f"no ticket: a {kind} event", classification=kind)
         if event.message is not None and event.message.is_echo:
@@ -214,5 +259,5 @@ def _page(item: PageItem, kind: str, organization_id: str) -> Apply:
 async def handle(_context: Context, event: Any) -> Apply:
     kind = str((event.details or {}).get("kind") or "other")
     if event.provider == "business_messaging":
-        return _business(BUSINESS_ITEM.decode(event.body), kind, event.organization_id)
-    return _page(PAGE_ITEM.decode(event.body), kind, event.organization_id)
+        return _business(BUSINESS_ITEM.decode(event.body), kind, event.organization_id, event.channel_id)
+    return _page(PAGE_ITEM.decode(event.body), kind, event.organization_id, event.channel_id)

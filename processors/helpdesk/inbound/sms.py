@@ -204,7 +204,7 @@ async def handle_status(_context: Context, event: Any) -> Apply:
         if state is None:
             return Outcome(f"status {status.status}: nothing new", classification="status")
         changed = outbound.report(
-            connection, event.organization_id, event.channel_id, status.sid, state, error=error, now=now
+            connection, event.organization_id, status.sid, state, channel_id=event.channel_id, error=error, now=now
         )
         return Outcome(
             f"delivery {state}" if changed else f"status {status.status}: nothing new", classification="status"
