@@ -1,8 +1,9 @@
 """Attachments: what came with a message (mail parts, MMS and messaging media, voicemail audio) and the files members
 attach to their replies and notes. A stored file is fetched through a short-lived signed URL, issued only inside the
 conversation a member or a key reads; the URL itself is the credential (no session needed), so a mail client or a
-provider can fetch it too. Media a provider holds (its URL, not fetched) is listed as its link. An upload over
-MAX_UPLOAD_BYTES is refused; an inbound mail's file over its limit is listed with the refusal instead of a URL."""
+provider can fetch it too. Media a provider holds are fetched and stored as a mail's parts are
+(processors/helpdesk/inbound/media.py); one that could not be is listed as the provider's link, with why. An upload
+over MAX_UPLOAD_BYTES is refused; an inbound file over its limit is listed with the refusal instead of a URL."""
 
 from __future__ import annotations
 
@@ -35,8 +36,8 @@ REFUSALS = {
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """An attachment as a conversation lists it: a stored `file` (its signed `url`), a provider's `link` (its URL), or
-    a file `refused` for good (no URL; `refused` says why)."""
+    """An attachment as a conversation lists it: a stored `file` (its signed `url`), a provider's `link` (its URL; a
+    medium that could not be fetched: `refused` says why), or a file `refused` for good (no URL; `refused` says why)."""
 
     kind: str
     name: str | None
@@ -55,7 +56,8 @@ def shown(desk: Helpdesk, conversation: ConversationRecord) -> list[Shown]:
             url = desk.files.url(f"{conversation.id}/{index}") if desk.files is not None else None
             listed.append(Shown("file", name, content_type, size, url))
         elif item.get("url"):
-            listed.append(Shown("link", name, content_type, size, str(item["url"])))
+            refused = str(item["refused"]) if item.get("refused") else None
+            listed.append(Shown("link", name, content_type, size, str(item["url"]), refused))
         else:
             listed.append(Shown("refused", name, content_type, size, None, str(item.get("refused") or "not stored")))
     return listed

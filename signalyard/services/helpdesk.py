@@ -33,6 +33,7 @@ from operations.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from processors.common.outbox import Sweeper, relay_forever
 from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
 from processors.helpdesk.inbound.handlers import HANDLERS
+from processors.helpdesk.inbound.media import MediaFetcher
 from processors.helpdesk.inbound.router import inbound_router
 from processors.helpdesk.inbound.service import Context, InboundProcessor, inbound_outbox
 from processors.helpdesk.inbound.voice import waiting_voicemails_forever
@@ -170,7 +171,13 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     p.closers.append(blobs.close)
 
     announce = _publish_event(p)
-    processor = InboundProcessor(Context(p.db, blobs), HANDLERS, announce)
+    media = MediaFetcher(
+        secrets.secrets_cipher(p.settings),
+        graph_api_url=s.graph_api_url,
+        allow_private_targets=p.settings.webhook_allow_private_targets,
+    )
+    p.closers.append(media.close)
+    processor = InboundProcessor(Context(p.db, blobs, media=media), HANDLERS, announce)
     p.broker.include_router(inbound_router(processor, topics))
     sweeper = Sweeper(
         p.db,

@@ -213,7 +213,7 @@ BUSINESS_MEDIA = ("image", "document", "audio", "video", "sticker")
 
 
 class BusinessMedium(Payload):
-    """An image, document, audio, video or sticker: by its media id (not downloaded)."""
+    """An image, document, audio, video or sticker: by its media id (the processors fetch it: media.py)."""
 
     id: str | None = None
     mime_type: str | None = None

@@ -1,7 +1,8 @@
 """A team chat's events (gateway/helpdesk/inbound/chat.py): a person's message becomes a ticket, and the messages of
 its chat thread (the same `thread_ts`, or the first message's own `ts`) conversations on that ticket. A reply in the
 thread of a resolved or closed ticket reopens it, at most REOPENS_PER_HOUR times an hour. A bot's messages (ours
-among them), edits and deletions make nothing: so the helpdesk never answers itself."""
+among them), edits and deletions make nothing: so the helpdesk never answers itself. A message's files are fetched
+with the channel's `bot_token` and kept beside their references (media.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection
 
+from processors.helpdesk.inbound.media import Medium, kept
 from processors.helpdesk.inbound.service import Apply, Context, failed, reopen_if_closed
 from storage.helpdesk import customers, tickets
 from storage.helpdesk.inbound import Outcome
@@ -32,7 +34,7 @@ def subject_of(text: str) -> str:
 
 
 def attachments_of(message: ChatEvent) -> list[dict[str, Any]]:
-    """A message's files, as references (the chat keeps them)."""
+    """A message's files, as references (`url_private`: the chat's, fetched with the bot token)."""
     return [
         {
             "url": file.url_private,
@@ -44,7 +46,15 @@ def attachments_of(message: ChatEvent) -> list[dict[str, Any]]:
     ]
 
 
-async def handle(_context: Context, event: Any) -> Apply:
+def chat_media(files: list[dict[str, Any]]) -> list[Medium]:
+    """A message's files, fetched from `url_private` with the channel's bot token."""
+    return [
+        Medium(reference, str(reference["name"]), url=reference["url"], bearer="bot_token", sign_in_page=True)
+        for reference in files
+    ]
+
+
+async def handle(context: Context, event: Any) -> Apply:
     payload = CHAT_CALLBACK.decode(event.body)
     message = payload.event
     kind = message.type
@@ -60,7 +70,7 @@ async def handle(_context: Context, event: Any) -> Apply:
     if user is None or chat_channel is None or ts is None:
         return failed("the message has no user, channel or ts")
     text = message.text or ""
-    files = attachments_of(message)
+    files = await kept(context, event, chat_media(attachments_of(message)))
     thread_key = f"chat:{event.channel_id}:{chat_channel}:{message.thread_ts or ts}"
     profile = message.user_profile
     name = (profile.real_name or profile.display_name if profile else None) or user

@@ -5,9 +5,10 @@ thread, or a delivery state of our own message.
 - A message of any type (text, image, document, audio, video, location, contacts, interactive, ...) or a postback is
   the sender's message on their thread (`whatsapp:<wa_id>`, `messenger:<page-scoped id>`, threaded as SMS are:
   processors/helpdesk/inbound/sms.py), from the customer known by identity `whatsapp` or `messenger` (made on the
-  first message, named by the profile name when the call gives one). Media are attachment references, not
-  downloaded: a business medium by its media id (`{"media_id", "content_type", "type"}`), a page attachment by its
-  URL (`{"url", "content_type": null, "type"}`).
+  first message, named by the profile name when the call gives one). Media are fetched and kept beside the provider's
+  reference (media.py): a business medium by its media id (`{"media_id", "content_type", "type"}`: looked up at the
+  Graph API, then fetched, with the channel's `access_token`), a page attachment by its URL (`{"url",
+  "content_type": null, "type"}`: a public CDN's, fetched with no credentials).
 - A business `status` (sent, delivered, read, failed) and a page `read` or `delivery` receipt are the delivery state of
   our own message: it moves the delivery of the reply it names forward (storage/helpdesk/outbound.py: a business
   status by the message's id, a page receipt by its mids and by its watermark, every message sent the customer up to
@@ -24,6 +25,7 @@ from typing import Any
 import msgspec
 from sqlalchemy.engine import Connection
 
+from processors.helpdesk.inbound.media import Medium, file_name, kept
 from processors.helpdesk.inbound.service import Apply, Context
 from processors.helpdesk.inbound.sms import to_thread
 from storage.helpdesk import customers, outbound, tickets
@@ -122,6 +124,29 @@ def page_content(event: PageEvent) -> Content:
     return Content(text, references)
 
 
+def business_media(content: Content) -> list[Medium]:
+    """A business message's media: each looked up by its media id, then fetched, with the channel's access token."""
+    return [
+        Medium(
+            reference,
+            file_name(reference.get("filename"), None, reference.get("content_type"), str(reference["type"])),
+            media_id=reference.get("media_id") or "",
+            bearer="access_token",
+        )
+        for reference in content.attachments
+    ]
+
+
+def page_media(content: Content) -> list[Medium]:
+    """A page message's attachments: at their public CDN URLs, fetched with no credentials."""
+    return [
+        Medium(
+            reference, file_name(None, reference["url"], None, str(reference["type"] or "file")), url=reference["url"]
+        )
+        for reference in content.attachments
+    ]
+
+
 def _our_message(connection: Connection, organization_id: str, message_ids: list[str]) -> str:
     """Where we know our message (a conversation stored with its provider id): ` on ticket #n`."""
     found = tickets.tickets_of_message_ids(connection, organization_id, message_ids)
@@ -137,7 +162,10 @@ def _moved(count: int) -> str:
     return f"; moved {count} repl{'y' if count == 1 else 'ies'} forward" if count else ""
 
 
-def _business(item: BusinessItem, kind: str, organization_id: str, channel_id: str) -> Apply:
+def _business(
+    item: BusinessItem, kind: str, organization_id: str, channel_id: str, content: Content | None = None
+) -> Apply:
+    """`content`: the message's, its media fetched (None when the item is no message)."""
     status, message = item.status, item.message
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
@@ -159,7 +187,7 @@ def _business(item: BusinessItem, kind: str, organization_id: str, channel_id: s
                 f"delivery state {status.status}{failure} of message {status.id}{where}; no ticket{_moved(int(moved))}",
                 DELIVERY_STATE,
             )
-        if message is None:
+        if message is None or content is None:
             return Outcome(f"no ticket: a {kind} change", classification=kind)
         wa_id = message.sender
         profile = item.contact.profile if item.contact else None
@@ -175,7 +203,6 @@ def _business(item: BusinessItem, kind: str, organization_id: str, channel_id: s
             now=now,
             recorded=recorded,
         )
-        content = business_content(message)
         return to_thread(
             connection,
             organization_id,
@@ -198,7 +225,15 @@ def _watermark(milliseconds: int | None) -> datetime | None:
     return datetime.fromtimestamp(milliseconds / 1000, UTC) if milliseconds else None
 
 
-def _page(item: PageItem, kind: str, organization_id: str, channel_id: str) -> Apply:
+def _page_message(item: PageItem, kind: str) -> PageEvent | None:
+    """The item's event, when it is a person's message or postback (what makes a conversation)."""
+    event = item.event or PageEvent()
+    echo = event.message is not None and event.message.is_echo
+    return event if kind in ("message", "postback") and not echo and event.sender and event.sender.id else None
+
+
+def _page(item: PageItem, kind: str, organization_id: str, channel_id: str, content: Content | None = None) -> Apply:
+    """`content`: the message's, its attachments fetched (None when the item is no person's message)."""
     event = item.event or PageEvent()
     sender = (event.sender.id if event.sender else None) or ""
 
@@ -231,12 +266,11 @@ def _page(item: PageItem, kind: str, organization_id: str, channel_id: str) -> A
             return Outcome(f"no ticket: a {kind} event", classification=kind)
         if event.message is not None and event.message.is_echo:
             return Outcome("no ticket: an echo of the page's own message", classification="outbound_copy")
-        if not sender:
+        if not sender or content is None:
             return Outcome("no ticket: the event has no sender", classification="invalid")
         customer = customers.find_or_create_by_identity(
             connection, organization_id, kind="messenger", value=sender, name=None, now=now, recorded=recorded
         )
-        content = page_content(event)
         mid = (event.message.mid if event.message else None) or (event.postback.mid if event.postback else None)
         return to_thread(
             connection,
@@ -256,8 +290,19 @@ def _page(item: PageItem, kind: str, organization_id: str, channel_id: str) -> A
     return apply
 
 
-async def handle(_context: Context, event: Any) -> Apply:
+async def handle(context: Context, event: Any) -> Apply:
     kind = str((event.details or {}).get("kind") or "other")
     if event.provider == "business_messaging":
-        return _business(BUSINESS_ITEM.decode(event.body), kind, event.organization_id, event.channel_id)
-    return _page(PAGE_ITEM.decode(event.body), kind, event.organization_id, event.channel_id)
+        business = BUSINESS_ITEM.decode(event.body)
+        content = None
+        if business.status is None and business.message is not None:
+            content = business_content(business.message)
+            if content.attachments:
+                content = Content(content.text, await kept(context, event, business_media(content)))
+        return _business(business, kind, event.organization_id, event.channel_id, content)
+    page = PAGE_ITEM.decode(event.body)
+    message = _page_message(page, kind)
+    content = page_content(message) if message is not None else None
+    if content is not None and content.attachments:
+        content = Content(content.text, await kept(context, event, page_media(content)))
+    return _page(page, kind, event.organization_id, event.channel_id, content)

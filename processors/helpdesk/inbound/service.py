@@ -9,8 +9,9 @@ A handler is `async handle(context, event) -> Apply`, where `event` is the store
 change (adding the ids of the webhook events it records to `recorded`) and says what it was. Parsing that fails
 is an outcome too (`failed: ...`, naming the field of a body not in its provider's shape: topics/helpdesk/inbound.py):
 a call the provider signed but that cannot be read is recorded, never retried.
-A failure of the database or the blob store is not: the batch is handed back to the consumer (redelivered after a
-pause) and its events stay pending until they are made into what they are."""
+A failure of the database or the blob store is not, nor a provider that does not give a medium this time (media.py,
+a few tries): the batch is handed back to the consumer (redelivered after a pause) and its events stay pending until
+they are made into what they are."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
@@ -35,12 +36,16 @@ from storage.helpdesk.inbound import Outcome
 from topics.helpdesk import HelpdeskTopics, InboundReceived
 from topics.helpdesk.inbound import Provider
 
+if TYPE_CHECKING:
+    from processors.helpdesk.inbound.media import MediaFetcher
+
 log = structlog.get_logger("signalyard.processors.helpdesk")
 
 Apply = Callable[[Connection, datetime, list[str]], Outcome]
 """apply(connection, now, recorded) -> what the event became; it adds the webhook events it records to `recorded`."""
 TRANSIENT = (SQLAlchemyError, OSError)
-"""Failures of the database, or of the blob store (`put_blob`), that a later try may not meet."""
+"""Failures of the database, of the blob store (`put_blob`) or of a provider's media (media.MediaUnavailable) that a
+later try may not meet."""
 BLOB_ATTEMPTS = 3
 REOPENS_PER_HOUR = 3
 CLOSED = ("resolved", "closed")
@@ -63,6 +68,8 @@ class Context:
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     options: dict[str, Any] = field(default_factory=dict)
     """Per-deployment settings handlers read (the mail domain of our own Message-IDs, reopen limits...)."""
+    media: MediaFetcher | None = None
+    """Fetches the media the providers hold (media.py); None keeps them as the provider's references."""
     _own: dict[tuple[str, str], asyncio.Future[list[str]]] = field(default_factory=dict)
 
     async def own_addresses(self, organization_id: str, kind: str) -> list[str]:

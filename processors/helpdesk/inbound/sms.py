@@ -6,7 +6,8 @@ number's latest ticket takes each of its messages, however long ago it was resol
 (at most REOPENS_PER_HOUR times an hour, as inbound mail: the backstop against a loop with another machine; past that
 the message is added and the ticket stays as it is). The messaging apps keep their own rule: a resolved or closed
 ticket whose last change is more than REOPEN_WITHIN old is left alone, and the message starts a new ticket of the
-thread. MMS media are kept as attachment references (`{"url", "content_type"}`), not downloaded."""
+thread. An MMS's media (`{"url", "content_type"}`) are fetched with the channel's `account_sid` and `auth_token` as
+basic auth and kept (media.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from urllib.parse import parse_qsl
 
 from sqlalchemy.engine import Connection
 
+from processors.helpdesk.inbound.media import Medium, file_name, kept
 from processors.helpdesk.inbound.service import CLOSED, Apply, Context, reopen_if_closed
 from storage.helpdesk import customers, outbound, tickets
 from storage.helpdesk.inbound import Outcome
@@ -50,6 +52,18 @@ class Sms:
             return self.text
         count = len(self.media)
         return f"({count} attachment{'s' if count != 1 else ''})" if count else "(empty message)"
+
+    def fetched(self) -> list[Medium]:
+        """Its media, as the provider's API gives them: with the account's sid and auth token (basic auth)."""
+        return [
+            Medium(
+                reference,
+                file_name(None, reference["url"], reference["content_type"], f"mms-{index + 1}"),
+                url=reference["url"],
+                basic=("account_sid", "auth_token"),
+            )
+            for index, reference in enumerate(self.media)
+        ]
 
 
 def parse(form: bytes) -> Sms:
@@ -158,8 +172,9 @@ def from_number(
     )
 
 
-async def handle(_context: Context, event: Any) -> Apply:
+async def handle(context: Context, event: Any) -> Apply:
     sms = parse(event.body)
+    attachments = await kept(context, event, sms.fetched()) if sms.sender else []
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         if not sms.sender:
@@ -170,7 +185,7 @@ async def handle(_context: Context, event: Any) -> Apply:
             number=sms.sender,
             text=sms.body(),
             message_id=sms.sid or None,
-            attachments=sms.media,
+            attachments=attachments,
             now=now,
             recorded=recorded,
         )

@@ -7,8 +7,10 @@ every state seen, and the latest of `direction`, `target`, `contact`, `started_a
 voicemail sequence `voicemail` -> `voicemail_uploaded` (the audio: `voicemail_link`) -> `transcription` (the text:
 `transcription_text`) makes ONE ticket, once the audio and the transcription are both in, in whatever order the
 events arrive: from the caller (identity `phone`, named by `contact.name`), channel `voice`, tag `voicemail`, the
-transcription as its message and the recording's URL as an attachment reference. One call's events are processed one
-after the other, and the ticket's id is kept on the call, so a redelivered or late event makes no second one.
+transcription as its message and the recording as its attachment: fetched (with no credentials: the voice channel has
+none) when the upload's event is handled, kept in the blob store beside its URL (media.py), and remembered on the call
+(`details.recording`) until the ticket is made. One call's events are processed one after the other, and the ticket's
+id is kept on the call, so a redelivered or late event makes no second one.
 
 A voicemail is never lost for a part that does not come (a provider that failed to transcribe): once its call has
 had no event for VOICEMAIL_WAIT, the processors make its ticket of what came (`waiting_voicemails_forever`), and a part
@@ -27,6 +29,7 @@ import structlog
 from sqlalchemy.engine import Connection
 
 from operations.common.changes import announce
+from processors.helpdesk.inbound.media import Medium, file_name, kept
 from processors.helpdesk.inbound.service import Announce, Apply, Context
 from processors.helpdesk.inbound.sms import from_number
 from storage.common.db import Database
@@ -123,8 +126,21 @@ def voicemail_ready(call: CallRecord) -> bool:
     return call.voicemail and call.recording_url is not None and call.transcription is not None and not call.ticket_id
 
 
+RECORDING = "recording"
+"""The call's detail that holds its voicemail's recording as an attachment (stored, or its URL with why not)."""
+
+
+def recording_reference(url: str) -> dict[str, Any]:
+    return {"url": url, "content_type": None, "type": "voicemail"}
+
+
 def _audio(call: CallRecord) -> list[dict[str, Any]]:
-    return [{"url": call.recording_url, "content_type": None, "type": "voicemail"}] if call.recording_url else []
+    """The voicemail's recording as the ticket's attachment: as it was fetched, or (a call recorded before recordings
+    were fetched) its URL."""
+    if not call.recording_url:
+        return []
+    recording = call.details.get(RECORDING)
+    return [recording] if isinstance(recording, dict) else [recording_reference(call.recording_url)]
 
 
 def _voicemail_ticket(
@@ -175,8 +191,10 @@ def _waiting(call: CallRecord) -> str:
     return f"; voicemail waiting for its {' and '.join(missing)}"
 
 
-def _call(event: Any, payload: VoiceEvent) -> Apply:
+def _call(event: Any, payload: VoiceEvent, recording: dict[str, Any] | None) -> Apply:
     given = call_event(payload)
+    if recording is not None:
+        given = replace(given, details={**given.details, RECORDING: recording})
 
     def apply(connection: Connection, now: datetime, recorded: list[str]) -> Outcome:
         current = calls.of_call(connection, event.channel_id, given.call_id)
@@ -292,8 +310,13 @@ def _sms(event: Any, payload: VoiceEvent) -> Apply:
     return apply
 
 
-async def handle(_context: Context, event: Any) -> Apply:
+async def handle(context: Context, event: Any) -> Apply:
     payload = VOICE_EVENT.decode(event.body)
     if (payload.event_type or "").lower() == "sms":
         return _sms(event, payload)
-    return _call(event, payload)
+    link = (payload.voicemail_link or "").strip()
+    recording = None
+    if link:
+        name = file_name(None, link, None, "voicemail")
+        [recording] = await kept(context, event, [Medium(recording_reference(link), name, url=link)])
+    return _call(event, payload, recording)

@@ -16,14 +16,16 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.contract.helpdesk.inbound_desk import Desk, desk
 from tests.helpdesk_stack import HelpdeskStack
+from tests.peers.media import MediaPeer
 
 BUSINESS = "/api/webhooks/messaging-business"
 PAGE = "/api/webhooks/messaging-page"
@@ -58,6 +60,13 @@ class App:
     async def subscribe(self, **query: str) -> httpx.Response:
         params = {"hub.mode": "subscribe", "hub.verify_token": self.verify_token, "hub.challenge": "1158201444"}
         return await self.stack.client.get(self.path, params=params | query)
+
+
+@pytest.fixture(scope="module")
+def page_cdn() -> Iterator[MediaPeer]:
+    """A page messaging CDN, whose attachments the processors fetch."""
+    with MediaPeer(account_sid="AC" + "0" * 32, auth_token="unused").serving() as peer:
+        yield peer
 
 
 async def app(stack: HelpdeskStack, kind: str) -> App:
@@ -275,8 +284,15 @@ async def test_every_business_message_type_is_stored_and_one_sender_s_messages_m
         "Contact: Grace Hopper, +15550002222",
         "Chose: Refund",
     ]
-    assert by_id[messages[1]["id"]].attachments == [
-        {"media_id": "1001", "content_type": "image/jpeg", "type": "image", "caption": "The box", "sha256": "abc"}
+    assert by_id[messages[1]["id"]].attachments == [  # fetched with the access token, which this channel lacks
+        {
+            "media_id": "1001",
+            "content_type": "image/jpeg",
+            "type": "image",
+            "caption": "The box",
+            "sha256": "abc",
+            "refused": "the channel has no access_token to fetch it with",
+        }
     ]
     assert by_id[messages[2]["id"]].attachments[0]["filename"] == "invoice.pdf"
 
@@ -315,11 +331,12 @@ async def test_business_statuses_update_the_delivery_state_and_make_no_ticket(he
 
 
 async def test_a_signed_page_message_and_postback_thread_into_their_sender_s_ticket(
-    helpdesk_stack: HelpdeskStack,
+    helpdesk_stack: HelpdeskStack, page_cdn: MediaPeer
 ) -> None:
     channel = await app(helpdesk_stack, "page_messaging")
     sender = str(uuid.uuid4().int)[:16]
-    image = {"type": "image", "payload": {"url": "https://cdn.page.example/photo.jpg"}}
+    photo = page_cdn.public(f"/cdn/page/{uuid.uuid4().hex}/photo.jpg", b"\xff\xd8 a photo", "image/jpeg")
+    image = {"type": "image", "payload": {"url": photo}}
     message = page_event(channel, sender, message={"mid": mid(), "text": "Is this in stock?", "attachments": [image]})
     postback = page_event(channel, sender, postback={"mid": mid(), "title": "Talk to a human", "payload": "HUMAN"})
     answer = await channel.post(page_call(channel, message, postback))
@@ -338,9 +355,15 @@ async def test_a_signed_page_message_and_postback_thread_into_their_sender_s_tic
     by_id = {c.message_id: c for c in await channel.desk.conversations(ticket["id"])}
     assert by_id[message["message"]["mid"]].body == "Is this in stock?"
     assert by_id[postback["postback"]["mid"]].body == "Chose: Talk to a human, HUMAN"
-    assert by_id[message["message"]["mid"]].attachments == [
-        {"url": "https://cdn.page.example/photo.jpg", "content_type": None, "type": "image"}
-    ]
+    [attachment] = by_id[message["message"]["mid"]].attachments
+    assert {name: attachment[name] for name in ("url", "type", "name", "content_type", "size")} == {
+        "url": photo,
+        "type": "image",
+        "name": "photo.jpg",
+        "content_type": "image/jpeg",
+        "size": 10,
+    }
+    assert attachment["blob"]
 
 
 async def test_page_read_and_delivery_receipts_make_no_ticket(helpdesk_stack: HelpdeskStack) -> None:

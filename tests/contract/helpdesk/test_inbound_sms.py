@@ -2,7 +2,7 @@
 signed message is stored before its TwiML answer (the channel's auto-reply, or an empty `<Response/>`), a retry stores
 nothing new, a bad signature or a malformed call is refused and stores nothing, and the processors thread all
 messages from one number into one ticket thread (its ticket reopened when resolved or closed, however long ago, at most
-3 times an hour), MMS media as references.
+3 times an hour), MMS media kept with the provider's references (fetched: tests/integration/test_helpdesk_media.py).
 
 The scheme signs no timestamp (Twilio's signature covers the URL and the parameters only), so there is no replay
 window to test: a replayed call is a duplicate of its MessageSid, acknowledged, and stores nothing new."""
@@ -202,7 +202,9 @@ async def test_one_number_s_messages_thread_into_one_ticket_and_another_number_g
     assert (customer["phone"], customer["email"]) == (ada, None)
 
 
-async def test_mms_media_are_kept_as_attachment_references(helpdesk_stack: HelpdeskStack) -> None:
+async def test_mms_media_of_a_channel_without_its_account_sid_are_references_with_the_reason(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
     line = await sms_line(helpdesk_stack)
     media = {
         "NumMedia": "2",
@@ -215,9 +217,10 @@ async def test_mms_media_are_kept_as_attachment_references(helpdesk_stack: Helpd
     [event] = await line.desk.processed(1)
     [conversation] = await line.desk.conversations(event["ticket_id"])
     assert conversation.body == "(2 attachments)"
+    why = "the channel has no account_sid to fetch it with"
     assert conversation.attachments == [
-        {"url": media["MediaUrl0"], "content_type": "image/jpeg"},
-        {"url": media["MediaUrl1"], "content_type": "video/mp4"},
+        {"url": media["MediaUrl0"], "content_type": "image/jpeg", "refused": why},
+        {"url": media["MediaUrl1"], "content_type": "video/mp4", "refused": why},
     ]
 
 

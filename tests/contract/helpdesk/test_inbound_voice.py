@@ -2,7 +2,8 @@
 section 3, through the running stack: a signed event is stored before the 200, a retry stores nothing new, a bad
 signature or a malformed event is refused and stores nothing; call events update the call's record; `voicemail`,
 `voicemail_uploaded` and `transcription` make one ticket with the audio and the transcription in every order they may
-arrive, redelivered or not; and the provider's SMS events thread as SMS do.
+arrive, redelivered or not (the recording fetched from a local server and kept with its URL); and the provider's SMS
+events thread as SMS do.
 
 `x-voice-signature` signs no timestamp, so there is no replay window to test: a replayed event is a duplicate of its
 call id and state, acknowledged, and stores nothing new."""
@@ -16,11 +17,13 @@ import itertools
 import json
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
 import httpx
+import pytest
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
@@ -30,10 +33,26 @@ from storage.helpdesk.inbound import EVENTS
 from tests.contract.helpdesk.inbound_desk import Desk, desk, unique_number
 from tests.helpdesk_stack import HelpdeskStack
 from tests.helpers import until
+from tests.peers.media import MediaPeer
 from topics.helpdesk import InboundReceived
 
 PATH = "/api/webhooks/voice"
 RECORDING = "https://dialpad.example/r/voicemail/{call_id}.mp3"
+AUDIO = b"ID3 a voicemail"
+
+
+@pytest.fixture(scope="module")
+def recordings() -> Iterator[MediaPeer]:
+    """The voice provider's recordings, which the processors fetch (no credentials)."""
+    with MediaPeer(account_sid="AC" + "0" * 32, auth_token="unused").serving() as peer:
+        yield peer
+
+
+def recording_of(attachments: list[dict[str, Any]]) -> dict[str, Any]:
+    """The voicemail's attachment: its recording, fetched and kept beside its URL."""
+    [recording] = attachments
+    assert recording["blob"]
+    return {name: recording[name] for name in ("url", "type", "name", "content_type", "size")}
 
 
 @dataclass
@@ -43,6 +62,7 @@ class Phone:
     desk: Desk
     number: str
     secret: str
+    recordings: MediaPeer | None = None
 
     @property
     def stack(self) -> HelpdeskStack:
@@ -67,12 +87,22 @@ class Phone:
             "duration": 41.5,
         } | more
 
+    def recording(self, call_id: str) -> str:
+        """The URL of the call's recording (at the recordings' server, when the line has one)."""
+        return (
+            RECORDING.format(call_id=call_id)
+            if self.recordings is None
+            else f"{self.recordings.base_url}/voicemail/{call_id}.mp3"
+        )
+
     def voicemail(self, call_id: str, caller: str = "+15550009999") -> dict[str, dict[str, Any]]:
         """The voicemail sequence of one call, by state."""
+        if self.recordings is not None:
+            self.recordings.public(f"/voicemail/{call_id}.mp3", AUDIO, "audio/mpeg")
         return {
             "voicemail": self.call(call_id, "voicemail", caller),
             "voicemail_uploaded": self.call(
-                call_id, "voicemail_uploaded", caller, voicemail_link=RECORDING.format(call_id=call_id)
+                call_id, "voicemail_uploaded", caller, voicemail_link=self.recording(call_id)
             ),
             "transcription": self.call(
                 call_id, "transcription", caller, transcription_text=f"Hi, this is Grace about call {call_id}."
@@ -91,8 +121,8 @@ class Phone:
         } | more
 
 
-async def phone(stack: HelpdeskStack) -> Phone:
-    line = Phone(await desk(stack), unique_number(), f"whsec-{uuid.uuid4().hex}")
+async def phone(stack: HelpdeskStack, recordings: MediaPeer | None = None) -> Phone:
+    line = Phone(await desk(stack), unique_number(), f"whsec-{uuid.uuid4().hex}", recordings)
     await line.desk.open_channel("voice", [("voice_number", line.number)], {"webhook_secret": line.secret})
     return line
 
@@ -167,9 +197,9 @@ async def test_a_malformed_event_is_a_clear_4xx_and_stores_nothing(helpdesk_stac
 
 
 async def test_the_voicemail_sequence_makes_one_ticket_with_audio_and_transcription_in_every_order(
-    helpdesk_stack: HelpdeskStack,
+    helpdesk_stack: HelpdeskStack, recordings: MediaPeer
 ) -> None:
-    line = await phone(helpdesk_stack)
+    line = await phone(helpdesk_stack, recordings)
     orders = list(itertools.permutations(("voicemail", "voicemail_uploaded", "transcription")))
     # and a redelivered event within the sequence, and after it
     orders += [("voicemail", "voicemail", "voicemail_uploaded", "transcription", "transcription")]
@@ -200,9 +230,13 @@ async def test_the_voicemail_sequence_makes_one_ticket_with_audio_and_transcript
         )
         [message] = await line.desk.conversations(ticket_id)
         assert message.body == f"Hi, this is Grace about call {call}."
-        assert message.attachments == [
-            {"url": RECORDING.format(call_id=call), "content_type": None, "type": "voicemail"}
-        ]
+        assert recording_of(message.attachments) == {
+            "url": line.recording(call),
+            "type": "voicemail",
+            "name": f"{call}.mp3",
+            "content_type": "audio/mpeg",
+            "size": len(AUDIO),
+        }
         record = await helpdesk_stack.db.read(calls.of_call, line.desk.channel_id, call)
         assert record is not None
         assert record.ticket_id == ticket_id
@@ -212,13 +246,13 @@ async def test_the_voicemail_sequence_makes_one_ticket_with_audio_and_transcript
 
 
 async def test_a_voicemail_whose_transcription_never_comes_is_a_ticket_after_the_wait_and_a_late_one_is_added(
-    helpdesk_stack: HelpdeskStack,
+    helpdesk_stack: HelpdeskStack, recordings: MediaPeer
 ) -> None:
     """A provider that fails to transcribe must not lose the voicemail: once its call has had no event for the wait,
     a pass of the processors' task (run here with its clock past the wait) makes the ticket of the audio alone; a
     voicemail still within the wait is left waiting; the transcription that comes after is added to the ticket as the
     caller's message, and a second pass makes nothing more."""
-    line = await phone(helpdesk_stack)
+    line = await phone(helpdesk_stack, recordings)
     late, fresh = call_id(), call_id()
     events = line.voicemail(late)
     for state in ("voicemail", "voicemail_uploaded"):
@@ -249,7 +283,7 @@ async def test_a_voicemail_whose_transcription_never_comes_is_a_ticket_after_the
     )
     [message] = await line.desk.conversations(ticket["id"])
     assert message.body == "(the voicemail has no transcription)"
-    assert message.attachments == [{"url": RECORDING.format(call_id=late), "content_type": None, "type": "voicemail"}]
+    assert recording_of(message.attachments)["url"] == line.recording(late)
     made = await helpdesk_stack.db.read(calls.of_call, line.desk.channel_id, late)
     assert made is not None
     assert made.ticket_id == ticket["id"]
@@ -278,9 +312,9 @@ def partition_key_of(connection: Connection, event_id: str) -> str:
 
 
 async def test_a_voicemail_event_redelivered_to_the_processors_makes_no_second_ticket(
-    helpdesk_stack: HelpdeskStack,
+    helpdesk_stack: HelpdeskStack, recordings: MediaPeer
 ) -> None:
-    line = await phone(helpdesk_stack)
+    line = await phone(helpdesk_stack, recordings)
     call = call_id()
     for event in line.voicemail(call).values():
         await line.post(event)
