@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import errno
 import gc
+import math
 import os
 import signal
 import socket
@@ -14,7 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import structlog
@@ -56,21 +57,22 @@ class Platform:
     settings: PlatformSettings
     db: Database
     broker: KafkaBroker
+    """FastStream's: the subscribers. Nothing publishes through its producer (`producer` does)."""
+    producer: AIOKafkaProducer
+    """Every publish of this process goes through it (`producer_for`)."""
     bootstrap: str
     topics: list[str]
     """Every topic of the services this process runs (created when missing)."""
     partitions: int
     """Of the topics this process creates (when they do not exist yet)."""
     closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    _batches: AIOKafkaProducer | None = None
-    """The producer of `publish_together`, started at its first use."""
-    _starting_batches: asyncio.Lock = field(default_factory=asyncio.Lock)
-    """Concurrent first uses (a gateway's store rounds) start one producer, not one each."""
 
     async def publish(self, message: msgspec.Struct, topic: str, key: bytes) -> None:
-        """Publish and wait for the broker's acknowledgement, at most `publish_timeout_s` (the outbox covers losses)."""
+        """Publish and wait for the broker's acknowledgement, at most `publish_timeout_s` (the outbox covers losses).
+        The message as FastStream's `publish` writes it (JSON, its content-type header), to the partition it would
+        choose for `key` (aiokafka's partitioner, under both)."""
         async with asyncio.timeout(self.settings.publish_timeout_s):
-            await self.broker.publish(message, topic, key=key)
+            await self.producer.send_and_wait(topic, msgspec.json.encode(message), key=key, headers=_JSON)
 
     async def publish_together(self, messages: Sequence[tuple[msgspec.Struct, str, bytes]]) -> None:
         """Publish many (message, topic, key) at once and wait for the broker's acknowledgement of all, at most
@@ -78,7 +80,7 @@ class Platform:
         for its key, in order, in batches built with aiokafka's C record builder: a relay pass of a thousand rows
         cost a thousand `publish` calls, most of the processors' time after the database's (bench/README.md)."""
         async with asyncio.timeout(self.settings.publish_timeout_s):
-            producer = await self._batch_producer()
+            producer = self.producer
             partitions: dict[str, list[int]] = {}
             chosen: dict[tuple[str, bytes], int] = {}  # the partitioner hashes in Python: once per key
             by_partition: dict[tuple[str, int], list[tuple[bytes, bytes]]] = {}
@@ -98,15 +100,6 @@ class Platform:
                 sent.append(await producer.send_batch(batch, topic, partition=partition))
             await asyncio.gather(*sent)
 
-    async def _batch_producer(self) -> AIOKafkaProducer:
-        async with self._starting_batches:
-            if self._batches is None:
-                producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, linger_ms=LINGER_MS)
-                await producer.start()
-                self._batches = producer
-                self.closers.append(producer.stop)
-        return self._batches
-
     async def consume(self) -> None:
         """Start the subscribers added since the broker started, together. Each joins its consumer group, which the
         broker makes wait (about 5 s on the embedded one), and FastStream's own start takes them one after another:
@@ -119,6 +112,24 @@ class Platform:
     async def ping_broker(self) -> None:
         if not await self.broker.ping(timeout=2):
             raise ConnectionError("Kafka is unreachable")
+
+
+PRODUCER_TIMEOUT_FLOOR_S: Final = 1.0
+"""The shortest request timeout `producer_for` gives a producer: it bounds its connections' every request (the first
+metadata too), which a tiny `SIGNALYARD_PUBLISH_TIMEOUT_S` would make fail at once."""
+
+
+def producer_for(settings: PlatformSettings, bootstrap: str) -> AIOKafkaProducer:
+    """The producer of a process. Its request timeout (aiokafka's default: 40 s) is also how long it keeps a message
+    it could not deliver, retrying, and how long its `stop` waits for such messages: with the broker gone, a stopping
+    process waited 40 s for messages whose publishers had given up after `publish_timeout_s` and left their rows to
+    the outbox. Here it gives up when they do (not sooner than `PRODUCER_TIMEOUT_FLOOR_S`). FastStream's broker has
+    one request timeout for its producer and its consumers, and a consumer group's join needs the long one: hence a
+    producer of our own rather than FastStream's."""
+    timeout_s = max(settings.publish_timeout_s, PRODUCER_TIMEOUT_FLOOR_S)
+    return AIOKafkaProducer(
+        bootstrap_servers=bootstrap, linger_ms=LINGER_MS, request_timeout_ms=math.ceil(timeout_s * 1000)
+    )
 
 
 @contextlib.asynccontextmanager
@@ -147,16 +158,19 @@ async def platform(
         await asyncio.to_thread(migrate if upgrade else check_schema, url)
         db = Database(url)
         broker = KafkaBroker(bootstrap, serializer=MsgSpecSerializer(), logger=None, linger_ms=LINGER_MS)
+        producer = producer_for(settings, bootstrap)
         running = Platform(
-            settings, db, broker, bootstrap, list(topics), settings.partitions(embedded=embedded is not None)
+            settings, db, broker, producer, bootstrap, list(topics), settings.partitions(embedded=embedded is not None)
         )
         await running.ensure_topics()
         try:
+            await producer.start()
             yield running
         finally:
             # Each runs even if one before it fails: a closer skipped could leave processes behind (the image checks').
             async with contextlib.AsyncExitStack() as stopping:
                 stopping.push_async_callback(db.dispose)
+                stopping.push_async_callback(producer.stop)  # after the subscribers, which publish
                 for close in reversed(running.closers):
                     stopping.push_async_callback(close)
                 stopping.push_async_callback(broker.stop)
