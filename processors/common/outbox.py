@@ -181,9 +181,11 @@ async def relay_forever(relay: Relay, every_s: float) -> None:
 
 
 async def sweep_forever(sweeper: Sweeper, every_s: float) -> None:
+    """A pass at once (what a process that died left pending is counted, in `signalyard_outbox_pending`, and sent
+    again as soon as it is stale), then one every `every_s`."""
     while True:
-        await asyncio.sleep(every_s)
         try:
             await sweeper.sweep()
         except Exception:  # a sweep that fails is retried at the next tick
             log.exception("sweep_failed", service=sweeper.box.service)
+        await asyncio.sleep(every_s)
