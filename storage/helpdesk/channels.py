@@ -46,8 +46,12 @@ KINDS: dict[ChannelKindName, ChannelKind] = {
     # inbound mail of the four provider kinds: D's forwarder secret and C's token are made here; A's signing key and
     # B's public key come from the provider
     # replies go through the helpdesk's SMTP server, or the channel's own (`smtp_url`)
+    # its settings: the texts of the automatic mail it sends, when they are set (docs/helpdesk.md, "Automatic mail")
     "email": ChannelKind(
-        "email", generated=("forwarder_secret", "inbound_token"), given=("signing_key", "public_key", "smtp_url")
+        "email",
+        generated=("forwarder_secret", "inbound_token"),
+        given=("signing_key", "public_key", "smtp_url"),
+        settings=("acknowledgement", "resolved_notice"),
     ),
     # the auth token checks the provider's calls and, with the account sid, sends the replies
     "sms": ChannelKind("sms_number", given=("auth_token", "account_sid"), settings=("auto_reply",)),
@@ -227,6 +231,19 @@ def get(connection: Connection, cipher: Cipher, organization_id: str, channel_id
         )
     )
     return _records(connection, rows, cipher)[0] if rows else None
+
+
+def secrets_of(connection: Connection, cipher: Cipher, channel_id: str) -> dict[str, str] | None:
+    """A live channel's secrets by name, opened for the code that uses them (the inbound processors that fetch what
+    its provider holds); None when the channel is deleted (or never was). Raises cryptography.fernet.InvalidToken
+    when they were sealed with a key the platform no longer has."""
+    sealed = connection.scalar(
+        select(CHANNELS.c.secrets_sealed).where(CHANNELS.c.id == channel_id, CHANNELS.c.deleted_at.is_(None))
+    )
+    if sealed is None:
+        return None
+    opened: dict[str, str] = json.loads(unseal(cipher, sealed))
+    return opened
 
 
 def remove(connection: Connection, organization_id: str, channel_id: str, now: datetime) -> bool:

@@ -36,7 +36,7 @@ from net.guard import Resolve, TargetRefused, guarded_client, system_resolve
 from processors.helpdesk.inbound.email import MAX_ATTACHMENT_BYTES
 from processors.helpdesk.inbound.service import Context, put_blob
 from storage.common.secrets import Cipher
-from storage.helpdesk import channel_secrets
+from storage.helpdesk import channels
 
 log = structlog.get_logger("signalyard.processors.helpdesk")
 
@@ -246,7 +246,7 @@ async def kept(context: Context, event: Any, media: Sequence[Medium]) -> list[di
     unopened = None
     if any(medium.secrets for medium in media):
         try:
-            secrets = await context.db.read(channel_secrets.opened, fetcher.cipher, event.channel_id)
+            secrets = await context.db.read(channels.secrets_of, fetcher.cipher, event.channel_id)
         except InvalidToken:
             secrets, unopened = None, "the channel's secrets cannot be opened (sealed with a key no longer configured)"
     attachments, tries = [], 0
