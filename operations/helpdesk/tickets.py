@@ -4,9 +4,10 @@ actor."""
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import msgspec
+from sqlalchemy.engine import Connection
 
 from operations.common.actors import Actor
 from operations.common.errors import Conflict, Invalid, NotFound, StaleCursor
@@ -29,7 +30,8 @@ from operations.helpdesk.fields import (
     is_uuid,
 )
 from storage.common.paging import CursorNotFound
-from storage.helpdesk import customers, tickets
+from storage.common.secrets import Cipher
+from storage.helpdesk import customers, outbound, tickets
 from storage.helpdesk.tickets import TicketRecord
 
 NOT_FOUND = "No ticket with that id in this organization"
@@ -160,7 +162,8 @@ async def change(desk: Helpdesk, actor: Actor, ticket_id: str, given: UpdateTick
     try:
         ticket = await desk.changes.run(
             actor.organization_id,
-            tickets.change,
+            _change,
+            desk.cipher,
             actor.organization_id,
             ticket_id,
             tickets.Changes(**fields),
@@ -170,6 +173,36 @@ async def change(desk: Helpdesk, actor: Actor, ticket_id: str, given: UpdateTick
         raise NotFound(UNKNOWN_ASSIGNEE) from None
     if ticket is None:
         raise NotFound(NOT_FOUND)
+    return ticket
+
+
+def _change(
+    connection: Connection,
+    cipher: Cipher,
+    organization_id: str,
+    ticket_id: str,
+    changes: tickets.Changes,
+    **context: Any,
+) -> TicketRecord | None:
+    """The change, and when it resolves the ticket, the resolved notice of the email channel its reply would go
+    through (outbound.automatic: if that channel sends one, and the customer may get it), in one unit of work."""
+    before = tickets.get(connection, organization_id, ticket_id)
+    ticket = tickets.change(connection, organization_id, ticket_id, changes, **context)
+    if ticket is None or before is None or before.status == "resolved" or ticket.status != "resolved":
+        return ticket
+    try:
+        way = outbound.route(connection, cipher, ticket, context["now"])
+    except outbound.NoRoute:
+        return ticket
+    if way.medium == "email":
+        outbound.automatic(
+            connection,
+            ticket,
+            "resolved_notice",
+            channel_id=way.channel_id,
+            recorded=context["recorded"],
+            now=context["now"],
+        )
     return ticket
 
 

@@ -7,6 +7,7 @@ sent again keeps its Message-ID, which mail clients show once."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import html
 import mimetypes
 import ssl
@@ -333,6 +334,7 @@ class ReplySender:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         lease: timedelta = LEASE,
         poll_s: float = POLL_S,
+        notify_from: str = "helpdesk@localhost",
     ) -> None:
         self.db = db
         self.cipher = cipher
@@ -345,6 +347,8 @@ class ReplySender:
         self.clock = clock
         self.lease = lease
         self.poll_s = poll_s
+        self.notify_from = notify_from
+        """The From address of members' notices (`SIGNALYARD_HELPDESK_MAIL_FROM`, as the sign-in mail's)."""
 
     async def close(self) -> None:
         """Close the connections it keeps (SMTP servers', the SMS provider's)."""
@@ -381,13 +385,17 @@ class ReplySender:
     async def _send(self, reply: Claimed) -> Result:
         try:
             if reply.medium != "email":
-                sender = self.senders.get(reply.medium)
-                if sender is None:
+                api = self.senders.get(reply.medium)
+                if api is None:
                     return Result(reply.id, error=f"this sender sends no {reply.medium}", final=True)
-                return await sender.send(reply, self.clock())
+                return await api.send(reply, self.clock())
+            if reply.conversation_id is None:  # a member's notice: from the helpdesk's own address
+                reply = dataclasses.replace(reply, sender=self.notify_from)
             transport = self._transport(reply)
             message = await compose(reply, self.blobs)
-            note = await transport.send(message, reply.sender, reply.recipient)
+            # an acknowledgement goes with a null envelope sender (RFC 3834 5.1): nothing answers or bounces to it
+            envelope = "" if reply.auto_submitted == "auto-replied" else reply.sender
+            note = await transport.send(message, envelope, reply.recipient)
         except Undeliverable as refused:
             return Result(reply.id, error=str(refused), final=True)
         except Exception as error:  # a transient failure: retried after its backoff
@@ -413,12 +421,16 @@ async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
     """The reply as the customer's mail client gets it: from the organization at the channel's address (answers come
     back to it), threaded under the ticket's messages, its subject keeping the ticket's number, a text part and an
     HTML part escaped from it, and its stored files. A typed reply carries no Auto-Submitted (RFC 3834): it is a
-    person's, and an auto-responder may answer it."""
+    person's, and an auto-responder may answer it; the helpdesk's automatic mail carries its value, and asks
+    Exchange's auto-responders not to answer (`X-Auto-Response-Suppress: All`)."""
     message = EmailMessage()
     message["From"] = formataddr((reply.organization_name, reply.sender))
     message["To"] = reply.recipient
-    message["Reply-To"] = reply.sender
-    message["Subject"] = subject_of(reply.subject, reply.ticket_number)
+    if reply.conversation_id is None:  # a member's notice: no answer goes to the customer
+        message["Subject"] = f"[Ticket #{reply.ticket_number}] {reply.subject}"
+    else:
+        message["Reply-To"] = reply.sender
+        message["Subject"] = subject_of(reply.subject, reply.ticket_number)
     message["Date"] = format_datetime(datetime.now(UTC))
     if reply.message_id:
         message["Message-ID"] = f"<{reply.message_id}>"
@@ -426,6 +438,9 @@ async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
         message["In-Reply-To"] = f"<{reply.in_reply_to}>"
         message["References"] = " ".join(f"<{reference}>" for reference in reply.references)
     message[OUR_HEADER] = reply.organization_id
+    if reply.auto_submitted:
+        message["Auto-Submitted"] = reply.auto_submitted
+        message["X-Auto-Response-Suppress"] = "All"
     message.set_content(reply.body)
     paragraphs = "".join(f"<p>{html.escape(part).replace(chr(10), '<br>')}</p>" for part in reply.body.split("\n\n"))
     message.add_alternative(f"<!DOCTYPE html><html><body>{paragraphs}</body></html>", subtype="html")

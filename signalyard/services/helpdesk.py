@@ -195,7 +195,15 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         "page_messaging": PageSender(s.graph_api_url),
         "chat": ChatSender(s.chat_api_url),
     }
-    replies = ReplySender(p.db, secrets.secrets_cipher(p.settings), transport, blobs, senders=senders, lease=lease)
+    replies = ReplySender(
+        p.db,
+        secrets.secrets_cipher(p.settings),
+        transport,
+        blobs,
+        senders=senders,
+        lease=lease,
+        notify_from=s.mail_from,
+    )
     p.closers.append(replies.close)
     return [
         sweeping(sweeper, p.settings.sweep_every_s),

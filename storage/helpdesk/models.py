@@ -381,13 +381,16 @@ class Outbound(Base):
         Index("ix_helpdesk_outbound_due", "state", "next_attempt_at"),
         Index("ix_helpdesk_outbound_conversation", "conversation_id"),
         Index("ix_helpdesk_outbound_provider_id", "organization_id", "provider_message_id"),
+        Index("ix_helpdesk_outbound_recipient", "organization_id", "recipient", "created_at"),
     )
 
     id: Mapped[str] = mapped_column(String(36), primary_key=True)
     organization_id: Mapped[str] = mapped_column(String(36))
     ticket_id: Mapped[str] = mapped_column(String(36))
-    conversation_id: Mapped[str] = mapped_column(String(36))
-    channel_id: Mapped[str] = mapped_column(String(36))
+    conversation_id: Mapped[str | None] = mapped_column(String(36))
+    """The reply it sends; None for a member's notice (storage/helpdesk/tickets.py, `notify`)."""
+    channel_id: Mapped[str | None] = mapped_column(String(36))
+    """The channel it goes through; None for a member's notice, which goes from the helpdesk's own address."""
     medium: Mapped[str] = mapped_column(String(32))
     """How it goes: `email`, `sms`, `business_messaging`, `page_messaging` or `chat`."""
     sender: Mapped[str | None] = mapped_column(String(320))
@@ -409,6 +412,9 @@ class Outbound(Base):
     """When it is due (queued: to be sent; claimed: when its lease runs out); None once it is no longer queued."""
     sent_at: Mapped[datetime | None]
     """When the provider took it (a page's delivery and read reports name a time: every message sent up to it)."""
+    auto_submitted: Mapped[str | None] = mapped_column(String(16))
+    """The helpdesk's automatic mail (RFC 3834): `auto-replied` (an acknowledgement), `auto-generated` (a notice);
+    None for a person's reply."""
     created_at: Mapped[datetime]
     updated_at: Mapped[datetime]
 

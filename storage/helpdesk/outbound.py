@@ -17,13 +17,14 @@ from sqlalchemy import and_, bindparam, func, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.secrets import Cipher, unseal
-from storage.helpdesk import events
-from storage.helpdesk.channels import ADDRESSES, CHANNELS
+from storage.helpdesk import events, tickets
+from storage.helpdesk.channels import ADDRESSES, CHANNELS, organization_addresses
 from storage.helpdesk.customers import CUSTOMERS
 from storage.helpdesk.inbound import EVENTS as INBOUND
 from storage.helpdesk.tickets import CONVERSATIONS, OUTBOUND, TICKETS, Delivery, TicketRecord
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from wire.ids import new_uuid
+from wire.mailboxes import machine
 
 State = Literal["queued", "sent", "delivered", "read", "failed", "bounced"]
 Medium = Literal["email", "sms", "business_messaging", "page_messaging", "chat"]
@@ -87,6 +88,12 @@ UNOPENED = "its secrets were sealed with a key this platform does not have (SIGN
 """Why a message whose channel's secrets cannot be opened fails at once, rather than stopping every send after it."""
 THREAD_REFERENCES = 10
 """A reply's References name at most this many of its thread's messages, the newest."""
+Automatic = Literal["acknowledgement", "resolved_notice"]
+AUTO_SUBMITTED: dict[Automatic, str] = {"acknowledgement": "auto-replied", "resolved_notice": "auto-generated"}
+"""The automatic mail an email channel may send (the text is its setting of that name; unset, none is sent), and
+its Auto-Submitted value (RFC 3834): an acknowledgement answers the customer's mail, a notice is made by an event."""
+AUTOMATIC_WINDOW = timedelta(hours=1)
+"""No address gets the same kind of automatic mail twice within this long (a loop with an auto-responder ends)."""
 PROGRESS: dict[str, int] = {"queued": 0, "sent": 1, "delivered": 2, "read": 3, "failed": 4, "bounced": 4}
 """How far along each state is: a provider's report moves a message forward only (a late `sent` after `delivered`
 changes nothing); `failed` and `bounced` end it."""
@@ -113,7 +120,8 @@ class Claimed:
     ticket_id: str
     ticket_number: int
     subject: str
-    conversation_id: str
+    conversation_id: str | None
+    """The reply it sends; None for a member's notice (storage/helpdesk/tickets.py, `notify`)."""
     body: str
     attachments: list[dict[str, Any]]
     sender: str
@@ -123,6 +131,8 @@ class Claimed:
     references: list[str]
     attempts: int
     part: int = 0
+    auto_submitted: str | None = None
+    """The automatic mail's Auto-Submitted value; None for a person's reply."""
     customer_wrote_at: datetime | None = None
     """When the customer last wrote through the channel on this ticket (business and page messaging: the provider's
     windows count from it)."""
@@ -300,6 +310,7 @@ def enqueue(
     body: str,
     *,
     provider_message_id: str | None,
+    auto_submitted: str | None = None,
     now: datetime,
 ) -> Delivery:
     """The reply's outbound messages, due now: one, or for a text past its provider's PART_CHARS one per part (a mail's
@@ -321,6 +332,7 @@ def enqueue(
                 "provider_message_id": provider_message_id,
                 "body": text,
                 "part": part,
+                "auto_submitted": auto_submitted,
                 "attempts": 0,
                 "next_attempt_at": now,
                 "created_at": now,
@@ -390,8 +402,8 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
         )
         .join(ORGANIZATIONS, ORGANIZATIONS.c.id == OUTBOUND.c.organization_id)
         .join(TICKETS, TICKETS.c.id == OUTBOUND.c.ticket_id)
-        .join(CONVERSATIONS, CONVERSATIONS.c.id == OUTBOUND.c.conversation_id)
-        .join(CHANNELS, CHANNELS.c.id == OUTBOUND.c.channel_id)
+        .outerjoin(CONVERSATIONS, CONVERSATIONS.c.id == OUTBOUND.c.conversation_id)
+        .outerjoin(CHANNELS, CHANNELS.c.id == OUTBOUND.c.channel_id)
         .outerjoin(ADDRESSES, and_(ADDRESSES.c.channel_id == OUTBOUND.c.channel_id, ADDRESSES.c.kind == "email"))
         .where(OUTBOUND.c.id.in_(taken))
         .order_by(OUTBOUND.c.id, ADDRESSES.c.address)
@@ -402,12 +414,14 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
         if row.id in claimed or row.id in unopened:
             continue
         try:
-            opened = _secrets(cipher, row.secrets_sealed)
+            opened = _secrets(cipher, row.secrets_sealed) if row.secrets_sealed is not None else {}
         except InvalidToken:  # sealed under a key this platform no longer has: no retry opens it
             unopened[row.id] = Result(row.id, error=UNOPENED, final=True)
             continue
         thread = (
-            _thread(connection, row.ticket_id, row.written_at, row.conversation_id) if row.medium == "email" else []
+            _thread(connection, row.ticket_id, row.written_at, row.conversation_id)
+            if row.medium == "email" and row.conversation_id is not None
+            else []
         )
         wrote_at = _customer_wrote_at(connection, row.ticket_id, row.channel_id) if row.medium in MESSAGING else None
         claimed[row.id] = Claimed(
@@ -428,12 +442,96 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
             references=thread[-THREAD_REFERENCES:],
             attempts=row.attempts,
             part=row.part,
+            auto_submitted=row.auto_submitted,
             customer_wrote_at=wrote_at,
             secrets=opened,
         )
     if unopened:
         record(connection, list(unopened.values()), now=now)
     return list(claimed.values())
+
+
+def automatic(
+    connection: Connection,
+    ticket: TicketRecord,
+    purpose: Automatic,
+    *,
+    channel_id: str,
+    recorded: list[str],
+    now: datetime,
+) -> str | None:
+    """The email channel's automatic mail of `purpose` to the ticket's customer, as a reply on the ticket (written
+    with what caused it, in its unit of work), unless it must not go: the channel has no such text, or the customer's
+    address is bouncing (or complained), no person's (wire/mailboxes.py), one of the organization's own, or got this
+    kind of automatic mail within AUTOMATIC_WINDOW. What became of it, in words for the inbound event's outcome; None
+    when the channel sends no such mail."""
+    name = purpose.replace("_", " ")
+    channel = connection.execute(
+        select(CHANNELS.c.settings, ADDRESSES.c.address)
+        .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == "email"))
+        .where(CHANNELS.c.id == channel_id, CHANNELS.c.kind == "email", CHANNELS.c.deleted_at.is_(None))
+        .order_by(ADDRESSES.c.address)
+        .limit(1)
+    ).first()
+    text = str((channel.settings or {}).get(purpose) or "") if channel is not None else ""
+    if channel is None or not text.strip():
+        return None
+    address = ticket.customer_email
+    why_not = _no_automatic_mail(connection, ticket, address, AUTO_SUBMITTED[purpose], now)
+    if why_not or address is None:
+        return f"no {name}: {why_not}"
+    way = Route("email", channel_id, channel.address, address)
+    sent_as = message_id(way)
+    conversation = tickets.add_conversation(
+        connection,
+        ticket,
+        author_type="agent",
+        author_id=None,
+        body=text,
+        internal=False,
+        message_id=sent_as,
+        now=now,
+        recorded=recorded,
+    )
+    enqueue(
+        connection,
+        ticket,
+        conversation.id,
+        way,
+        text,
+        provider_message_id=sent_as,
+        auto_submitted=AUTO_SUBMITTED[purpose],
+        now=now,
+    )
+    return f"{name} queued"
+
+
+def _no_automatic_mail(
+    connection: Connection, ticket: TicketRecord, address: str | None, auto_submitted: str, now: datetime
+) -> str | None:
+    """Why `address` must get no automatic mail of this kind now, or None."""
+    if address is None:
+        return "the customer has no address"
+    if machine(address):
+        return f"{address} is {machine(address)}"
+    bouncing = connection.execute(select(CUSTOMERS.c.bouncing).where(CUSTOMERS.c.id == ticket.customer_id)).scalar()
+    if bouncing:
+        return f"{address} is marked bouncing"
+    if address.lower() in (own.lower() for own in organization_addresses(connection, ticket.organization_id, "email")):
+        return f"{address} is one of the organization's own addresses"
+    recent = connection.execute(
+        select(OUTBOUND.c.id)
+        .where(
+            OUTBOUND.c.organization_id == ticket.organization_id,
+            OUTBOUND.c.recipient == address,
+            OUTBOUND.c.created_at > now - AUTOMATIC_WINDOW,
+            OUTBOUND.c.auto_submitted == auto_submitted,
+        )
+        .limit(1)
+    ).first()
+    if recent is not None:
+        return f"{address} got one within the last hour"
+    return None
 
 
 def _customer_wrote_at(connection: Connection, ticket_id: str, channel_id: str) -> datetime | None:
@@ -495,7 +593,7 @@ def record(
         else:
             changes |= {"next_attempt_at": now + RETRY_DELAYS[attempts - 1], "last_error": result.error}
         connection.execute(update(OUTBOUND).where(OUTBOUND.c.id == row.id).values(**changes))
-        if changes.get("state", "queued") != "queued":
+        if changes.get("state", "queued") != "queued" and row.conversation_id is not None:
             activity.append(_changed(row, "queued", changes["state"], changes.get("last_error"), now))
     if activity:
         events.record_rows(connection, activity)
@@ -586,7 +684,7 @@ def _moved(connection: Connection, rows: Sequence[Any], state: State, error: str
             .where(OUTBOUND.c.id == row.id, OUTBOUND.c.state == row.state)
             .values(state=state, last_error=error if error is not None else row.last_error, updated_at=now)
         ).rowcount
-        if moved:
+        if moved and row.conversation_id is not None:
             activity.append(_changed(row, row.state, state, error, now))
     if activity:
         events.record_rows(connection, activity)

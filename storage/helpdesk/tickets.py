@@ -322,6 +322,7 @@ def create(
     if assignee_id:
         log.activity("assigned", {"assignee_id": assignee_id, "assignee_name": assignee_name})
         log.hook("ticket.assigned")
+        notify(connection, ticket, assignee_id, NOTIFY_ASSIGNED, actor_id=actor_id, now=now)
     if unique_tags:
         log.activity("tagged", {"tags": unique_tags})
     if message:
@@ -371,6 +372,7 @@ def change(
             name = _assignee_name(connection, organization_id, changes.assignee_id)
             values["assignee_id"] = changes.assignee_id
             log.activity("assigned", {"assignee_id": changes.assignee_id, "assignee_name": name})
+            notify(connection, current, changes.assignee_id, NOTIFY_ASSIGNED, actor_id=actor_id, now=now)
             log.hook("ticket.assigned")
         else:
             values["assignee_id"] = None
@@ -447,7 +449,65 @@ def add_conversation(
     )
     connection.execute(_TOUCH, {"ticket_id": ticket.id, "now": now})
     log.close(ticket)
+    if author_type == "customer" and ticket.assignee_id:
+        notify(connection, ticket, ticket.assignee_id, NOTIFY_ANSWERED, actor_id=actor_id, now=now, said=body)
     return conversation
+
+
+NOTIFY_ASSIGNED, NOTIFY_ANSWERED = "notify_assigned", "notify_customer_replied"
+"""A member's preferences (their profile's `preferences`): `false` stops the mail that tells them a ticket was
+assigned to them, or that its customer answered a ticket of theirs; on unless set so."""
+NOTICE_PREVIEW = 500
+"""The characters of the customer's message a notice of their answer quotes."""
+
+
+def notify(
+    connection: Connection,
+    ticket: TicketRecord,
+    user_id: str,
+    preference: str,
+    *,
+    actor_id: str | None,
+    now: datetime,
+    said: str = "",
+) -> None:
+    """A member's notice, by mail (`auto-generated`, from the helpdesk's own address: the reply sender's outbox,
+    with no conversation and no channel), of a ticket assigned to them or answered by its customer: unless they did
+    it themselves, are deactivated, or turned it off in their preferences. It names the ticket and quotes what was
+    said, and carries no customer address."""
+    if user_id == actor_id:
+        return
+    member = connection.execute(
+        select(USERS.c.email, USERS.c.preferences, USERS.c.deactivated_at).where(USERS.c.id == user_id)
+    ).first()
+    if member is None or member.deactivated_at is not None or (member.preferences or {}).get(preference) is False:
+        return
+    title = f'Ticket #{ticket.number} "{ticket.subject}"'
+    if preference == NOTIFY_ASSIGNED:
+        body = f"{title} is assigned to you."
+    else:
+        quoted = said if len(said) <= NOTICE_PREVIEW else said[: NOTICE_PREVIEW - 1] + "…"
+        body = f"The customer answered {title}:\n\n" + "\n".join(f"> {line}" for line in quoted.splitlines())
+    connection.execute(
+        insert(OUTBOUND).values(
+            id=new_uuid(),
+            organization_id=ticket.organization_id,
+            ticket_id=ticket.id,
+            conversation_id=None,
+            channel_id=None,
+            medium="email",
+            sender=None,
+            recipient=member.email,
+            state="queued",
+            body=body,
+            part=0,
+            auto_submitted="auto-generated",
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+    )
 
 
 def _conversation(

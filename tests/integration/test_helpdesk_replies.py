@@ -82,9 +82,9 @@ class Desk:
         self.channel_id = channel.id
         self.agent = Actor(self.organization, str(uuid.uuid4()), "agent")
 
-    async def mail(self, subject: str, text: str, **headers: str) -> Any:
+    async def mail(self, subject: str, text: str, sender: str = "Ada <ada@example.com>", **headers: str) -> Any:
         """A customer's mail to the channel (kind D), processed: its inbound row."""
-        lines = ["From: Ada <ada@example.com>", f"To: {self.address}", f"Subject: {subject}"]
+        lines = [f"From: {sender}", f"To: {self.address}", f"Subject: {subject}"]
         lines += [f"Message-ID: <{uuid.uuid4().hex}@example.com>", *(f"{k}: {v}" for k, v in headers.items())]
         raw = ("\r\n".join(lines) + f"\r\n\r\n{text}\r\n").encode()
         details = {"envelope_to": self.address}

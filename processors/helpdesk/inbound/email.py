@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from processors.helpdesk.inbound import mail as mails
 from processors.helpdesk.inbound.mail import Mail
 from processors.helpdesk.inbound.service import Apply, Context, put_blob, reopen_if_closed
-from storage.helpdesk import customers, tickets
+from storage.helpdesk import customers, outbound, tickets
 from storage.helpdesk.inbound import Outcome
 
 OFF_THE_LOOP_BYTES = 256 * 1024
@@ -144,7 +144,12 @@ def _message(
             now=now,
             recorded=recorded,
         )
-        return Outcome("new ticket", classification=kind, ticket_id=ticket.id)
+        said = None
+        if kind == mails.INBOUND:
+            said = outbound.automatic(
+                connection, ticket, "acknowledgement", channel_id=event.channel_id, recorded=recorded, now=now
+            )
+        return Outcome("new ticket" + (f"; {said}" if said else ""), classification=kind, ticket_id=ticket.id)
     ticket, rule = threaded
     if stored is not None and stored.ticket_id == ticket.id:
         outcome = f"threaded by {rule}: the same mail is on the ticket already"

@@ -33,6 +33,7 @@ from topics.helpdesk.inbound import (
     MailgunHeaderValue,
     SendgridAttachment,
 )
+from wire.mailboxes import LIST_MANAGER, MAIL_SYSTEM, NO_REPLY, squashed
 
 INBOUND, BOUNCE, AUTO_REPLY, OUTBOUND_COPY, VOICEMAIL, INVALID = (
     "inbound",
@@ -746,11 +747,6 @@ _AUTO_SUBJECT = re.compile(
     re.IGNORECASE,
 )
 """The subjects auto-responders give in many languages: the words, then a colon (or nothing after them)."""
-_MAIL_SYSTEM = re.compile(r"^(postmaster|mailerdaemon)|(postmaster|mailerdaemon)$")
-"""A mail system's role address, on the local part squashed (`_squashed`): `post_master`, `MAILER_DAEMON`,
-`postmaster-noreply`, `bounces-mailer-daemon2`..."""
-_NO_REPLY = re.compile(r"no(t)?reply|dontreply")
-"""A sender that says answers go nowhere, on the local part squashed: `no-reply`, `noreply`, `do-not-reply`..."""
 _NON_DELIVERY_SUBJECT = re.compile(
     r"^\s*("
     r"undelivered\s+mail(\s+returned\s+to\s+sender)?|undeliverable(\s+(mail|message))?|returned\s+mail|"
@@ -772,11 +768,6 @@ _LOOP_ALERT = re.compile(
     r"looping\s+(mail|message|posting)s?)\b",
     re.IGNORECASE,
 )
-_LIST_MANAGER = re.compile(
-    r"^((listserv|listproc|mailman|sympa|majordomo|listmaster|lyris|ezmlm)([-_.+]|$)|owner-)|-(owner|bounces)([-_.+]|$)"
-)
-"""A list manager's own address, on the local part lower-cased: `LISTSERV`, `mailman`, `sympa`, `<list>-owner`,
-`<list>-bounces+<verp>`, `owner-<list>` (with their separator: `owner@` is a shop's owner, `homeowner@` a person)."""
 _LIST_MANAGER_HEADERS = frozenset({"list-id", "x-mailman-version", "x-beenthere", "x-loop", "x-listserver"})
 _BULK_HEADERS = frozenset(
     {
@@ -803,11 +794,6 @@ _PRECEDENCE = frozenset({"bulk", "junk", "list", "auto_reply"})
 
 def _actions(mail: Mail) -> list[str]:
     return [block["action"].strip().lower() for block in mail.report if block.get("action")]
-
-
-def _squashed(address: str) -> str:
-    """An address's local part, lower-cased, without the separators and digits that spell one name many ways."""
-    return re.sub(r"[\W_\d]+", "", address.rpartition("@")[0].lower())
 
 
 def _null_reverse_path(mail: Mail) -> bool:
@@ -884,7 +870,7 @@ def is_mail_system(mail: Mail) -> bool:
     `MAILER_DAEMON`, `mailerdaemon`, `postmaster-noreply`...): the local part without its separators and digits
     starts or ends with one. A From without an address (`MAILER-DAEMON (Mail Delivery System)`) by its first word."""
     address = mail.sender or (mail.header("From") or "").strip().split(" ", 1)[0] + "@"
-    return bool(_MAIL_SYSTEM.search(_squashed(address)))
+    return bool(MAIL_SYSTEM.search(squashed(address)))
 
 
 def is_non_delivery_report(mail: Mail) -> bool:
@@ -913,7 +899,7 @@ def is_loop_alert(mail: Mail) -> bool:
     the loop ends where nothing answers it."""
     if not (_LOOP_ALERT.search(mail.subject) or _LOOP_ALERT.search(mail.text[:2000])):
         return False
-    return bool(_LIST_MANAGER.search(mail.sender.rpartition("@")[0])) or any(
+    return bool(LIST_MANAGER.search(mail.sender.rpartition("@")[0])) or any(
         name in _LIST_MANAGER_HEADERS for name, _ in mail.headers
     )
 
@@ -929,9 +915,9 @@ def is_notification(mail: Mail) -> bool:
       or transactional sending (`_BULK_HEADERS`, or a sending service's `X-Mailgun-*`, `X-SES-*`, `X-SG-*`...)."""
     if mail.header("List-Id") is not None and mail.header("List-Unsubscribe") is not None:
         return True
-    if not _NO_REPLY.search(_squashed(mail.sender)):
+    if not NO_REPLY.search(squashed(mail.sender)):
         return False
-    if any(not _NO_REPLY.search(_squashed(address)) for _, address in mail.reply_to):
+    if any(not NO_REPLY.search(squashed(address)) for _, address in mail.reply_to):
         return False
     return any(name in _BULK_HEADERS or name.startswith(_BULK_PREFIXES) for name, _ in mail.headers)
 
