@@ -27,6 +27,7 @@ from storage.common.db import Database
 from storage.common.secrets import Cipher
 from storage.helpdesk import outbound
 from storage.helpdesk.outbound import Claimed, Result
+from wire.signed_urls import SignedUrls
 
 log = structlog.get_logger("signalyard.processors")
 
@@ -156,6 +157,8 @@ class ApiSender:
     recipient, wrong credentials, a closed window), and is tried again otherwise (an outage, a throttle)."""
 
     credentials: tuple[str, ...] = ()
+    sends_files = False
+    """Whether the reply's stored files go with it; where they do not, the sent reply's note says so."""
 
     def __init__(self, api_url: str, *, timeout_s: float = API_TIMEOUT_S) -> None:
         self.api_url = api_url.rstrip("/")
@@ -165,7 +168,11 @@ class ApiSender:
         missing = [name for name in self.credentials if not reply.secrets.get(name)]
         if missing:
             return Result(reply.id, error=f"the channel has no send credentials ({', '.join(missing)})", final=True)
-        return await self._send(reply, now)
+        result = await self._send(reply, now)
+        if reply.media and not self.sends_files and result.error is None:
+            unsent = f"{len(reply.media)} file{'s' if len(reply.media) > 1 else ''} not sent: this channel takes text"
+            result = dataclasses.replace(result, note="; ".join(filter(None, [result.note, unsent])))
+        return result
 
     async def _send(self, reply: Claimed, now: datetime) -> Result:
         raise NotImplementedError
@@ -178,12 +185,18 @@ def _final(status: int) -> bool:
     return 400 <= status < 500 and status not in (408, 429)
 
 
+SMS_MEDIA = 10
+"""The most files one message carries (the provider's limit): a reply's first ten stored files."""
+
+
 class SmsSender(ApiSender):
     """Through the SMS provider's Messages API (`POST /2010-04-01/Accounts/{AccountSid}/Messages.json`, a form, with
-    the channel's `account_sid` and `auth_token` as basic auth), asking for its status reports at `status_url`. The
+    the channel's `account_sid` and `auth_token` as basic auth), asking for its status reports at `status_url`; the
+    reply's stored files go as `MediaUrl`s (signed URLs the provider fetches: an MMS). The
     answer holds the message's `sid` (its provider id, by which the reports find it) and `num_segments`."""
 
     credentials = ("account_sid", "auth_token")
+    sends_files = True
 
     def __init__(self, api_url: str, status_url: str, *, timeout_s: float = API_TIMEOUT_S) -> None:
         super().__init__(api_url, timeout_s=timeout_s)
@@ -191,10 +204,16 @@ class SmsSender(ApiSender):
 
     async def _send(self, reply: Claimed, now: datetime) -> Result:
         account, token = reply.secrets["account_sid"], reply.secrets["auth_token"]
+        form: dict[str, str | list[str]] = {
+            "To": reply.recipient,
+            "From": reply.sender,
+            "Body": reply.body,
+            "StatusCallback": self.status_url,
+        }
+        if reply.media:
+            form["MediaUrl"] = reply.media[:SMS_MEDIA]
         response = await self.client.post(
-            f"{self.api_url}/2010-04-01/Accounts/{account}/Messages.json",
-            data={"To": reply.recipient, "From": reply.sender, "Body": reply.body, "StatusCallback": self.status_url},
-            auth=(account, token),
+            f"{self.api_url}/2010-04-01/Accounts/{account}/Messages.json", data=form, auth=(account, token)
         )
         answer = _json(response)
         if response.is_success and isinstance(answer.get("sid"), str):
@@ -335,6 +354,7 @@ class ReplySender:
         lease: timedelta = LEASE,
         poll_s: float = POLL_S,
         notify_from: str = "helpdesk@localhost",
+        files: SignedUrls | None = None,
     ) -> None:
         self.db = db
         self.cipher = cipher
@@ -348,6 +368,8 @@ class ReplySender:
         self.lease = lease
         self.poll_s = poll_s
         self.notify_from = notify_from
+        self.files = files
+        """Signed URLs of stored files, by which a provider fetches an SMS reply's files."""
         """The From address of members' notices (`SIGNALYARD_HELPDESK_MAIL_FROM`, as the sign-in mail's)."""
 
     async def close(self) -> None:
@@ -388,7 +410,7 @@ class ReplySender:
                 api = self.senders.get(reply.medium)
                 if api is None:
                     return Result(reply.id, error=f"this sender sends no {reply.medium}", final=True)
-                return await api.send(reply, self.clock())
+                return await api.send(self._with_media(reply), self.clock())
             if reply.conversation_id is None:  # a member's notice: from the helpdesk's own address
                 reply = dataclasses.replace(reply, sender=self.notify_from)
             transport = self._transport(reply)
@@ -402,6 +424,17 @@ class ReplySender:
             log.warning("reply_send_failed", outbound_id=reply.id, error=type(error).__name__)
             return Result(reply.id, error=f"{type(error).__name__}: {error}"[:1000])
         return Result(reply.id, note=note)
+
+    def _with_media(self, reply: Claimed) -> Claimed:
+        """The reply with the signed URLs of its stored files (`conversation/index`, as the attachments list them)."""
+        if self.files is None or reply.conversation_id is None:
+            return reply
+        urls = [
+            self.files.url(f"{reply.conversation_id}/{index}")
+            for index, attachment in enumerate(reply.attachments)
+            if "blob" in attachment
+        ]
+        return dataclasses.replace(reply, media=urls) if urls else reply
 
     def _transport(self, reply: Claimed) -> Transport:
         """The channel's own SMTP server where it has one, else the helpdesk's (or the kept-mail outbox)."""

@@ -149,7 +149,6 @@ def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
     """The operations' parts, in a gateway or a processors process."""
     blobs = blob_store(p.settings, s)
     p.closers.append(blobs.close)
-    key = s.url_signing_key or secrets.kept(p.settings.data_dir, "helpdesk-url-signing-key")
     return Helpdesk(
         p.db,
         _publish_event(p),
@@ -158,8 +157,15 @@ def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
         mailer=_mailer(p, s),
         public_url=_public_url(p, s),
         blobs=blobs,
-        files=SignedUrls(_public_url(p, s), ATTACHMENTS_PATH, key.encode(), s.attachment_url_ttl_s),
+        files=_files(p, s),
     )
+
+
+def _files(p: Platform, s: HelpdeskSettings) -> SignedUrls:
+    """The signed URLs of stored attachments: issued by the gateways, and by the reply sender for the files of an
+    SMS reply, which the provider fetches."""
+    key = s.url_signing_key or secrets.kept(p.settings.data_dir, "helpdesk-url-signing-key")
+    return SignedUrls(_public_url(p, s), ATTACHMENTS_PATH, key.encode(), s.attachment_url_ttl_s)
 
 
 def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
@@ -203,6 +209,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         senders=senders,
         lease=lease,
         notify_from=s.mail_from,
+        files=_files(p, s),
     )
     p.closers.append(replies.close)
     return [

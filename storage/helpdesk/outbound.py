@@ -133,6 +133,8 @@ class Claimed:
     part: int = 0
     auto_submitted: str | None = None
     """The automatic mail's Auto-Submitted value; None for a person's reply."""
+    media: list[str] = field(default_factory=list)
+    """Signed URLs of the reply's stored files, for a provider that fetches them (an SMS reply's)."""
     customer_wrote_at: datetime | None = None
     """When the customer last wrote through the channel on this ticket (business and page messaging: the provider's
     windows count from it)."""

@@ -5,13 +5,14 @@ test moves."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from cryptography.fernet import Fernet, MultiFernet
@@ -19,7 +20,7 @@ from sqlalchemy import select
 
 from operations.common.actors import Actor
 from operations.common.errors import Conflict
-from operations.helpdesk import conversations
+from operations.helpdesk import attachments, conversations
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.mail import OUR_HEADER, SmtpServer
@@ -32,6 +33,7 @@ from tests.integration.test_helpdesk_events import organization_of_its_own
 from tests.integration.test_inbound_rules import processed
 from tests.peers.sms import SmsPeer
 from tests.peers.smtp import SmtpPeer
+from wire.signed_urls import SignedUrls
 
 CIPHER = MultiFernet([Fernet(Fernet.generate_key())])
 
@@ -446,6 +448,26 @@ async def test_a_reply_past_1600_characters_goes_as_several_texts_and_shows_as_o
     assert resent.delivery is not None
     assert resent.delivery.state == "queued"
     assert await texts.sender.send_due() == 1, "only the failed part is sent again"
+
+
+async def test_a_reply_s_files_go_by_sms_as_signed_urls_the_provider_fetches(texts: SmsDesk) -> None:
+    asked = await texts.text("+15557654321", "Send me the invoice?")
+    texts.desk = dataclasses.replace(texts.desk, blobs=DirectoryBlobs(texts.blobs))
+    texts.sender.files = SignedUrls("https://help.example", "/api/v1/attachments", b"url-key", 600)
+    invoice = await attachments.upload(
+        texts.desk, texts.agent, name="invoice.pdf", content_type="application/pdf", data=b"%PDF-1.7"
+    )
+    texts.clock.now = max(texts.clock.now, datetime.now(UTC))
+    reply = await conversations.add(
+        texts.desk, texts.agent, asked.ticket_id, AddConversation(body="Here it is.", attachment_ids=[invoice.id])
+    )
+    assert await texts.sender.send_due() == 1
+    [sent] = texts.sms.messages
+    [url] = sent["MediaUrl"]
+    assert url.startswith(f"https://help.example/api/v1/attachments/{reply.id}/0?expires=")
+    signed = parse_qs(urlsplit(url).query)
+    assert texts.sender.files.refusal(f"{reply.id}/0", signed["expires"][0], signed["signature"][0]) is None
+    assert sent["Body"] == "Here it is."
 
 
 async def test_an_invalid_number_fails_at_once_and_an_outage_is_retried(texts: SmsDesk) -> None:

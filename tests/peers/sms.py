@@ -6,6 +6,7 @@ It serves `POST /2010-04-01/Accounts/{AccountSid}/Messages.json`, a form with `T
 
 * a wrong account or token: 401 and Twilio's error body (code 20003);
 * a body past 1,600 characters: 400, code 21617; a number the test refused (`refuse`): 400 with its code;
+* more than 10 `MediaUrl`s: 400, code 21623;
 * otherwise 201 with the message resource (`sid` `SM` + 32 hex, `status` `queued`, `num_segments` counted as the
   provider does: 160 GSM-7 characters or 70 UCS-2 ones in one segment, 153 or 67 per segment of a longer one).
 
@@ -101,12 +102,15 @@ class SmsPeer(JsonPeer):
             return 401, _error(20003, "Authenticate", 401)
         if scope["method"] != "POST" or scope["path"] != path:
             return 404, _error(20404, "The requested resource was not found", 404)
-        form = dict(parse_qsl(body.decode(), keep_blank_values=True))
+        pairs = parse_qsl(body.decode(), keep_blank_values=True)
+        form: dict[str, Any] = dict(pairs) | {"MediaUrl": [value for name, value in pairs if name == "MediaUrl"]}
         text, to = form.get("Body", ""), form.get("To", "")
         with self._lock:
             if self.unavailable > 0:
                 self.unavailable -= 1
                 return 503, _error(20500, "Service unavailable", 503)
+        if len(form["MediaUrl"]) > 10:
+            return 400, _error(21623, "Number of media files exceeds allowed limit.", 400)
         if len(text) > MAX_BODY:
             return 400, _error(21617, "The concatenated message body exceeds the 1600 character limit.", 400)
         if to in self.refusals:
@@ -123,7 +127,7 @@ class SmsPeer(JsonPeer):
             "body": text,
             "status": "queued",
             "num_segments": str(segments(text)),
-            "num_media": "0",
+            "num_media": str(len(form["MediaUrl"])),
             "direction": "outbound-api",
             "api_version": "2010-04-01",
             "error_code": None,
