@@ -17,7 +17,6 @@ from operations.helpdesk.attachments import MAX_ATTACHMENTS
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Body, Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
-from storage.common.secrets import Cipher
 from storage.helpdesk import outbound, tickets, uploads
 from storage.helpdesk.tickets import ConversationRecord, TicketRecord
 
@@ -50,10 +49,15 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
     if given.author_type == "customer" and given.internal:
         raise Invalid("An internal note is written by an agent: author_type customer cannot be internal")
     try:
+        # the way to the customer is read before the write (the write lock is held for the writes alone): a reply
+        # goes back the way the customer's latest message came when it was written
+        way = None
+        if given.author_type == "agent" and not given.internal:
+            way = await desk.db.read(outbound.route, desk.cipher, ticket, desk.clock())
         return await desk.changes.run(
             actor.organization_id,
             _add,
-            desk.cipher,
+            way,
             ticket,
             list(dict.fromkeys(given.attachment_ids)),
             author_type=given.author_type,
@@ -71,13 +75,10 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
 
 
 def _add(
-    connection: Connection, cipher: Cipher, ticket: TicketRecord, upload_ids: list[str], **fields: Any
+    connection: Connection, way: outbound.Route | None, ticket: TicketRecord, upload_ids: list[str], **fields: Any
 ) -> ConversationRecord:
     """The conversation, the uploads it names taken by it, and for an agent's reply its messages to the customer
-    (outbound.route: NoRoute when there is no way to them), in one unit of work."""
-    way = None
-    if fields["author_type"] == "agent" and not fields["internal"]:
-        way = outbound.route(connection, cipher, ticket, fields["now"])
+    the `way` they go (outbound.route), in one unit of work."""
     attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
     sent_as = outbound.message_id(way) if way is not None and way.medium == "email" else None
     conversation = tickets.add_conversation(
