@@ -33,6 +33,7 @@ from storage.common.webhooks.endpoints import create_endpoint
 from storage.common.webhooks.events import first_attempt, record_event
 from storage.helpdesk import accounts
 from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
+from tests.peers.graph import GraphPeer
 from tests.peers.receiver import WebhookReceiver
 from tests.peers.sms import SmsPeer
 from topics.common.webhooks import event_message
@@ -220,6 +221,17 @@ def sms_provider() -> Iterator[SmsPeer]:
         yield peer
 
 
+GRAPH_TOKEN = "graph-provider-access-token"
+
+
+@pytest.fixture(scope="session")
+def graph_provider() -> Iterator[GraphPeer]:
+    """The messaging provider's Graph API that the shared helpdesk stacks send business and page messaging replies
+    to (one token: every test's messaging channel gives it)."""
+    with GraphPeer(GRAPH_TOKEN) as peer:
+        yield peer
+
+
 @pytest.fixture
 async def helpdesk_stack(
     request: pytest.FixtureRequest,
@@ -228,12 +240,17 @@ async def helpdesk_stack(
     database_url: str,
     tmp_path_factory: pytest.TempPathFactory,
     sms_provider: SmsPeer,
+    graph_provider: GraphPeer,
 ) -> AsyncIterator[HelpdeskStack]:
     """The helpdesk stack on the session's database, shared by the tests that use it (`SharedStacks`)."""
 
     def start() -> running_stack[HelpdeskStack]:
         settings = helpdesk_settings(
-            tmp_path_factory.mktemp("helpdesk"), database_url, None, helpdesk_sms_api_url=sms_provider.base_url
+            tmp_path_factory.mktemp("helpdesk"),
+            database_url,
+            None,
+            helpdesk_sms_api_url=sms_provider.base_url,
+            helpdesk_graph_api_url=graph_provider.base_url,
         )
         return running_stack(settings, broker_bootstrap, HelpdeskStack)
 

@@ -11,9 +11,11 @@ from typing import Any
 from storage.helpdesk import accounts
 from tests.contract.helpdesk.inbound_desk import desk, unique_number
 from tests.contract.helpdesk.test_inbound_forwarder import mailbox, message
+from tests.contract.helpdesk.test_inbound_messaging import app, business_call, contact, text, wa_id
 from tests.contract.helpdesk.test_inbound_sms import Line
-from tests.helpdesk_stack import SMS_ACCOUNT, SMS_AUTH_TOKEN, HelpdeskStack
+from tests.helpdesk_stack import GRAPH_TOKEN, SMS_ACCOUNT, SMS_AUTH_TOKEN, HelpdeskStack
 from tests.helpers import until
+from tests.peers.graph import GraphPeer, business_status
 from tests.peers.sms import SmsPeer
 
 
@@ -99,3 +101,47 @@ async def test_a_reply_to_a_text_is_sent_by_sms_and_the_provider_s_signed_report
     assert await sms_provider.report(text["sid"], "delivered") == 204
     delivered = await until(lambda: state("delivered"), "the provider's report applied")
     assert delivered["last_error"] is None
+
+
+async def test_a_reply_to_a_whatsapp_message_goes_back_on_it_and_the_provider_s_signed_statuses_move_its_state(
+    helpdesk_stack: HelpdeskStack, graph_provider: GraphPeer
+) -> None:
+    channel = await app(helpdesk_stack, "business_messaging")
+    customer = wa_id()
+    asked = business_call(channel, contacts=[contact(customer, "Ada")], messages=[text(customer, "Is it in stock?")])
+    assert (await channel.post(asked)).status_code == 200
+
+    async def tickets() -> list[dict[str, Any]]:
+        return (await helpdesk_stack.rest(channel.desk.key, "GET", "/tickets")).json()["data"]
+
+    [ticket] = await until(tickets, "the message made a ticket")
+    path = f"/tickets/{ticket['id']}/conversations"
+    no_token = await helpdesk_stack.rest(channel.desk.key, "POST", path, json={"body": "Yes."})
+    assert no_token.status_code == 409
+    assert "has no send credentials (access_token)" in no_token.json()["error"]["message"]
+    changed = await helpdesk_stack.rest(
+        channel.desk.key,
+        "PATCH",
+        f"/channels/{channel.desk.channel_id}",
+        json={"kind": "business_messaging", "secrets": {"access_token": GRAPH_TOKEN}},
+    )
+    assert changed.status_code == 200, changed.text
+    made = await helpdesk_stack.rest(channel.desk.key, "POST", path, json={"body": "Yes, 12 left."})
+    assert made.status_code == 201, made.text
+    assert (made.json()["delivery"]["medium"], made.json()["delivery"]["recipient"]) == ("business_messaging", customer)
+
+    async def state(wanted: str) -> dict[str, Any] | None:
+        listed = (await helpdesk_stack.rest(channel.desk.key, "GET", path)).json()["data"]
+        delivery = next(item for item in listed if item["id"] == made.json()["id"])["delivery"]
+        return delivery if delivery["state"] == wanted else None
+
+    sent = await until(lambda: state("sent"), "the reply sent")
+    [message] = [found for found in graph_provider.messages if found["sent_id"] == sent["provider_message_id"]]
+    assert (message["id"], message["json"]["to"], message["json"]["text"]["body"]) == (
+        channel.address,
+        customer,
+        "Yes, 12 left.",
+    )
+    read = business_status(channel.address, message["sent_id"], "read", customer)
+    assert (await channel.post(read)).status_code == 200
+    await until(lambda: state("read"), "the provider's signed status applied")
