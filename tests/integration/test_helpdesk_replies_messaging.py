@@ -318,12 +318,18 @@ async def test_page_delivery_and_read_receipts_move_every_reply_sent_up_to_their
     )
     assert row.outcome.endswith("moved 1 reply forward")
     assert [(await desk.delivery(reply.id)).state for reply in (first, second)] == ["delivered", "sent"]
+    second_mid = (await desk.delivery(second.id)).provider_message_id
+    assert second_mid is not None
+    by_mid = page_receipt(desk.ours, desk.customer, "delivery", watermark=milliseconds(between), mids=[second_mid])
+    [row] = await desk.stored("page_messaging", by_mid)
+    assert row.outcome.endswith("moved 1 reply forward"), "the message it names, by its mid"
+    assert (await desk.delivery(second.id)).state == "delivered"
     everything = milliseconds(desk.clock.now + timedelta(seconds=1))
     [row] = await desk.stored("page_messaging", page_receipt(desk.ours, desk.customer, "read", watermark=everything))
     assert row.outcome.endswith("moved 2 replies forward")
     assert [(await desk.delivery(reply.id)).state for reply in (first, second)] == ["read", "read"]
     # the reply was sent by the test's clock, a minute ahead of the processors' (real) one: compared as a set
-    assert set(await desk.changes(second.id)) == {("queued", "sent"), ("sent", "read")}
+    assert set(await desk.changes(second.id)) == {("queued", "sent"), ("sent", "delivered"), ("delivered", "read")}
 
 
 # Team chat ------------------------------------------------------------------------------------------------------------
