@@ -22,6 +22,7 @@ import httpx
 import structlog
 
 from operations.helpdesk.mail import OUR_HEADER, KeptMail, SmtpServer
+from processors.helpdesk.inbound.mail import MAIL_POLICY
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from storage.common.secrets import Cipher
@@ -456,7 +457,7 @@ async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
     HTML part escaped from it, and its stored files. A typed reply carries no Auto-Submitted (RFC 3834): it is a
     person's, and an auto-responder may answer it; the helpdesk's automatic mail carries its value, and asks
     Exchange's auto-responders not to answer (`X-Auto-Response-Suppress: All`)."""
-    message = EmailMessage()
+    message = EmailMessage(policy=MAIL_POLICY)
     message["From"] = formataddr((reply.organization_name, reply.sender))
     message["To"] = reply.recipient
     if reply.conversation_id is None:  # a member's notice: no answer goes to the customer
