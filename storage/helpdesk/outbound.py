@@ -5,6 +5,7 @@ change of state is a `delivery_changed` activity event of the conversation; stat
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,7 +14,7 @@ from email.utils import make_msgid
 from typing import Any, Literal, get_args
 
 from cryptography.fernet import InvalidToken
-from sqlalchemy import and_, bindparam, func, select, update
+from sqlalchemy import Select, and_, bindparam, func, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.secrets import Cipher, unseal
@@ -165,57 +166,46 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord, now: dat
     oldest email channel, to the customer's address. NoRoute, in words for the agent, when there is no such
     channel, it lacks its send credentials, the customer has no address on it, or the provider's window for a reply
     has closed."""
-    threads = _with_merged(connection, ticket.id)
-    latest = connection.execute(
-        select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details, INBOUND.c.created_at, TICKETS.c.thread_key)
-        .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
-        .join(TICKETS, TICKETS.c.id == INBOUND.c.ticket_id)
-        .where(
-            INBOUND.c.ticket_id.in_(threads),
-            INBOUND.c.provider.in_((*ANSWERED_THROUGH, "voice")),
-            CHANNELS.c.deleted_at.is_(None),
-        )
-        .order_by(INBOUND.c.created_at.desc())
-        .limit(1)
-    ).first()
+    latest = connection.execute(_LATEST, {"threads": _with_merged(connection, ticket.id)}).first()
     provider = latest.provider if latest is not None else None
     if provider in MESSAGING:
         return _messaging(connection, cipher, latest, now=now)
     if provider in ("sms", "voice"):
-        phone = connection.execute(select(CUSTOMERS.c.phone).where(CUSTOMERS.c.id == ticket.customer_id)).scalar()
+        phone = connection.execute(_PHONE, {"customer_id": ticket.customer_id}).scalar()
         if phone and provider == "sms":
-            return _through(connection, cipher, "sms", phone, *_back_through(latest))
+            return _through(connection, cipher, "sms", phone, **_back_through(latest))
         if phone:
             try:
-                return _through(
-                    connection,
-                    cipher,
-                    "sms",
-                    phone,
-                    CHANNELS.c.organization_id == ticket.organization_id,
-                    CHANNELS.c.kind == "sms",
-                )
+                return _through(connection, cipher, "sms", phone, organization_id=ticket.organization_id)
             except NoRoute:
                 if ticket.customer_email is None:
                     raise
     if ticket.customer_email is None:
         raise NoRoute("The ticket's customer has no email address or number to send the reply to")
-    by_email = [CHANNELS.c.id == latest.channel_id] if latest is not None and provider in EMAIL_PROVIDERS else []
-    return _through(
-        connection,
-        cipher,
-        "email",
-        ticket.customer_email,
-        CHANNELS.c.organization_id == ticket.organization_id,
-        CHANNELS.c.kind == "email",
-        *by_email,
+    if latest is not None and provider in EMAIL_PROVIDERS:
+        return _through(connection, cipher, "email", ticket.customer_email, channel_id=latest.channel_id)
+    return _through(connection, cipher, "email", ticket.customer_email, organization_id=ticket.organization_id)
+
+
+_LATEST = (
+    select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details, INBOUND.c.created_at, TICKETS.c.thread_key)
+    .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
+    .join(TICKETS, TICKETS.c.id == INBOUND.c.ticket_id)
+    .where(
+        INBOUND.c.ticket_id.in_(bindparam("threads", expanding=True)),
+        INBOUND.c.provider.in_((*ANSWERED_THROUGH, "voice")),
+        CHANNELS.c.deleted_at.is_(None),
     )
+    .order_by(INBOUND.c.created_at.desc())
+    .limit(1)
+)
+"""The customer's latest message on the tickets among those whose channel is live, and its ticket's thread."""
+_PHONE = select(CUSTOMERS.c.phone).where(CUSTOMERS.c.id == bindparam("customer_id"))
 
 
-def _back_through(latest: Any) -> list[Any]:
+def _back_through(latest: Any) -> dict[str, Any]:
     """The channel the customer's message came through, from the address they wrote to (where the call names it)."""
-    written_to = (latest.details or {}).get("to")
-    return [CHANNELS.c.id == latest.channel_id, *([ADDRESSES.c.address == written_to] if written_to else [])]
+    return {"channel_id": latest.channel_id, "address": (latest.details or {}).get("to")}
 
 
 def _messaging(connection: Connection, cipher: Cipher, latest: Any, *, now: datetime) -> Route:
@@ -240,7 +230,7 @@ def _messaging(connection: Connection, cipher: Cipher, latest: Any, *, now: date
             "within 7 days of the customer's latest message; answer by another channel or wait for the customer to "
             "write again"
         )
-    return _through(connection, cipher, medium, recipient, *_back_through(latest))
+    return _through(connection, cipher, medium, recipient, **_back_through(latest))
 
 
 def _hours(waited: timedelta) -> str:
@@ -248,21 +238,47 @@ def _hours(waited: timedelta) -> str:
     return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
 
 
+_MERGED = select(TICKETS.c.id).where(TICKETS.c.merged_into_id == bindparam("ticket_id"))
+
+
 def _with_merged(connection: Connection, ticket_id: str) -> list[str]:
     """The ticket and the tickets merged into it (found by their index, so that the reads by them use theirs)."""
-    merged = connection.scalars(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == ticket_id))
-    return [ticket_id, *merged]
+    return [ticket_id, *connection.scalars(_MERGED, {"ticket_id": ticket_id})]
 
 
-def _through(connection: Connection, cipher: Cipher, medium: Medium, recipient: str, *where: Any) -> Route:
-    """The live channel `where` names (the oldest, if several), from its first address of the medium's kind."""
-    found = connection.execute(
+@functools.cache
+def _channel_query(medium: Medium, by_channel: bool, by_address: bool) -> Select[Any]:
+    """The live channel of the medium by its id, or the organization's of its kind (the oldest first), and its first
+    address of the medium's kind (or the one given): one statement per shape, built once."""
+    query = (
         select(CHANNELS.c.id, CHANNELS.c.name, CHANNELS.c.secrets_sealed, ADDRESSES.c.address)
         .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == ADDRESS_KINDS[medium]))
-        .where(CHANNELS.c.deleted_at.is_(None), *where)
-        .order_by(CHANNELS.c.created_at, CHANNELS.c.id, ADDRESSES.c.address)
-        .limit(1)
-    ).first()
+        .where(CHANNELS.c.deleted_at.is_(None))
+    )
+    if by_channel:
+        query = query.where(CHANNELS.c.id == bindparam("channel_id"))
+    else:
+        query = query.where(CHANNELS.c.organization_id == bindparam("organization_id"), CHANNELS.c.kind == medium)
+    if by_address:
+        query = query.where(ADDRESSES.c.address == bindparam("address"))
+    return query.order_by(CHANNELS.c.created_at, CHANNELS.c.id, ADDRESSES.c.address).limit(1)
+
+
+def _through(
+    connection: Connection,
+    cipher: Cipher,
+    medium: Medium,
+    recipient: str,
+    *,
+    channel_id: str | None = None,
+    organization_id: str | None = None,
+    address: str | None = None,
+) -> Route:
+    """The live channel `channel_id`, else the organization's oldest of the medium's kind, from its first address of
+    the medium's kind (or `address`, where the customer wrote to it)."""
+    given = {"channel_id": channel_id, "organization_id": organization_id, "address": address}
+    query = _channel_query(medium, channel_id is not None, address is not None)
+    found = connection.execute(query, {name: value for name, value in given.items() if value is not None}).first()
     if found is None:
         raise NoRoute(
             "The organization has no email channel to send the reply through: add one (Inbound channels)"
