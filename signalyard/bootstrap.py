@@ -28,10 +28,12 @@ from litestar.types import ASGIApp
 
 from processors.common.outbox import Sweeper, sweep_forever
 from processors.common.webhooks import WebhookDeliverer, events_outbox, fanout_router
+from signalyard.database import database_url
 from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
+from signalyard.exits import PortUnavailable
 from signalyard.secrets import secrets_cipher
 from signalyard.settings import PlatformSettings
-from storage.common.db import Database, check_schema, migrate, sqlite_url
+from storage.common.db import Database, check_schema, migrate
 from topics.common.admin import ensure_topics
 from topics.common.client import LINGER_MS
 from wire.webhooks import WebhookProfile
@@ -41,13 +43,6 @@ _JSON = [("content-type", b"application/json")]
 """The header FastStream's `publish` sets, so that messages published together read alike."""
 _PARTITIONER = DefaultPartitioner()
 """aiokafka's own (murmur2 of the key): the partition its `send`, under FastStream's `publish`, chooses."""
-
-
-def database_url(settings: PlatformSettings) -> str:
-    if settings.database_url:
-        return settings.database_url
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    return sqlite_url(settings.sqlite_path.resolve())
 
 
 @dataclass
@@ -215,10 +210,6 @@ class Stop:
         """The start is over: return once a signal asks the process to stop."""
         self._starting = None
         await self._requested.wait()
-
-
-class PortUnavailable(Exception):
-    """A port cannot be listened on; the message is the one line the operator sees, naming the setting to change."""
 
 
 def listen(host: str, port: int, variable: str) -> socket.socket:

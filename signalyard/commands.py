@@ -1,4 +1,6 @@
-"""What each command of `signalyard` runs: imported by `signalyard.cli` only once a command runs."""
+"""What each command of `signalyard` runs: imported by `signalyard.cli` only once a command runs. The commands that
+start processes import `signalyard.bootstrap` (the broker's client, the servers) when they run: an operator task
+loads only the database's code (signalyard/tasks/)."""
 
 from __future__ import annotations
 
@@ -6,21 +8,24 @@ import argparse
 import asyncio
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import structlog
 import uvloop
 from prometheus_client import start_http_server
 
-from signalyard import bootstrap, logs
-from signalyard.bootstrap import Listener, PortUnavailable
-from signalyard.exits import INTERRUPTED, PORT_UNAVAILABLE, PROCESSORS_EXITED, USAGE
+from signalyard import logs
+from signalyard.database import database_url
+from signalyard.exits import INTERRUPTED, PORT_UNAVAILABLE, PROCESSORS_EXITED, USAGE, PortUnavailable
 from signalyard.registry import SERVICES
 from signalyard.service import Task, topics_of
 from signalyard.settings import Settings
 from storage.common.db import Database, SchemaOutOfDate, check_schema, migrate
 from topics.common.asyncapi import asyncapi_document
+
+if TYPE_CHECKING:
+    from signalyard.bootstrap import Platform, ProcessorsProcess
 
 log = structlog.get_logger("signalyard")
 VERSION = "2026-11"
@@ -28,7 +33,7 @@ VERSION = "2026-11"
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     logs.configure(settings.platform.log_level)
-    command = _with_db(SERVICES[args.owner].parts.tasks[args.run]) if args.owner else RUNS[args.run]
+    command = _with_db(SERVICES[args.owner].task(args.run)) if args.owner else RUNS[args.run]
     try:
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             return runner.run(command(settings, args)) or 0
@@ -45,6 +50,9 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 async def up(settings: Settings, args: argparse.Namespace) -> int | None:
     """Everything on one machine: embedded broker (unless configured), SQLite (unless configured), each chosen
     service's gateway in this process and its processors in a child process. If a child dies, everything stops."""
+    from signalyard import bootstrap
+    from signalyard.bootstrap import Listener
+
     stop = bootstrap.Stop()
     p_settings = settings.platform
     services = [SERVICES[name] for name in args.services]
@@ -90,7 +98,7 @@ async def up(settings: Settings, args: argparse.Namespace) -> int | None:
         return None
 
 
-def _banner(p: bootstrap.Platform, lines: list[Any], children: list[bootstrap.ProcessorsProcess]) -> str:
+def _banner(p: Platform, lines: list[Any], children: list[ProcessorsProcess]) -> str:
     banner = [f"signalyard is up (broker {p.bootstrap}, database {p.db.engine.url.render_as_string()})"]
     for (service, base, demo), child in zip(lines, children, strict=True):
         banner.append(f"  {service.title:<14} {base}{service.api}  (OpenAPI docs {base}/docs)")
@@ -103,6 +111,9 @@ def _banner(p: bootstrap.Platform, lines: list[Any], children: list[bootstrap.Pr
 
 
 async def gateway(settings: Settings, args: argparse.Namespace) -> None:
+    from signalyard import bootstrap
+    from signalyard.bootstrap import Listener
+
     stop = bootstrap.Stop()
     service, group = SERVICES[args.service], settings.services[args.service]
     sock = bootstrap.listen(settings.platform.host, service.port(group), service.port_variable)
@@ -116,6 +127,8 @@ async def gateway(settings: Settings, args: argparse.Namespace) -> None:
 
 
 async def processors(settings: Settings, args: argparse.Namespace) -> None:
+    from signalyard import bootstrap
+
     stop = bootstrap.Stop()
     service, group = SERVICES[args.service], settings.services[args.service]
     async with bootstrap.platform(settings.platform, topics_of([service], settings.platform.topic_prefix)) as p:
@@ -142,7 +155,7 @@ async def processors(settings: Settings, args: argparse.Namespace) -> None:
 
 
 async def run_migrate(settings: Settings, _: argparse.Namespace) -> None:
-    await asyncio.to_thread(migrate, bootstrap.database_url(settings.platform))
+    await asyncio.to_thread(migrate, database_url(settings.platform))
     print("database is at the newest schema")
 
 
@@ -150,7 +163,7 @@ def _with_db(task: Task) -> Callable[[Settings, argparse.Namespace], Coroutine[A
     """An operator task on the database, which must be at the newest schema."""
 
     async def run(settings: Settings, args: argparse.Namespace) -> Any:
-        url = bootstrap.database_url(settings.platform)
+        url = database_url(settings.platform)
         await asyncio.to_thread(check_schema, url)
         db = Database(url)
         try:

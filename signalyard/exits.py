@@ -10,3 +10,8 @@ PORT_UNAVAILABLE = 3
 """A port to listen on is in use (or not allowed); nothing was started."""
 INTERRUPTED = 130
 """Stopped by Ctrl-C or SIGTERM before it had started; what it had started is stopped."""
+
+
+class PortUnavailable(Exception):
+    """A port cannot be listened on; the message is the one line the operator sees, naming the setting to change
+    (exit status PORT_UNAVAILABLE)."""

@@ -40,8 +40,6 @@ class Wiring:
     """First run of `up`: create a demo account; returns banner lines (label, value) such as its sandbox key."""
     example: Callable[[str, list[tuple[str, str]]], str]
     """base URL, demo lines -> a ready-to-paste request for the banner."""
-    tasks: Mapping[str, Task]
-    """The operator tasks its commands name."""
 
 
 @dataclass(frozen=True)
@@ -59,11 +57,19 @@ class Service:
     """Adds its operator commands to the CLI: commands(subparsers, command); see `signalyard.cli`."""
     wiring: str
     """The module holding its `WIRING`."""
+    tasks: str
+    """The module holding its operator tasks (`TASKS`, by the name its commands give): lighter than the wiring, so
+    that an operator command loads the database's code alone."""
 
     @functools.cached_property
     def parts(self) -> Wiring:
         wiring: Wiring = importlib.import_module(self.wiring).WIRING
         return wiring
+
+    def task(self, name: str) -> Task:
+        """The operator task its command `name` runs."""
+        tasks: Mapping[str, Task] = importlib.import_module(self.tasks).TASKS
+        return tasks[name]
 
     def port(self, group: Any) -> int:
         """The port its gateway listens on."""

@@ -161,4 +161,5 @@ SERVICE = Service(
     settings=HelpdeskSettings,
     commands=commands,
     wiring="signalyard.services.helpdesk",
+    tasks="signalyard.tasks.helpdesk",
 )

@@ -113,4 +113,5 @@ SERVICE = Service(
     settings=PhoneSettings,
     commands=commands,
     wiring="signalyard.services.phone",
+    tasks="signalyard.tasks.phone",
 )

@@ -77,4 +77,5 @@ SERVICE = Service(
     settings=PhotoSettings,
     commands=commands,
     wiring="signalyard.services.photo",
+    tasks="signalyard.tasks.photo",
 )
