@@ -21,12 +21,14 @@ def claim_stale(
     limit: int,
 ) -> list[Any]:
     """Stamp a new publish time on up to `limit` rows pending since before `published_before`, oldest first, and
-    return their `columns`. The stamp is conditional, so of several sweepers only one claims a row."""
+    return their `columns`. The stamp is conditional, so of several sweepers only one claims a row; on PostgreSQL the
+    rows another sweeper's claim holds are skipped (two claims locking the same rows in different orders deadlocked)."""
     stale = (
         select(table.c.id)
         .where(table.c.state == "pending", table.c.published_at < published_before)
         .order_by(table.c.published_at)
         .limit(limit)
+        .with_for_update(skip_locked=True)  # PostgreSQL: rows another sweeper is claiming are left to it, no deadlock
     )
     claim = (
         update(table)

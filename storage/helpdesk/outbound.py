@@ -610,7 +610,11 @@ def record(
             changes |= {"state": "failed", "next_attempt_at": None, "last_error": result.error}
         else:
             changes |= {"next_attempt_at": now + RETRY_DELAYS[attempts - 1], "last_error": result.error}
-        connection.execute(update(OUTBOUND).where(OUTBOUND.c.id == row.id).values(**changes))
+        moved = connection.execute(
+            update(OUTBOUND).where(OUTBOUND.c.id == row.id, OUTBOUND.c.state == "queued").values(**changes)
+        ).rowcount
+        if not moved:  # erased (or deleted) while it was being sent: nothing of it is written back
+            continue
         if changes.get("state", "queued") != "queued" and row.conversation_id is not None:
             activity.append(_changed(row, "queued", changes["state"], changes.get("last_error"), now))
     if activity:
