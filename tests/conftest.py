@@ -41,6 +41,9 @@ registered once for the whole session."""
 E2E = Path(__file__).parent / "e2e"
 SHARED_STACKS = ["stack", "photo_stack", "helpdesk_stack"]
 """The fixtures of each service's shared stack (`SharedStacks`): one running stack per database, shared by its tests."""
+KEEP_ALIVE_BELOW_THE_SERVER_S = httpx.Limits(keepalive_expiry=2.0)
+"""A stack's client drops an idle connection well before the gateway's server does (uvicorn: after 5 s): with both at
+5 s, a request sent on a connection idle that long met the server closing it (httpx.ReadError)."""
 
 logs.configure("warning")
 
@@ -291,7 +294,9 @@ class running_stack(Generic[S]):
                     raise RuntimeError("the gateway stopped before it started")
                 await asyncio.sleep(0.02)
             base_url = f"http://127.0.0.1:{port}"
-            client = await stack.enter_async_context(httpx.AsyncClient(base_url=base_url, timeout=30))
+            client = await stack.enter_async_context(
+                httpx.AsyncClient(base_url=base_url, timeout=30, limits=KEEP_ALIVE_BELOW_THE_SERVER_S)
+            )
             running = self.kind(settings, p.db, base_url, client, p)
             if self.with_processor:
                 await running.wait_for_processors()

@@ -32,7 +32,7 @@ from signalyard.service import Service
 from storage.common.webhooks.endpoints import create_endpoint
 from storage.common.webhooks.events import first_attempt, record_event
 from storage.helpdesk import accounts
-from tests.conftest import ServiceStack, SharedStacks, running_stack, stack_settings
+from tests.conftest import KEEP_ALIVE_BELOW_THE_SERVER_S, ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.graph import GraphPeer
 from tests.peers.receiver import WebhookReceiver
 from tests.peers.sms import SmsPeer
@@ -154,7 +154,9 @@ class HelpdeskStack(ServiceStack):
     @asynccontextmanager
     async def browser(self) -> AsyncIterator[Browser]:
         """A new browser (its own cookies)."""
-        async with httpx.AsyncClient(base_url=self.base_url, timeout=60) as client:
+        async with httpx.AsyncClient(
+            base_url=self.base_url, timeout=60, limits=KEEP_ALIVE_BELOW_THE_SERVER_S
+        ) as client:
             yield Browser(self, client)
 
     async def rest(self, key: str | None, method: str, path: str, **kwargs: Any) -> httpx.Response:
