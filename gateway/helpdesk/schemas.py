@@ -14,7 +14,7 @@ from operations.helpdesk import attachments
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Channel, Priority, Status, Uuid
 from storage.common.webhooks.endpoints import Endpoint
-from storage.helpdesk import channels, customers, events, inbound, search, team, tickets, uploads
+from storage.helpdesk import channels, customers, events, inbound, outbound, search, team, tickets, uploads
 from topics.helpdesk.inbound import ChannelKindName, Provider
 from wire.timestamps import iso
 
@@ -114,10 +114,10 @@ class Attachment(msgspec.Struct, kw_only=True):
 class ReplyDelivery(msgspec.Struct, kw_only=True):
     """An agent's reply on its way to the customer (docs/helpdesk.md, "Replies to customers")."""
 
-    medium: Literal["email", "sms", "business_messaging", "page_messaging", "chat"]
+    medium: outbound.Medium
     recipient: str
     """The customer's address, number, WhatsApp id or page-scoped id, or the chat thread (`<channel>:<thread ts>`)."""
-    state: Literal["queued", "sent", "delivered", "read", "failed", "bounced"]
+    state: outbound.State
     provider_message_id: str | None
     """A mail's Message-ID (ours), an SMS's sid, a business message's `wamid`, a page message's `mid`, a chat
     message's `ts`."""

@@ -186,9 +186,11 @@ def _change(
 ) -> TicketRecord | None:
     """The change, and when it resolves the ticket, the resolved notice of the email channel its reply would go
     through (outbound.automatic: if that channel sends one, and the customer may get it), in one unit of work."""
+    if changes.status != "resolved":
+        return tickets.change(connection, organization_id, ticket_id, changes, **context)
     before = tickets.get(connection, organization_id, ticket_id)
     ticket = tickets.change(connection, organization_id, ticket_id, changes, **context)
-    if ticket is None or before is None or before.status == "resolved" or ticket.status != "resolved":
+    if ticket is None or before is None or before.status == "resolved":
         return ticket
     try:
         way = outbound.route(connection, cipher, ticket, context["now"])

@@ -1,5 +1,5 @@
-"""The helpdesk's wiring (docs/helpdesk.md): its topics, gateway, processors, first-run demo organization and operator
-tasks; `signalyard/registry/helpdesk.py` describes it to the CLI."""
+"""The helpdesk's wiring (docs/helpdesk.md): its topics, gateway, processors and first-run demo organization;
+`signalyard/registry/helpdesk.py` describes it to the CLI, `signalyard/tasks/helpdesk.py` holds its operator tasks."""
 
 from __future__ import annotations
 
@@ -173,8 +173,9 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     p.closers.append(blobs.close)
 
     announce = _publish_event(p)
+    cipher = secrets.secrets_cipher(p.settings)
     media = MediaFetcher(
-        secrets.secrets_cipher(p.settings),
+        cipher,
         graph_api_url=s.graph_api_url,
         allow_private_targets=p.settings.webhook_allow_private_targets,
     )
@@ -199,7 +200,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
     }
     replies = ReplySender(
         p.db,
-        secrets.secrets_cipher(p.settings),
+        cipher,
         transport,
         blobs,
         senders=senders,

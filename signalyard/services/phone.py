@@ -1,5 +1,5 @@
-"""The phone verification service's wiring (docs/phone.md): its topics, gateway, processors, first-run demo tenant
-and operator tasks; `signalyard/registry/phone.py` describes it to the CLI."""
+"""The phone verification service's wiring (docs/phone.md): its topics, gateway, processors and first-run demo tenant;
+`signalyard/registry/phone.py` describes it to the CLI, `signalyard/tasks/phone.py` holds its operator tasks."""
 
 from __future__ import annotations
 

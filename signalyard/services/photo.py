@@ -1,5 +1,5 @@
-"""The photo compliance service's wiring (docs/photo.md): its topics, gateway, processors, first-run demo customer
-and operator tasks; `signalyard/registry/photo.py` describes it to the CLI."""
+"""The photo compliance service's wiring (docs/photo.md): its topics, gateway, processors and first-run demo customer;
+`signalyard/registry/photo.py` describes it to the CLI, `signalyard/tasks/photo.py` holds its operator tasks."""
 
 from __future__ import annotations
 

@@ -251,7 +251,7 @@ def _channel_query(medium: Medium, by_channel: bool, by_address: bool) -> Select
     """The live channel of the medium by its id, or the organization's of its kind (the oldest first), and its first
     address of the medium's kind (or the one given): one statement per shape, built once."""
     query = (
-        select(CHANNELS.c.id, CHANNELS.c.name, CHANNELS.c.secrets_sealed, ADDRESSES.c.address)
+        select(CHANNELS.c.id, CHANNELS.c.name, CHANNELS.c.secrets_sealed, CHANNELS.c.settings, ADDRESSES.c.address)
         .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == ADDRESS_KINDS[medium]))
         .where(CHANNELS.c.deleted_at.is_(None))
     )
@@ -484,13 +484,7 @@ def automatic(
     kind of automatic mail within AUTOMATIC_WINDOW. What became of it, in words for the inbound event's outcome; None
     when the channel sends no such mail."""
     name = purpose.replace("_", " ")
-    channel = connection.execute(
-        select(CHANNELS.c.settings, ADDRESSES.c.address)
-        .join(ADDRESSES, and_(ADDRESSES.c.channel_id == CHANNELS.c.id, ADDRESSES.c.kind == "email"))
-        .where(CHANNELS.c.id == channel_id, CHANNELS.c.kind == "email", CHANNELS.c.deleted_at.is_(None))
-        .order_by(ADDRESSES.c.address)
-        .limit(1)
-    ).first()
+    channel = connection.execute(_channel_query("email", True, False), {"channel_id": channel_id}).first()
     text = str((channel.settings or {}).get(purpose) or "") if channel is not None else ""
     if channel is None or not text.strip():
         return None
@@ -530,8 +524,8 @@ def _no_automatic_mail(
     """Why `address` must get no automatic mail of this kind now, or None."""
     if address is None:
         return "the customer has no address"
-    if machine(address):
-        return f"{address} is {machine(address)}"
+    if (whose := machine(address)) is not None:
+        return f"{address} is {whose}"
     bouncing = connection.execute(select(CUSTOMERS.c.bouncing).where(CUSTOMERS.c.id == ticket.customer_id)).scalar()
     if bouncing:
         return f"{address} is marked bouncing"
