@@ -4,6 +4,7 @@ person's reply or note is theirs (`author_id`) and its events carry them as the 
 from __future__ import annotations
 
 import dataclasses
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
@@ -17,6 +18,7 @@ from operations.helpdesk.attachments import MAX_ATTACHMENTS
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Body, Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
+from storage.common.secrets import Cipher
 from storage.helpdesk import outbound, tickets, uploads
 from storage.helpdesk.tickets import ConversationRecord, TicketRecord
 
@@ -45,15 +47,18 @@ class ListConversations(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
 
 
 async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversation) -> ConversationRecord:
-    ticket = await ticket_operations.own(desk, actor, ticket_id)
-    if given.author_type == "customer" and given.internal:
-        raise Invalid("An internal note is written by an agent: author_type customer cannot be internal")
+    replying = given.author_type == "agent" and not given.internal
     try:
-        # the way to the customer is read before the write (the write lock is held for the writes alone): a reply
-        # goes back the way the customer's latest message came when it was written
-        way = None
-        if given.author_type == "agent" and not given.internal:
-            way = await desk.db.read(outbound.route, desk.cipher, ticket, desk.clock())
+        # the ticket and the way to the customer are read before the write (the write lock is held for the writes
+        # alone): a reply goes back the way the customer's latest message came when it was written
+        found = await desk.db.read(
+            _ticket_and_way, desk.cipher, actor.organization_id, ticket_id, replying=replying, now=desk.clock()
+        )
+        if found is None:
+            raise NotFound(ticket_operations.NOT_FOUND)
+        ticket, way = found
+        if given.author_type == "customer" and given.internal:
+            raise Invalid("An internal note is written by an agent: author_type customer cannot be internal")
         return await desk.changes.run(
             actor.organization_id,
             _add,
@@ -72,6 +77,17 @@ async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversati
         if unavailable.taken:
             raise Conflict(f"attachment_ids names a file attached to another reply already: {unavailable}") from None
         raise NotFound(f"attachment_ids names no upload of this organization: {unavailable}") from None
+
+
+def _ticket_and_way(
+    connection: Connection, cipher: Cipher, organization_id: str, ticket_id: str, *, replying: bool, now: datetime
+) -> tuple[TicketRecord, outbound.Route | None] | None:
+    """The organization's ticket (None when it has none of that id) and, for an agent's reply, the way to its
+    customer (outbound.route), read in one transaction."""
+    ticket = tickets.get(connection, organization_id, ticket_id) if is_uuid(ticket_id) else None
+    if ticket is None:
+        return None
+    return ticket, outbound.route(connection, cipher, ticket, now) if replying else None
 
 
 def _add(

@@ -10,10 +10,12 @@ import asyncio
 import dataclasses
 import html
 import mimetypes
+import secrets
 import ssl
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from email.message import EmailMessage
+from email.policy import EmailPolicy
 from email.utils import format_datetime, formataddr
 from typing import Any, Protocol
 
@@ -395,14 +397,13 @@ class ReplySender:
         """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many."""
         if not await self.db.read(outbound.any_due, self.clock()):
             return 0
-        claimed = await self.db.write(
-            outbound.claim_due, self.cipher, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE
-        )
-        if not claimed:
+        taken = await self.db.write(outbound.claim_due, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE)
+        if not taken:
             return 0
+        claimed, unopened = await self.db.read(outbound.claimed, self.cipher, taken)
         began = self.clock()
         results = await asyncio.gather(*(self._send(reply) for reply in claimed))
-        await self.db.write(outbound.record, results, now=self.clock(), sent_at=began)
+        await self.db.write(outbound.record, [*unopened, *results], now=self.clock(), sent_at=began)
         return len(claimed)
 
     async def _send(self, reply: Claimed) -> Result:
@@ -451,13 +452,36 @@ class ReplySender:
         return self._own[smtp_url]
 
 
+class _Outgoing(EmailPolicy):
+    """MAIL_POLICY for the mail we write: an addressing header's value (From, Subject, Message-ID: those the message's
+    building never reads back) that is plain ASCII and fits on its line is kept as given and written out as it is,
+    where the standard library parses each header set on a message into tokens and folds them again to write it
+    (measured: 1.5 ms of CPU a reply, 0.3 ms so). Any other value (a name that needs encoding, a line break) is the
+    standard library's, which also refuses line breaks; the MIME headers, read again and again as the parts are
+    built and written, keep their parsed form."""
+
+    def header_store_parse(self, name: str, value: Any) -> tuple[str, Any]:
+        if (
+            isinstance(value, str)
+            and not name.lower().startswith(("content-", "mime-"))
+            and value.isascii()
+            and len(name) + len(value) + 2 <= (self.max_line_length or 78)
+            and not any(character in value for character in "\r\n")
+        ):
+            return name, value
+        return super().header_store_parse(name, value)  # type: ignore[no-any-return]
+
+
+OUTGOING = _Outgoing(header_factory=MAIL_POLICY.header_factory)
+
+
 async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
     """The reply as the customer's mail client gets it: from the organization at the channel's address (answers come
     back to it), threaded under the ticket's messages, its subject keeping the ticket's number, a text part and an
     HTML part escaped from it, and its stored files. A typed reply carries no Auto-Submitted (RFC 3834): it is a
     person's, and an auto-responder may answer it; the helpdesk's automatic mail carries its value, and asks
     Exchange's auto-responders not to answer (`X-Auto-Response-Suppress: All`)."""
-    message = EmailMessage(policy=MAIL_POLICY)
+    message = EmailMessage(policy=OUTGOING)
     message["From"] = formataddr((reply.organization_name, reply.sender))
     message["To"] = reply.recipient
     if reply.conversation_id is None:  # a member's notice: no answer goes to the customer
@@ -485,7 +509,16 @@ async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
         main, _, sub = (content_type or "application/octet-stream").partition("/")
         data = await blobs.get(attachment["blob"])
         message.add_attachment(data, maintype=main, subtype=sub or "octet-stream", filename=attachment["name"])
+    for part in message.walk():
+        if part.is_multipart():
+            part.set_boundary(_boundary())
     return message
+
+
+def _boundary() -> str:
+    """A multipart boundary of 128 random bits, which no text holds: the generator, given none, makes one and searches
+    the whole message for it with a regular expression compiled for each one (0.1 ms a mail)."""
+    return f"=_{secrets.token_hex(16)}"
 
 
 def subject_of(subject: str, number: int) -> str:

@@ -14,7 +14,7 @@ from email.utils import make_msgid
 from typing import Any, Literal, get_args
 
 from cryptography.fernet import InvalidToken
-from sqlalchemy import Select, and_, bindparam, func, select, update
+from sqlalchemy import Select, and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.secrets import Cipher, unseal
@@ -166,7 +166,7 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord, now: dat
     oldest email channel, to the customer's address. NoRoute, in words for the agent, when there is no such
     channel, it lacks its send credentials, the customer has no address on it, or the provider's window for a reply
     has closed."""
-    latest = connection.execute(_LATEST, {"threads": _with_merged(connection, ticket.id)}).first()
+    latest = connection.execute(_LATEST, {"ticket_id": ticket.id}).first()
     provider = latest.provider if latest is not None else None
     if provider in MESSAGING:
         return _messaging(connection, cipher, latest, now=now)
@@ -192,14 +192,18 @@ _LATEST = (
     .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
     .join(TICKETS, TICKETS.c.id == INBOUND.c.ticket_id)
     .where(
-        INBOUND.c.ticket_id.in_(bindparam("threads", expanding=True)),
+        or_(
+            INBOUND.c.ticket_id == bindparam("ticket_id"),
+            INBOUND.c.ticket_id.in_(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == bindparam("ticket_id"))),
+        ),
         INBOUND.c.provider.in_((*ANSWERED_THROUGH, "voice")),
         CHANNELS.c.deleted_at.is_(None),
     )
     .order_by(INBOUND.c.created_at.desc())
     .limit(1)
 )
-"""The customer's latest message on the tickets among those whose channel is live, and its ticket's thread."""
+"""The customer's latest message on the ticket (or one merged into it) through a live channel, and its ticket's
+thread."""
 _PHONE = select(CUSTOMERS.c.phone).where(CUSTOMERS.c.id == bindparam("customer_id"))
 
 
@@ -385,64 +389,78 @@ def any_due(connection: Connection, now: datetime) -> bool:
     return connection.execute(_ANY_DUE, {"now": now}).first() is not None
 
 
-def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: timedelta, limit: int) -> list[Claimed]:
-    """Up to `limit` queued messages due now (of a reply in several parts, the first not yet sent), each taken for
-    `lease` (another sender takes it only after that), with what sending them needs."""
-    due = list(
-        connection.scalars(
-            select(OUTBOUND.c.id)
-            .where(OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= now, _IN_TURN)
-            .order_by(OUTBOUND.c.next_attempt_at)
-            .limit(limit)
-        )
+_DUE = (
+    select(OUTBOUND.c.id)
+    .where(OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= bindparam("now"), _IN_TURN)
+    .order_by(OUTBOUND.c.next_attempt_at)
+    .limit(bindparam("limit"))
+    .with_for_update(skip_locked=True)
+)
+"""Up to `limit` due messages; on PostgreSQL locked, skipping those another sender's claim holds."""
+_CLAIM = (
+    update(OUTBOUND)
+    .where(
+        OUTBOUND.c.id.in_(bindparam("ids", expanding=True)),
+        OUTBOUND.c.state == "queued",
+        OUTBOUND.c.next_attempt_at <= bindparam("now"),
     )
+    .values(next_attempt_at=bindparam("until"))
+    .returning(OUTBOUND.c.id)
+)
+
+
+def claim_due(connection: Connection, *, now: datetime, lease: timedelta, limit: int) -> list[str]:
+    """Up to `limit` queued messages due now (of a reply in several parts, the first not yet sent), each taken for
+    `lease` (another sender takes it only after that): their ids. The write is these two statements (a writer holds
+    SQLite's lock for them alone): what sending them needs is read after (`claimed`), outside it. (One UPDATE whose
+    WHERE holds the LIMITed choice is no bound on PostgreSQL: its plan may run the choice again per row, and with
+    SKIP LOCKED each run picks others.)"""
+    due = list(connection.scalars(_DUE, {"now": now, "limit": limit}))
     if not due:
         return []
-    taken = list(
-        connection.scalars(
-            update(OUTBOUND)
-            .where(OUTBOUND.c.id.in_(due), OUTBOUND.c.state == "queued", OUTBOUND.c.next_attempt_at <= now)
-            .values(next_attempt_at=now + lease)
-            .returning(OUTBOUND.c.id)
-        )
+    return list(connection.scalars(_CLAIM, {"ids": due, "now": now, "until": now + lease}))
+
+
+_CLAIMED = (
+    select(
+        OUTBOUND,
+        ORGANIZATIONS.c.name.label("organization_name"),
+        TICKETS.c.number,
+        TICKETS.c.subject,
+        func.coalesce(OUTBOUND.c.body, CONVERSATIONS.c.body).label("text"),
+        CONVERSATIONS.c.attachments,
+        CONVERSATIONS.c.created_at.label("written_at"),
+        func.coalesce(OUTBOUND.c.sender, ADDRESSES.c.address).label("from_address"),
+        CHANNELS.c.secrets_sealed,
     )
-    rows = connection.execute(
-        select(
-            OUTBOUND,
-            ORGANIZATIONS.c.name.label("organization_name"),
-            TICKETS.c.number,
-            TICKETS.c.subject,
-            func.coalesce(OUTBOUND.c.body, CONVERSATIONS.c.body).label("text"),
-            CONVERSATIONS.c.attachments,
-            CONVERSATIONS.c.created_at.label("written_at"),
-            func.coalesce(OUTBOUND.c.sender, ADDRESSES.c.address).label("from_address"),
-            CHANNELS.c.secrets_sealed,
-        )
-        .join(ORGANIZATIONS, ORGANIZATIONS.c.id == OUTBOUND.c.organization_id)
-        .join(TICKETS, TICKETS.c.id == OUTBOUND.c.ticket_id)
-        .outerjoin(CONVERSATIONS, CONVERSATIONS.c.id == OUTBOUND.c.conversation_id)
-        .outerjoin(CHANNELS, CHANNELS.c.id == OUTBOUND.c.channel_id)
-        .outerjoin(ADDRESSES, and_(ADDRESSES.c.channel_id == OUTBOUND.c.channel_id, ADDRESSES.c.kind == "email"))
-        .where(OUTBOUND.c.id.in_(taken))
-        .order_by(OUTBOUND.c.id, ADDRESSES.c.address)
-    ).all()
-    claimed: dict[str, Claimed] = {}
+    .join(ORGANIZATIONS, ORGANIZATIONS.c.id == OUTBOUND.c.organization_id)
+    .join(TICKETS, TICKETS.c.id == OUTBOUND.c.ticket_id)
+    .outerjoin(CONVERSATIONS, CONVERSATIONS.c.id == OUTBOUND.c.conversation_id)
+    .outerjoin(CHANNELS, CHANNELS.c.id == OUTBOUND.c.channel_id)
+    .outerjoin(ADDRESSES, and_(ADDRESSES.c.channel_id == OUTBOUND.c.channel_id, ADDRESSES.c.kind == "email"))
+    .where(OUTBOUND.c.id.in_(bindparam("ids", expanding=True)), OUTBOUND.c.state == "queued")
+    .order_by(OUTBOUND.c.id, ADDRESSES.c.address)
+)
+
+
+def claimed(connection: Connection, cipher: Cipher, ids: Sequence[str]) -> tuple[list[Claimed], list[Result]]:
+    """The claimed messages still queued, each with what sending it needs; and a final failure for each whose
+    channel's secrets no key of this platform opens (no retry opens them)."""
+    rows = connection.execute(_CLAIMED, {"ids": list(ids)}).all()
+    threads = _threads(connection, [row for row in rows if row.medium == "email" and row.conversation_id is not None])
+    found: dict[str, Claimed] = {}
     unopened: dict[str, Result] = {}
     for row in rows:
-        if row.id in claimed or row.id in unopened:
+        if row.id in found or row.id in unopened:
             continue
         try:
             opened = _secrets(cipher, row.secrets_sealed) if row.secrets_sealed is not None else {}
-        except InvalidToken:  # sealed under a key this platform no longer has: no retry opens it
+        except InvalidToken:
             unopened[row.id] = Result(row.id, error=UNOPENED, final=True)
             continue
-        thread = (
-            _thread(connection, row.ticket_id, row.written_at, row.conversation_id)
-            if row.medium == "email" and row.conversation_id is not None
-            else []
-        )
+        thread = threads.get(row.id, [])
         wrote_at = _customer_wrote_at(connection, row.ticket_id, row.channel_id) if row.medium in MESSAGING else None
-        claimed[row.id] = Claimed(
+        found[row.id] = Claimed(
             id=row.id,
             medium=row.medium,
             organization_id=row.organization_id,
@@ -464,9 +482,7 @@ def claim_due(connection: Connection, cipher: Cipher, *, now: datetime, lease: t
             customer_wrote_at=wrote_at,
             secrets=opened,
         )
-    if unopened:
-        record(connection, list(unopened.values()), now=now)
-    return list(claimed.values())
+    return list(found.values()), list(unopened.values())
 
 
 def automatic(
@@ -556,22 +572,55 @@ def _customer_wrote_at(connection: Connection, ticket_id: str, channel_id: str) 
     return latest
 
 
-def _thread(connection: Connection, ticket_id: str, before: datetime, conversation_id: str) -> list[str]:
-    """The Message-IDs of the ticket's messages (its merged tickets' too) written before the reply, oldest first."""
-    threads = _with_merged(connection, ticket_id)
-    return list(
-        connection.scalars(
-            select(CONVERSATIONS.c.message_id)
-            .where(
-                CONVERSATIONS.c.ticket_id.in_(threads),
-                CONVERSATIONS.c.message_id.is_not(None),
-                CONVERSATIONS.c.internal.is_(False),
-                CONVERSATIONS.c.created_at <= before,
-                CONVERSATIONS.c.id != conversation_id,
-            )
-            .order_by(CONVERSATIONS.c.created_at, CONVERSATIONS.c.id)
-        )
+_MERGED_INTO = select(TICKETS.c.id, TICKETS.c.merged_into_id).where(
+    TICKETS.c.merged_into_id.in_(bindparam("ids", expanding=True))
+)
+_MESSAGE_IDS = (
+    select(CONVERSATIONS.c.message_id)
+    .where(
+        CONVERSATIONS.c.ticket_id.in_(bindparam("threads", expanding=True)),
+        CONVERSATIONS.c.message_id.is_not(None),
+        CONVERSATIONS.c.internal.is_(False),
+        CONVERSATIONS.c.created_at <= bindparam("before"),
+        CONVERSATIONS.c.id != bindparam("conversation_id"),
     )
+    .order_by(CONVERSATIONS.c.created_at.desc(), CONVERSATIONS.c.id.desc())
+    .limit(THREAD_REFERENCES)
+)
+"""The newest THREAD_REFERENCES Message-IDs of the tickets' messages written before the reply, newest first."""
+
+
+def _threads(connection: Connection, replies: Sequence[Any]) -> dict[str, list[str]]:
+    """For each mailed reply, the Message-IDs of its ticket's messages (its merged tickets' too) written before it,
+    oldest first, the newest THREAD_REFERENCES of them (a ticket's thread grows without end; its References need
+    not)."""
+    if not replies:
+        return {}
+    merged: dict[str, list[str]] = {}
+    for ticket in connection.execute(_MERGED_INTO, {"ids": list({row.ticket_id for row in replies})}):
+        merged.setdefault(ticket.merged_into_id, []).append(ticket.id)
+    return {
+        row.id: list(
+            reversed(
+                connection.scalars(
+                    _MESSAGE_IDS,
+                    {
+                        "threads": [row.ticket_id, *merged.get(row.ticket_id, [])],
+                        "before": row.written_at,
+                        "conversation_id": row.conversation_id,
+                    },
+                ).all()
+            )
+        )
+        for row in replies
+    }
+
+
+_QUEUED = (
+    select(OUTBOUND)
+    .where(OUTBOUND.c.id.in_(bindparam("ids", expanding=True)), OUTBOUND.c.state == "queued")
+    .with_for_update()
+)
 
 
 def record(
@@ -580,14 +629,14 @@ def record(
     """What came of each attempt: sent (at `sent_at`, when the round of sends began: before the provider took it),
     due again after its backoff, or `failed` once the retries are spent (or at once, for an error no retry mends);
     each change of state a `delivery_changed` event. A message no longer queued (erased with its customer, say) is
-    left as it is."""
+    left as it is. The rows are read and locked first, then written one statement per shape of change."""
+    if not results:
+        return
+    given = {result.outbound_id: result for result in results}
     activity = []
-    for result in results:
-        row = connection.execute(
-            select(OUTBOUND).where(OUTBOUND.c.id == result.outbound_id, OUTBOUND.c.state == "queued")
-        ).first()
-        if row is None:
-            continue
+    shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in connection.execute(_QUEUED, {"ids": list(given)}):
+        result = given[row.id]
         attempts = row.attempts + 1
         changes: dict[str, Any] = {"attempts": attempts, "updated_at": now}
         if result.error is None:
@@ -604,15 +653,23 @@ def record(
             changes |= {"state": "failed", "next_attempt_at": None, "last_error": result.error}
         else:
             changes |= {"next_attempt_at": now + RETRY_DELAYS[attempts - 1], "last_error": result.error}
-        moved = connection.execute(
-            update(OUTBOUND).where(OUTBOUND.c.id == row.id, OUTBOUND.c.state == "queued").values(**changes)
-        ).rowcount
-        if not moved:  # erased (or deleted) while it was being sent: nothing of it is written back
-            continue
+        shapes.setdefault(tuple(changes), []).append({"outbound_id": row.id, **changes})
         if changes.get("state", "queued") != "queued" and row.conversation_id is not None:
             activity.append(_changed(row, "queued", changes["state"], changes.get("last_error"), now))
+    for names, rows in shapes.items():
+        connection.execute(_recorded(names), rows)
     if activity:
         events.record_rows(connection, activity)
+
+
+@functools.cache
+def _recorded(names: tuple[str, ...]) -> Any:
+    """The update of a queued row's columns `names`, by its id (`outbound_id`): one statement per shape, built once."""
+    return (
+        update(OUTBOUND)
+        .where(OUTBOUND.c.id == bindparam("outbound_id"), OUTBOUND.c.state == "queued")
+        .values({name: bindparam(name) for name in names})
+    )
 
 
 def resend(

@@ -58,10 +58,10 @@ ACCOUNT_MAIL = "account"
 
 
 class _RepeatedHeaders(HeaderRegistry):
-    """policy.default's header factory, remembering the headers it built: the standard library parses a header again
-    on every read of it (a part's Content-Type is read by each question asked of the part), and mails repeat the same
-    short header values (`text/plain; charset=utf-8`) again and again. A header object is immutable, so one can be
-    shared; long values (References, Received) are built each time and never kept."""
+    """policy.default's header factory, remembering the headers it built and their classes: the standard library
+    parses a header again on every read of it (a part's Content-Type is read by each question asked of the part), and
+    mails repeat the same short header values (`text/plain; charset=utf-8`) again and again. A header object is
+    immutable, so one can be shared; long values (References, Received) are built each time and never kept."""
 
     @functools.lru_cache(maxsize=2048)  # noqa: B019 - one instance, for the life of the process
     def _cached(self, name: str, value: str) -> BaseHeader:
@@ -69,6 +69,12 @@ class _RepeatedHeaders(HeaderRegistry):
 
     def __call__(self, name: str, value: str) -> BaseHeader:
         return self._cached(name, value) if len(value) <= 200 else super().__call__(name, value)
+
+    @functools.lru_cache(maxsize=256)  # noqa: B019 - one instance, for the life of the process
+    def __getitem__(self, name: str) -> type[BaseHeader]:
+        """The class of a header's name, made once: the standard library makes a new class on every call (each
+        header built, each header set on a message to count its kind)."""
+        return super().__getitem__(name)  # type: ignore[no-any-return]
 
 
 MAIL_POLICY = policy.default.clone(header_factory=_RepeatedHeaders())
