@@ -45,7 +45,7 @@ class Changes:
         self.db = db
         self.publish = publish
         self.clock = clock
-        self.writes = BatchedWrites(db)
+        self.writes = BatchedWrites(db, defer=16)
 
     async def run(self, owner_id: str, work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """`work(connection, *args, **kwargs, recorded=..., now=...)` in one transaction, then its events announced."""

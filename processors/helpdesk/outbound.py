@@ -371,9 +371,11 @@ class ReplySender:
         self.lease = lease
         self.poll_s = poll_s
         self.notify_from = notify_from
+        """The From address of members' notices (`SIGNALYARD_HELPDESK_MAIL_FROM`, as the sign-in mail's)."""
         self.files = files
         """Signed URLs of stored files, by which a provider fetches an SMS reply's files."""
-        """The From address of members' notices (`SIGNALYARD_HELPDESK_MAIL_FROM`, as the sign-in mail's)."""
+        self._full = False
+        """Whether the last round claimed all it could (SENDS_AT_ONCE): more are likely due."""
 
     async def close(self) -> None:
         """Close the connections it keeps (SMTP servers', the SMS provider's)."""
@@ -394,10 +396,13 @@ class ReplySender:
                 await asyncio.sleep(self.poll_s)
 
     async def send_due(self) -> int:
-        """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many."""
-        if not await self.db.read(outbound.any_due, self.clock()):
+        """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many. An idle
+        sender asks whether anything is due (a read) before it claims (a write); one whose last round was full claims
+        at once."""
+        if not self._full and not await self.db.read(outbound.any_due, self.clock()):
             return 0
         taken = await self.db.write(outbound.claim_due, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE)
+        self._full = len(taken) == SENDS_AT_ONCE
         if not taken:
             return 0
         claimed, unopened = await self.db.read(outbound.claimed, self.cipher, taken)
