@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, DateTime, func, literal, select
+from sqlalchemy import ColumnElement, DateTime, func, literal, literal_column, select
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
@@ -38,3 +39,10 @@ def json_list_has(dialect: str, array: ColumnElement[Any], value: Any) -> Column
     elements = "json_each" if dialect == "sqlite" else "json_array_elements_text"
     values = getattr(func, elements)(array).table_valued("value")
     return select(literal(1)).select_from(values).where(values.c.value == value).exists()
+
+
+def among(column: ColumnElement[Any], words: Sequence[str]) -> ColumnElement[bool]:
+    """`column IN ('a', 'b')` with the words written into the statement: a fixed list of our own words (states,
+    providers), where `column.in_(words)` binds them as a list that every execution expands into the SQL again."""
+    assert all(word.isidentifier() for word in words), "only our own plain words are written into SQL"
+    return column.in_([literal_column(f"'{word}'") for word in words])

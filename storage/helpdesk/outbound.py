@@ -14,9 +14,10 @@ from email.utils import make_msgid
 from typing import Any, Literal, get_args
 
 from cryptography.fernet import InvalidToken
-from sqlalchemy import Select, and_, bindparam, func, or_, select, update
+from sqlalchemy import Select, and_, bindparam, func, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
+from storage.common.models import among
 from storage.common.secrets import Cipher, unseal
 from storage.helpdesk import events, tickets
 from storage.helpdesk.channels import ADDRESSES, CHANNELS, organization_addresses
@@ -196,7 +197,7 @@ _LATEST = (
             INBOUND.c.ticket_id == bindparam("ticket_id"),
             INBOUND.c.ticket_id.in_(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == bindparam("ticket_id"))),
         ),
-        INBOUND.c.provider.in_((*ANSWERED_THROUGH, "voice")),
+        among(INBOUND.c.provider, (*ANSWERED_THROUGH, "voice")),
         CHANNELS.c.deleted_at.is_(None),
     )
     .order_by(INBOUND.c.created_at.desc())
@@ -324,6 +325,9 @@ def message_id(way: Route) -> str:
     return make_msgid(domain=way.sender.rpartition("@")[2] or None).strip("<>")
 
 
+_INSERT = insert(OUTBOUND)
+
+
 def enqueue(
     connection: Connection,
     ticket: TicketRecord,
@@ -338,31 +342,29 @@ def enqueue(
     """The reply's outbound messages, due now: one, or for a text past its provider's PART_CHARS one per part (a mail's
     Message-ID is given: the conversation keeps it too, so that the customer's answer threads by it)."""
     parts = split(body, PART_CHARS[way.medium]) if way.medium in PART_CHARS else [body]
-    connection.execute(
-        OUTBOUND.insert(),
-        [
-            {
-                "id": new_uuid(),
-                "organization_id": ticket.organization_id,
-                "ticket_id": ticket.id,
-                "conversation_id": conversation_id,
-                "channel_id": way.channel_id,
-                "medium": way.medium,
-                "sender": way.sender,
-                "recipient": way.recipient,
-                "state": "queued",
-                "provider_message_id": provider_message_id,
-                "body": text,
-                "part": part,
-                "auto_submitted": auto_submitted,
-                "attempts": 0,
-                "next_attempt_at": now,
-                "created_at": now,
-                "updated_at": now,
-            }
-            for part, text in enumerate(parts)
-        ],
-    )
+    rows = [
+        {
+            "id": new_uuid(),
+            "organization_id": ticket.organization_id,
+            "ticket_id": ticket.id,
+            "conversation_id": conversation_id,
+            "channel_id": way.channel_id,
+            "medium": way.medium,
+            "sender": way.sender,
+            "recipient": way.recipient,
+            "state": "queued",
+            "provider_message_id": provider_message_id,
+            "body": text,
+            "part": part,
+            "auto_submitted": auto_submitted,
+            "attempts": 0,
+            "next_attempt_at": now,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for part, text in enumerate(parts)
+    ]
+    connection.execute(_INSERT, rows[0] if len(rows) == 1 else rows)
     return Delivery(way.medium, way.recipient, "queued", provider_message_id, None, None, 0, now, len(parts), body)
 
 
@@ -372,7 +374,7 @@ _IN_TURN = ~(
     .where(
         _EARLIER.c.conversation_id == OUTBOUND.c.conversation_id,
         _EARLIER.c.part < OUTBOUND.c.part,
-        _EARLIER.c.state.in_(("queued", "failed")),
+        among(_EARLIER.c.state, ("queued", "failed")),
     )
     .exists()
 )

@@ -1,0 +1,133 @@
+"""What a reply costs the gateway, step by step, beside a note and a ticket create: CPU per call in one process.
+
+    python bench/helpdesk_reply_cost.py [--calls 2000] [--rounds 2] [--database-url URL]
+
+Migrates a new SQLite database in a temp dir (or uses `--database-url`, which must be a fresh database: the channel's
+secrets are sealed with this run's key), makes an organization with an email channel and 64 tickets, then for
+`--rounds` rounds times each operation `--calls` times, one call after another, through the service layer the REST
+handlers call (operations/helpdesk), and prints the CPU time (`time.process_time`) per call of the last round:
+
+- the ticket read alone (`tickets.get`), and with the way back to its customer (what a reply reads before it writes:
+  `outbound.route`);
+- a reply (`conversations.add`: that read, then the conversation, its outbound message and its log rows written),
+  a note (the same without the route and the outbound message), a ticket create (`tickets.open_ticket`).
+
+No HTTP, no concurrency (each write is a round of its own), no processors: the cost of the operations themselves,
+which bench/helpdesk_replies.py measures through the stack. Not a test: it exits 0 when it ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from cryptography.fernet import Fernet, MultiFernet
+from sqlalchemy import insert
+from sqlalchemy.engine import Connection
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from operations.common.actors import Actor
+from operations.helpdesk import conversations, tickets
+from operations.helpdesk.conversations import AddConversation
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.tickets import CreateTicket
+from storage.common.db import Database, migrate, sqlite_url
+from storage.helpdesk import channels, outbound
+from storage.helpdesk import tickets as stored
+from storage.helpdesk.workspaces import ORGANIZATIONS
+
+TICKETS = 64
+CIPHER = MultiFernet([Fernet(Fernet.generate_key())])
+
+
+async def _nobody(_organization_id: str, _event_id: str) -> None:
+    return None
+
+
+async def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
+    db = Database(url)
+    desk = Helpdesk(db, _nobody, CIPHER)
+    organization = str(uuid.uuid4())
+    now = datetime.now(UTC)
+    row = {"id": organization, "name": "Acme", "slug": f"acme-{organization[:8]}", "plan": "free", "created_at": now}
+    await db.write(lambda connection: connection.execute(insert(ORGANIZATIONS).values(**row)))
+    await db.write(
+        channels.open_channel,
+        CIPHER,
+        organization,
+        kind="email",
+        name="Support",
+        addresses=["support@acme.example"],
+        given={},
+        settings={},
+        now=now,
+    )
+    agent = Actor(organization, str(uuid.uuid4()), "admin")
+    made = [
+        await tickets.open_ticket(desk, agent, CreateTicket(subject=f"Order {n}", customer_email=f"c{n}@acme.example"))
+        for n in range(TICKETS)
+    ]
+
+    def way_back(connection: Connection, ticket_id: str) -> outbound.Route:
+        ticket = stored.get(connection, organization, ticket_id)
+        assert ticket is not None
+        return outbound.route(connection, CIPHER, ticket, datetime.now(UTC))
+
+    def reply(n: int) -> Awaitable[object]:
+        given = AddConversation(body=f"Reply {n}: your order left our depot today.")
+        return conversations.add(desk, agent, made[n % TICKETS].id, given)
+
+    def note(n: int) -> Awaitable[object]:
+        given = AddConversation(body=f"Note {n}: the order left our depot today.", internal=True)
+        return conversations.add(desk, agent, made[n % TICKETS].id, given)
+
+    def create(n: int) -> Awaitable[object]:
+        given = CreateTicket(subject=f"Order {n} has not arrived", customer_email=f"d{n % 100}@acme.example")
+        return tickets.open_ticket(desk, agent, given)
+
+    steps: dict[str, Callable[[int], Awaitable[object]]] = {
+        "ticket read": lambda n: db.read(stored.get, organization, made[n % TICKETS].id),
+        "ticket read + route": lambda n: db.read(way_back, made[n % TICKETS].id),
+        "reply": reply,
+        "note": note,
+        "ticket create": create,
+    }
+    costs: dict[str, float] = {}
+    try:
+        for _ in range(rounds):
+            for name, step in steps.items():
+                began = time.process_time()
+                for n in range(calls):
+                    await step(n)
+                costs[name] = (time.process_time() - began) / calls * 1000
+    finally:
+        await db.dispose()
+    return costs
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=2000, help="calls of each operation a round (default 2000)")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds; the last is printed (default 2)")
+    parser.add_argument("--database-url", help="a fresh database (default: SQLite in a temp dir)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as workdir:
+        url = args.database_url or sqlite_url(Path(workdir) / "signalyard.db")
+        migrate(url)
+        costs = asyncio.run(measure(url, args.calls, args.rounds))
+    print(f"\nCPU per call, {args.calls} calls after {args.rounds - 1} warm-up round(s) ({url.split(':')[0]}):")
+    for name, cost in costs.items():
+        print(f"  {name:20} {cost:6.3f} ms  ({cost / costs['ticket create']:.2f} of a create)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
