@@ -83,10 +83,12 @@ class Mailbox:
 
     def __init__(self) -> None:
         self.arrived: dict[str, list[float]] = {}
+        self.received = 0
         self.port = free_port()
         self.controller = Controller(self, hostname="127.0.0.1", port=self.port)
 
     async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:
+        self.received += 1
         found = MESSAGE_ID.search(envelope.original_content or envelope.content)
         if found is not None:
             self.arrived.setdefault(found.group(1).decode(), []).append(time.monotonic())
@@ -100,6 +102,15 @@ class Mailbox:
                 return None
             await asyncio.sleep(0.05)
         return max(self.arrived[message_id][0] for message_id in message_ids)
+
+    async def drained(self, count: int, timeout_s: float) -> float | None:
+        """Seconds until `count` mails in all have arrived, or None when they did not within `timeout_s`."""
+        began = time.monotonic()
+        while self.received < count:
+            if time.monotonic() - began > timeout_s:
+                return None
+            await asyncio.sleep(0.05)
+        return time.monotonic() - began
 
 
 class _PerTicket:
@@ -124,6 +135,8 @@ class Replies:
     def __init__(self, tickets: list[str]) -> None:
         self.tickets = tickets
         self.seq = 0
+        self.answered = 0
+        """Replies answered 201, by the stack or the bare endpoint: each of the stack's is mailed."""
         self.authorization = ""
         self.sent: dict[str, tuple[float, float, str]] | None = None
 
@@ -139,6 +152,7 @@ class Replies:
         pool = http.pools[self.seq % len(http.pools)]
         sent = time.monotonic()
         status, answer = await pool.post(b'{"body": "Reply %d: your order left our depot today."}' % self.seq)
+        self.answered += status == self.ok_status
         if status == self.ok_status and self.sent is not None:
             made = _conversation(answer)
             if made.delivery is not None and made.delivery.provider_message_id:
@@ -181,6 +195,8 @@ class RepliesBench(Bench):
         await pools.aclose()
         if status != "201" or not self.replies.sent:
             raise RuntimeError(f"a first reply answered {status}: {canned[:300]!r}\n{self.stack.log_tail()}")
+        self.stack_replies = 1
+        """Replies the stack answered 201: each is mailed."""
         first = {message_id for _, _, message_id in self.replies.sent.values()}
         if await self.mailbox.wait_for(first, args.warmup_timeout) is None:
             raise RuntimeError(f"no mail within {args.warmup_timeout:g}s of a reply\n{self.stack.log_tail()}")
@@ -196,6 +212,16 @@ class RepliesBench(Bench):
 
     async def _stop_mailbox(self) -> None:
         self.mailbox.controller.stop()
+
+    async def drain(self) -> None:
+        """Wait until every reply the stack answered so far has been mailed: a sender behind the closed loop keeps
+        sending after it, on the same cores as the next run."""
+        mailed, answered = self.mailbox.received, self.stack_replies
+        took = await self.mailbox.drained(answered, self.args.mail_timeout)
+        if took is None:
+            unsent = answered - self.mailbox.received
+            raise RuntimeError(f"{unsent} replies not mailed within {self.args.mail_timeout:g}s")
+        log(f"  the stack's sender mailed its {answered - mailed} replies still queued in {took:.1f}s")
 
     async def open_tickets(self, key: str, count: int) -> list[str]:
         http = RawHttp(self.stack.port, f"Bearer {key}", path="/api/v1/tickets")
@@ -216,6 +242,7 @@ class RepliesBench(Bench):
     ) -> Phase:
         args = self.args
         client.use(await self.keys.next(), track=rate is not None)
+        answered = getattr(client, "answered", 0)
         if rate is None:
             assert concurrency is not None
             phase = await closed_loop(
@@ -225,6 +252,8 @@ class RepliesBench(Bench):
             phase = await open_loop(client, server, self.servers, rate, duration_s=args.duration, warmup_s=args.warmup)
         phase.target = target
         self.phases.append(phase)
+        if client is self.replies and server is self.stack:
+            self.stack_replies += client.answered - answered
         log(f"  {target}: {phase.throughput:.1f} ok/s, p50 {phase.p50_ms} ms, p99 {phase.p99_ms} ms, {phase.failures}")
         await asyncio.sleep(args.pause)
         return phase
@@ -237,6 +266,8 @@ class RepliesBench(Bench):
             for name, client in (("creates", creates), ("replies", self.replies)):
                 log(f"closed loops: {name}, concurrency {concurrency}, {args.duration:g}s each")
                 stack = await self.run_phase(client, f"{name} stack", self.stack, concurrency)
+                if client is self.replies:  # the bare endpoint's run shares no CPU with the stack's sends
+                    await self.drain()
                 bare = await self.run_phase(client, f"{name} bare", self.bare, concurrency)
                 if concurrency == RATIO_CONCURRENCY:
                     ratios[name] = round(stack.throughput / bare.throughput, 3) if bare.throughput else None

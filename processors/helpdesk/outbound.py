@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import html
+import io
 import mimetypes
 import secrets
 import ssl
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from email.generator import BytesGenerator
 from email.message import EmailMessage
 from email.policy import EmailPolicy
 from email.utils import format_datetime, formataddr
@@ -79,7 +81,16 @@ class SmtpTransport:
 
     async def _over(self, client: aiosmtplib.SMTP, message: EmailMessage, sender: str, recipient: str) -> None:
         try:
-            await client.send_message(message, sender=sender, recipients=[recipient])
+            if (
+                (sender + recipient).isascii()
+                and not client.is_ehlo_or_helo_needed
+                and client.supports_extension("8bitmime")
+            ):
+                # what send_message does for such a mail, its message written by OUTGOING (and so its own headers as
+                # they are, where send_message's generator folds each again)
+                await client.sendmail(sender, [recipient], written(message), mail_options=["BODY=8BITMIME"])
+            else:
+                await client.send_message(message, sender=sender, recipients=[recipient])
         except aiosmtplib.SMTPRecipientsRefused as refused:
             self.idle.append(client)
             failures = [error for error in refused.recipients if error.code >= 500]
@@ -374,11 +385,15 @@ class ReplySender:
         """The From address of members' notices (`SIGNALYARD_HELPDESK_MAIL_FROM`, as the sign-in mail's)."""
         self.files = files
         """Signed URLs of stored files, by which a provider fetches an SMS reply's files."""
-        self._full = False
-        """Whether the last round claimed all it could (SENDS_AT_ONCE): more are likely due."""
+        self._next: list[str] = []
+        """The next round's messages, claimed with the last round's results."""
 
     async def close(self) -> None:
-        """Close the connections it keeps (SMTP servers', the SMS provider's)."""
+        """Give back the messages claimed for a next round (due at once for another sender) and close the connections
+        it keeps (SMTP servers', the SMS provider's)."""
+        if self._next:
+            await self.db.write(outbound.give_back, self._next, now=self.clock())
+            self._next = []
         for transport in [self.transport, *self._own.values()]:
             if isinstance(transport, SmtpTransport):
                 await transport.close()
@@ -397,18 +412,27 @@ class ReplySender:
 
     async def send_due(self) -> int:
         """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many. An idle
-        sender asks whether anything is due (a read) before it claims (a write); one whose last round was full claims
-        at once."""
-        if not self._full and not await self.db.read(outbound.any_due, self.clock()):
-            return 0
-        taken = await self.db.write(outbound.claim_due, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE)
-        self._full = len(taken) == SENDS_AT_ONCE
+        sender asks whether anything is due (a read) before it claims (a write); after a full round (more are likely
+        due), the write that stores its results claims the next round's, one write a round where there were two."""
+        taken, self._next = self._next, []
         if not taken:
-            return 0
+            if not await self.db.read(outbound.any_due, self.clock()):
+                return 0
+            taken = await self.db.write(outbound.claim_due, now=self.clock(), lease=self.lease, limit=SENDS_AT_ONCE)
+            if not taken:
+                return 0
         claimed, unopened = await self.db.read(outbound.claimed, self.cipher, taken)
         began = self.clock()
         results = await asyncio.gather(*(self._send(reply) for reply in claimed))
-        await self.db.write(outbound.record, [*unopened, *results], now=self.clock(), sent_at=began)
+        more = SENDS_AT_ONCE if len(taken) == SENDS_AT_ONCE else 0
+        self._next = await self.db.write(
+            outbound.record_then_claim,
+            [*unopened, *results],
+            now=self.clock(),
+            sent_at=began,
+            lease=self.lease,
+            limit=more,
+        )
         return len(claimed)
 
     async def _send(self, reply: Claimed) -> Result:
@@ -465,6 +489,14 @@ class _Outgoing(EmailPolicy):
     standard library's, which also refuses line breaks; the MIME headers, read again and again as the parts are
     built and written, keep their parsed form."""
 
+    def fold_binary(self, name: str, value: Any) -> bytes:
+        """A header that fits on its line in plain ASCII as it is; any other folded (and encoded) by the standard
+        library."""
+        text = str(value)
+        if text.isascii() and len(name) + len(text) + 2 <= (self.max_line_length or 78) and "\n" not in text:
+            return f"{name}: {text}{self.linesep}".encode("ascii")
+        return super().fold_binary(name, value)  # type: ignore[no-any-return]
+
     def header_store_parse(self, name: str, value: Any) -> tuple[str, Any]:
         if (
             isinstance(value, str)
@@ -478,6 +510,14 @@ class _Outgoing(EmailPolicy):
 
 
 OUTGOING = _Outgoing(header_factory=MAIL_POLICY.header_factory)
+_ON_THE_WIRE = OUTGOING.clone(linesep="\r\n")
+
+
+def written(message: EmailMessage) -> bytes:
+    """The mail as it goes over SMTP: CRLF line ends, 8-bit parts as they are (the server takes 8BITMIME)."""
+    with io.BytesIO() as out:
+        BytesGenerator(out, policy=_ON_THE_WIRE).flatten(message)
+        return out.getvalue()
 
 
 async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
@@ -523,7 +563,7 @@ async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
 def _boundary() -> str:
     """A multipart boundary of 128 random bits, which no text holds: the generator, given none, makes one and searches
     the whole message for it with a regular expression compiled for each one (0.1 ms a mail)."""
-    return f"=_{secrets.token_hex(16)}"
+    return f"=_{secrets.token_urlsafe(16)}"
 
 
 def subject_of(subject: str, number: int) -> str:

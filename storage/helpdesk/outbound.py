@@ -423,6 +423,13 @@ def claim_due(connection: Connection, *, now: datetime, lease: timedelta, limit:
     return list(connection.scalars(_CLAIM, {"ids": due, "now": now, "until": now + lease}))
 
 
+def give_back(connection: Connection, ids: Sequence[str], *, now: datetime) -> None:
+    """Claimed messages not sent, due again at once (a sender that stops gives back what it claimed ahead)."""
+    connection.execute(
+        update(OUTBOUND).where(OUTBOUND.c.id.in_(list(ids)), OUTBOUND.c.state == "queued").values(next_attempt_at=now)
+    )
+
+
 _CLAIMED = (
     select(
         OUTBOUND,
@@ -662,6 +669,20 @@ def record(
         connection.execute(_recorded(names), rows)
     if activity:
         events.record_rows(connection, activity)
+
+
+def record_then_claim(
+    connection: Connection,
+    results: Sequence[Result],
+    *,
+    now: datetime,
+    sent_at: datetime | None,
+    lease: timedelta,
+    limit: int,
+) -> list[str]:
+    """`record`, then `claim_due` of up to `limit` more (none when 0), in one transaction."""
+    record(connection, results, now=now, sent_at=sent_at)
+    return claim_due(connection, now=now, lease=lease, limit=limit) if limit else []
 
 
 @functools.cache
