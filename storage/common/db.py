@@ -45,13 +45,19 @@ def sqlite_url(path: Path) -> str:
     return f"sqlite+aiosqlite:///{path}"
 
 
-def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+POOL_SIZE = 32
+"""PostgreSQL connections a process keeps, and the most it opens: a gateway's requests each hold one for their read,
+and a pool smaller than its concurrency made and closed connections under load, each new one costing its connect
+and its statements prepared again (replies through REST on PostgreSQL: 105 -> 184 a second from 20 to 32)."""
+
+
+def create_engine(url: str, *, pool_size: int = POOL_SIZE) -> AsyncEngine:
     """An engine tuned for our access pattern: many short transactions from one process."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", functools.partial(_sqlite_pragmas, busy_timeout_ms=30_000))
         return engine
-    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    return create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_timeout_ms: int) -> None:
@@ -89,7 +95,7 @@ class Database:
     the event loop itself (a hot-path transaction takes a fraction of a millisecond, less than handing it to a
     thread), and they are testable with no event loop at all."""
 
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
         self.url = url
         self.engine = create_engine(url, pool_size=pool_size)
         # SQLite has one writer at a time; queueing writers here is far cheaper than its busy-wait back-off.
