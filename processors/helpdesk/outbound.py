@@ -485,15 +485,16 @@ class _Outgoing(EmailPolicy):
     """MAIL_POLICY for the mail we write: an addressing header's value (From, Subject, Message-ID: those the message's
     building never reads back) that is plain ASCII and fits on its line is kept as given and written out as it is,
     where the standard library parses each header set on a message into tokens and folds them again to write it
-    (measured: 1.5 ms of CPU a reply, 0.3 ms so). Any other value (a name that needs encoding, a line break) is the
-    standard library's, which also refuses line breaks; the MIME headers, read again and again as the parts are
-    built and written, keep their parsed form."""
+    (measured: a mail composed and written took 1.5 ms of CPU that way, 0.47 ms so). Any other value (a name that
+    needs encoding, a line break) is the standard library's, which also refuses line breaks; the MIME headers, read
+    again and again as the parts are built and written, keep their parsed form, and are written as they are when
+    they fit on their line."""
 
     def fold_binary(self, name: str, value: Any) -> bytes:
         """A header that fits on its line in plain ASCII as it is; any other folded (and encoded) by the standard
         library."""
         text = str(value)
-        if text.isascii() and len(name) + len(text) + 2 <= (self.max_line_length or 78) and "\n" not in text:
+        if text.isascii() and len(name) + len(text) + 2 <= (self.max_line_length or 78) and text.isprintable():
             return f"{name}: {text}{self.linesep}".encode("ascii")
         return super().fold_binary(name, value)  # type: ignore[no-any-return]
 

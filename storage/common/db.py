@@ -47,8 +47,8 @@ def sqlite_url(path: Path) -> str:
 
 POOL_SIZE = 32
 """PostgreSQL connections a process keeps, and the most it opens: a gateway's requests each hold one for their read,
-and a pool smaller than its concurrency made and closed connections under load, each new one costing its connect
-and its statements prepared again (replies through REST on PostgreSQL: 105 -> 184 a second from 20 to 32)."""
+and a pool smaller than its concurrency makes and closes connections under load, each new one paying its connect and
+its statements prepared again (measured: bench/helpdesk_replies.py on PostgreSQL)."""
 
 
 def create_engine(url: str, *, pool_size: int = POOL_SIZE) -> AsyncEngine:
