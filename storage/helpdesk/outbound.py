@@ -188,15 +188,17 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord, now: dat
     return _through(connection, cipher, "email", ticket.customer_email, organization_id=ticket.organization_id)
 
 
+_ON_TICKET = or_(
+    INBOUND.c.ticket_id == bindparam("ticket_id"),
+    INBOUND.c.ticket_id.in_(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == bindparam("ticket_id"))),
+)
+"""An inbound message on the ticket `ticket_id` or on one merged into it (each found by its index)."""
 _LATEST = (
     select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details, INBOUND.c.created_at, TICKETS.c.thread_key)
     .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
     .join(TICKETS, TICKETS.c.id == INBOUND.c.ticket_id)
     .where(
-        or_(
-            INBOUND.c.ticket_id == bindparam("ticket_id"),
-            INBOUND.c.ticket_id.in_(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == bindparam("ticket_id"))),
-        ),
+        _ON_TICKET,
         among(INBOUND.c.provider, (*ANSWERED_THROUGH, "voice")),
         CHANNELS.c.deleted_at.is_(None),
     )
@@ -241,14 +243,6 @@ def _messaging(connection: Connection, cipher: Cipher, latest: Any, *, now: date
 def _hours(waited: timedelta) -> str:
     hours = int(waited.total_seconds() // 3600)
     return f"{hours} hours" if hours < 48 else f"{hours // 24} days"
-
-
-_MERGED = select(TICKETS.c.id).where(TICKETS.c.merged_into_id == bindparam("ticket_id"))
-
-
-def _with_merged(connection: Connection, ticket_id: str) -> list[str]:
-    """The ticket and the tickets merged into it (found by their index, so that the reads by them use theirs)."""
-    return [ticket_id, *connection.scalars(_MERGED, {"ticket_id": ticket_id})]
 
 
 @functools.cache
@@ -571,13 +565,12 @@ def _no_automatic_mail(
     return None
 
 
+_WROTE_AT = select(func.max(INBOUND.c.created_at)).where(_ON_TICKET, INBOUND.c.channel_id == bindparam("channel_id"))
+
+
 def _customer_wrote_at(connection: Connection, ticket_id: str, channel_id: str) -> datetime | None:
     """When the customer's latest message on the ticket (or one merged into it) came through the channel."""
-    latest: datetime | None = connection.execute(
-        select(func.max(INBOUND.c.created_at)).where(
-            INBOUND.c.ticket_id.in_(_with_merged(connection, ticket_id)), INBOUND.c.channel_id == channel_id
-        )
-    ).scalar()
+    latest: datetime | None = connection.execute(_WROTE_AT, {"ticket_id": ticket_id, "channel_id": channel_id}).scalar()
     return latest
 
 
