@@ -555,16 +555,23 @@ async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:
         main, _, sub = (content_type or "application/octet-stream").partition("/")
         data = await blobs.get(attachment["blob"])
         message.add_attachment(data, maintype=main, subtype=sub or "octet-stream", filename=attachment["name"])
-    for part in message.walk():
-        if part.is_multipart():
-            part.set_boundary(_boundary())
+    base = BOUNDARY if BOUNDARY not in reply.body else _new_boundary()
+    for n, part in enumerate(part for part in message.walk() if part.is_multipart()):
+        part.set_boundary(f"{base}.{n:02}")
     return message
 
 
-def _boundary() -> str:
-    """A multipart boundary of 128 random bits, which no text holds: the generator, given none, makes one and searches
-    the whole message for it with a regular expression compiled for each one (0.1 ms a mail)."""
+def _new_boundary() -> str:
+    """128 random bits after `=_`, which neither base64 nor quoted-printable writes: only a text part sent as it is
+    could hold them, and that is checked."""
     return f"=_{secrets.token_urlsafe(16)}"
+
+
+BOUNDARY = _new_boundary()
+"""The multipart boundaries of this process's mails (`.00`, `.01` after it for nested parts), unless a reply's text
+holds it, when that mail gets one of its own: the generator, given none, makes one per mail and searches the whole
+message for it with a regular expression compiled for each, and a boundary new to the header cache is parsed again
+(together 0.09 ms of a mail's 0.21 ms, measured by composing and writing 5,000 replies)."""
 
 
 def subject_of(subject: str, number: int) -> str:

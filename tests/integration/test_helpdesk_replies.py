@@ -24,7 +24,7 @@ from operations.helpdesk import attachments, conversations
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.mail import OUR_HEADER, SmtpServer
-from processors.helpdesk.outbound import ReplySender, SmsSender, SmtpTransport
+from processors.helpdesk.outbound import BOUNDARY, ReplySender, SmsSender, SmtpTransport
 from storage.common.blobs import DirectoryBlobs
 from storage.common.db import Database
 from storage.helpdesk import channels, events, outbound, tickets
@@ -169,6 +169,21 @@ async def test_a_reply_is_mailed_from_the_channel_threaded_under_the_customer_s_
     answer = await desk.mail(f"Re: {sent['Subject']}", "Thanks!", **{"In-Reply-To": sent["Message-ID"]})
     assert answer.ticket_id == asked.ticket_id
     assert answer.outcome == "threaded by In-Reply-To"
+
+
+async def test_a_reply_that_quotes_the_mails_boundary_still_arrives_whole(desk: Desk) -> None:
+    asked = await desk.mail("Odd mail", "Your mail's source had a line in it I did not understand.")
+    quoted = f"That line was a boundary:\n--{BOUNDARY}.00\nnothing to worry about."
+    await desk.reply(asked.ticket_id, quoted)
+    await desk.reply(asked.ticket_id, "Anything else?")
+    assert await desk.sender.send_due() == 2
+    texts = {}
+    for mail in desk.smtp.received:
+        text = mail.message.get_body(("plain",))
+        assert text is not None
+        texts["\n".join(text.get_content().splitlines())] = mail.message.get_boundary()
+    assert texts[quoted] != f"{BOUNDARY}.00", "a text holding the boundary gets a mail boundary of its own"
+    assert texts["Anything else?"] == f"{BOUNDARY}.00"
 
 
 async def test_the_email_provider_s_events_move_a_mailed_reply_to_delivered_or_bounced(desk: Desk) -> None:
