@@ -7,8 +7,8 @@ secrets are sealed with this run's key), makes an organization with an email cha
 `--rounds` rounds times each operation `--calls` times, one call after another, through the service layer the REST
 handlers call (operations/helpdesk), and prints the CPU time (`time.process_time`) per call of the last round:
 
-- the ticket read alone (`tickets.get`), and with the way back to its customer (what a reply reads before it writes:
-  `outbound.route`);
+- the ticket read alone (`tickets.get`), and with the way back to its customer (what a reply reads in its unit of
+  work before it writes: `outbound.route`);
 - a reply (`conversations.add`: that read, then the conversation, its outbound message and its log rows written),
   a note (the same without the route and the outbound message), a ticket create (`tickets.open_ticket`).
 

@@ -4,7 +4,6 @@ person's reply or note is theirs (`author_id`) and its events carry them as the 
 from __future__ import annotations
 
 import dataclasses
-from datetime import datetime
 from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
@@ -20,7 +19,7 @@ from operations.helpdesk.fields import Body, Cursor, Limit, Uuid, is_uuid
 from storage.common.paging import CursorNotFound
 from storage.common.secrets import Cipher
 from storage.helpdesk import outbound, tickets, uploads
-from storage.helpdesk.tickets import ConversationRecord, TicketRecord
+from storage.helpdesk.tickets import ConversationRecord
 
 NOT_FOUND = "No conversation with that id in this organization"
 
@@ -47,54 +46,59 @@ class ListConversations(msgspec.Struct, forbid_unknown_fields=True, kw_only=True
 
 
 async def add(desk: Helpdesk, actor: Actor, ticket_id: str, given: AddConversation) -> ConversationRecord:
-    replying = given.author_type == "agent" and not given.internal
+    if given.author_type == "customer" and given.internal:
+        raise Invalid("An internal note is written by an agent: author_type customer cannot be internal")
+    if not is_uuid(ticket_id):
+        raise NotFound(ticket_operations.NOT_FOUND)
     try:
-        # the ticket and the way to the customer are read before the write (the write lock is held for the writes
-        # alone): a reply goes back the way the customer's latest message came when it was written
-        found = await desk.db.read(
-            _ticket_and_way, desk.cipher, actor.organization_id, ticket_id, replying=replying, now=desk.clock()
-        )
-        if found is None:
-            raise NotFound(ticket_operations.NOT_FOUND)
-        ticket, way = found
-        if given.author_type == "customer" and given.internal:
-            raise Invalid("An internal note is written by an agent: author_type customer cannot be internal")
-        return await desk.changes.run(
+        outcome = await desk.changes.run(
             actor.organization_id,
             _add,
-            way,
-            ticket,
+            desk.cipher,
+            actor.organization_id,
+            ticket_id,
             list(dict.fromkeys(given.attachment_ids)),
             author_type=given.author_type,
-            author_id=ticket.customer_id if given.author_type == "customer" else actor.user_id,
+            author_id=actor.user_id,
             body=given.body,
             internal=given.internal,
             actor_id=actor.user_id,
         )
-    except outbound.NoRoute as nowhere:
-        raise Conflict(f"The reply cannot reach the customer: {nowhere}") from None
     except uploads.UploadUnavailable as unavailable:
         if unavailable.taken:
             raise Conflict(f"attachment_ids names a file attached to another reply already: {unavailable}") from None
         raise NotFound(f"attachment_ids names no upload of this organization: {unavailable}") from None
-
-
-def _ticket_and_way(
-    connection: Connection, cipher: Cipher, organization_id: str, ticket_id: str, *, replying: bool, now: datetime
-) -> tuple[TicketRecord, outbound.Route | None] | None:
-    """The organization's ticket (None when it has none of that id) and, for an agent's reply, the way to its
-    customer (outbound.route), read in one transaction."""
-    ticket = tickets.get(connection, organization_id, ticket_id) if is_uuid(ticket_id) else None
-    if ticket is None:
-        return None
-    return ticket, outbound.route(connection, cipher, ticket, now) if replying else None
+    if outcome is None:
+        raise NotFound(ticket_operations.NOT_FOUND)
+    if isinstance(outcome, outbound.NoRoute):
+        raise Conflict(f"The reply cannot reach the customer: {outcome}")
+    return outcome
 
 
 def _add(
-    connection: Connection, way: outbound.Route | None, ticket: TicketRecord, upload_ids: list[str], **fields: Any
-) -> ConversationRecord:
-    """The conversation, the uploads it names taken by it, and for an agent's reply its messages to the customer
-    the `way` they go (outbound.route), in one unit of work."""
+    connection: Connection,
+    cipher: Cipher,
+    organization_id: str,
+    ticket_id: str,
+    upload_ids: list[str],
+    **fields: Any,
+) -> ConversationRecord | outbound.NoRoute | None:
+    """The conversation on the organization's ticket, the uploads it names taken by it, and for an agent's reply
+    its messages to the customer the way back to them (outbound.route: the way the customer's latest message came,
+    when it is written), in one unit of work. None when the organization has no such ticket, and the NoRoute when a
+    reply cannot reach the customer: returned, not raised, as nothing is written then (a unit that raises has its
+    round's other units run again one by one)."""
+    ticket = tickets.get(connection, organization_id, ticket_id)
+    if ticket is None:
+        return None
+    way = None
+    if fields["author_type"] == "customer":
+        fields["author_id"] = ticket.customer_id
+    elif not fields["internal"]:
+        try:
+            way = outbound.route(connection, cipher, ticket, fields["now"])
+        except outbound.NoRoute as nowhere:
+            return nowhere
     attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
     sent_as = outbound.message_id(way) if way is not None and way.medium == "email" else None
     conversation = tickets.add_conversation(
