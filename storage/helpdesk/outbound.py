@@ -14,7 +14,7 @@ from email.utils import make_msgid
 from typing import Any, Literal, get_args
 
 from cryptography.fernet import InvalidToken
-from sqlalchemy import Select, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Select, and_, bindparam, func, insert, literal, or_, select, union_all, update
 from sqlalchemy.engine import Connection
 
 from storage.common.models import among
@@ -577,19 +577,28 @@ def _customer_wrote_at(connection: Connection, ticket_id: str, channel_id: str) 
 _MERGED_INTO = select(TICKETS.c.id, TICKETS.c.merged_into_id).where(
     TICKETS.c.merged_into_id.in_(bindparam("ids", expanding=True))
 )
-_MESSAGE_IDS = (
-    select(CONVERSATIONS.c.message_id)
-    .where(
-        CONVERSATIONS.c.ticket_id.in_(bindparam("threads", expanding=True)),
-        CONVERSATIONS.c.message_id.is_not(None),
-        CONVERSATIONS.c.internal.is_(False),
-        CONVERSATIONS.c.created_at <= bindparam("before"),
-        CONVERSATIONS.c.id != bindparam("conversation_id"),
-    )
-    .order_by(CONVERSATIONS.c.created_at.desc(), CONVERSATIONS.c.id.desc())
-    .limit(THREAD_REFERENCES)
-)
-"""The newest THREAD_REFERENCES Message-IDs of the tickets' messages written before the reply, newest first."""
+@functools.cache
+def _message_ids(replies: int) -> Any:
+    """For each of `replies` replies (by its place, `n`), the newest THREAD_REFERENCES Message-IDs of its tickets'
+    messages written before it: one statement for a round's replies (a statement a reply made a round's reads
+    twice as many), built once per count."""
+    arms = [
+        select(
+            select(literal(n).label("n"), CONVERSATIONS.c.message_id, CONVERSATIONS.c.created_at, CONVERSATIONS.c.id)
+            .where(
+                CONVERSATIONS.c.ticket_id.in_(bindparam(f"threads_{n}", expanding=True)),
+                CONVERSATIONS.c.message_id.is_not(None),
+                CONVERSATIONS.c.internal.is_(False),
+                CONVERSATIONS.c.created_at <= bindparam(f"before_{n}"),
+                CONVERSATIONS.c.id != bindparam(f"conversation_{n}"),
+            )
+            .order_by(CONVERSATIONS.c.created_at.desc(), CONVERSATIONS.c.id.desc())
+            .limit(THREAD_REFERENCES)
+            .subquery()
+        )
+        for n in range(replies)
+    ]
+    return arms[0] if replies == 1 else union_all(*arms)
 
 
 def _threads(connection: Connection, replies: Sequence[Any]) -> dict[str, list[str]]:
@@ -601,20 +610,19 @@ def _threads(connection: Connection, replies: Sequence[Any]) -> dict[str, list[s
     merged: dict[str, list[str]] = {}
     for ticket in connection.execute(_MERGED_INTO, {"ids": list({row.ticket_id for row in replies})}):
         merged.setdefault(ticket.merged_into_id, []).append(ticket.id)
+    given: dict[str, Any] = {}
+    for n, row in enumerate(replies):
+        given |= {
+            f"threads_{n}": [row.ticket_id, *merged.get(row.ticket_id, [])],
+            f"before_{n}": row.written_at,
+            f"conversation_{n}": row.conversation_id,
+        }
+    newest_first: list[list[Any]] = [[] for _ in replies]
+    for found in connection.execute(_message_ids(len(replies)), given):
+        newest_first[found.n].append(found)
     return {
-        row.id: list(
-            reversed(
-                connection.scalars(
-                    _MESSAGE_IDS,
-                    {
-                        "threads": [row.ticket_id, *merged.get(row.ticket_id, [])],
-                        "before": row.written_at,
-                        "conversation_id": row.conversation_id,
-                    },
-                ).all()
-            )
-        )
-        for row in replies
+        row.id: [found.message_id for found in sorted(thread, key=lambda found: (found.created_at, found.id))]
+        for row, thread in zip(replies, newest_first, strict=True)
     }
 
 

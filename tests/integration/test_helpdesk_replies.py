@@ -21,13 +21,16 @@ from sqlalchemy import select
 from operations.common.actors import Actor
 from operations.common.errors import Conflict
 from operations.helpdesk import attachments, conversations
+from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.mail import OUR_HEADER, SmtpServer
+from operations.helpdesk.tickets import MergeTicketInto
 from processors.helpdesk.outbound import BOUNDARY, ReplySender, SmsSender, SmtpTransport
 from storage.common.blobs import DirectoryBlobs
 from storage.common.db import Database
 from storage.helpdesk import channels, events, outbound, tickets
+from storage.helpdesk.outbound import THREAD_REFERENCES
 from tests.helpers import until
 from tests.integration.test_helpdesk_events import organization_of_its_own
 from tests.integration.test_inbound_rules import processed
@@ -169,6 +172,38 @@ async def test_a_reply_is_mailed_from_the_channel_threaded_under_the_customer_s_
     answer = await desk.mail(f"Re: {sent['Subject']}", "Thanks!", **{"In-Reply-To": sent["Message-ID"]})
     assert answer.ticket_id == asked.ticket_id
     assert answer.outcome == "threaded by In-Reply-To"
+
+
+async def test_replies_sent_in_one_round_each_reference_the_newest_messages_of_their_own_thread(desk: Desk) -> None:
+    first = await desk.mail("Where is my parcel?", "It has not arrived.")
+    again = await desk.mail("Parcel still missing", "Any news?")
+    assert again.ticket_id != first.ticket_id
+    asked_first, asked_again = await _message_id_of(desk, first), await _message_id_of(desk, again)
+    await ticket_operations.merge(desk.desk, desk.agent, again.ticket_id, MergeTicketInto(into_id=first.ticket_id))
+    earlier = [await desk.reply(first.ticket_id, f"Update {n}") for n in range(THREAD_REFERENCES - 1)]
+    while await desk.sender.send_due():
+        pass
+    other = await desk.mail("Invoice", "Please send the invoice.", sender="Bob <bob@example.com>")
+    last = await desk.reply(first.ticket_id, "It is out for delivery.")
+    answer = await desk.reply(other.ticket_id, "Attached.")
+    assert await desk.sender.send_due() == 2, "both in one round"
+    sent = {mail.message["Message-ID"]: mail.message for mail in desk.smtp.received}
+    ids = {reply.id: f"<{(await desk.delivery(reply.id)).provider_message_id}>" for reply in [*earlier, last, answer]}
+    # the newest THREAD_REFERENCES of the ticket's earlier messages, the merged ticket's mail among them, oldest first
+    thread = [f"<{asked_again}>", *(ids[reply.id] for reply in earlier)]
+    assert sent[ids[last.id]]["References"] == " ".join(thread)
+    assert sent[ids[last.id]]["In-Reply-To"] == thread[-1]
+    assert f"<{asked_first}>" not in sent[ids[last.id]]["References"], "past the newest ten"
+    assert sent[ids[answer.id]]["References"] == sent[ids[answer.id]]["In-Reply-To"]
+    assert sent[ids[answer.id]]["In-Reply-To"] == f"<{await _message_id_of(desk, other)}>"
+
+
+async def _message_id_of(desk: Desk, received: Any) -> str:
+    """The Message-ID of the customer's mail an inbound row made a conversation of."""
+    found = await desk.db.read(tickets.conversations, received.ticket_id, limit=50, cursor=None)
+    [asked] = [conversation for conversation in found[0] if conversation.author_type == "customer"]
+    assert asked.message_id is not None
+    return asked.message_id
 
 
 async def test_a_reply_that_quotes_the_mails_boundary_still_arrives_whole(desk: Desk) -> None:
