@@ -577,6 +577,8 @@ def _customer_wrote_at(connection: Connection, ticket_id: str, channel_id: str) 
 _MERGED_INTO = select(TICKETS.c.id, TICKETS.c.merged_into_id).where(
     TICKETS.c.merged_into_id.in_(bindparam("ids", expanding=True))
 )
+
+
 @functools.cache
 def _message_ids(replies: int) -> Any:
     """For each of `replies` replies (by its place, `n`), the newest THREAD_REFERENCES Message-IDs of its tickets'
@@ -627,10 +629,20 @@ def _threads(connection: Connection, replies: Sequence[Any]) -> dict[str, list[s
 
 
 _QUEUED = (
-    select(OUTBOUND)
+    select(
+        OUTBOUND.c.id,
+        OUTBOUND.c.organization_id,
+        OUTBOUND.c.ticket_id,
+        OUTBOUND.c.conversation_id,
+        OUTBOUND.c.medium,
+        OUTBOUND.c.recipient,
+        OUTBOUND.c.attempts,
+    )
     .where(OUTBOUND.c.id.in_(bindparam("ids", expanding=True)), OUTBOUND.c.state == "queued")
     .with_for_update()
 )
+"""What recording results reads of the messages still queued: their columns that the changes and their events
+need, no more (it is read holding the write lock)."""
 
 
 def record(
