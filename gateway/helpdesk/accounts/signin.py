@@ -29,7 +29,7 @@ from gateway.common.auth import NO_AUTHENTICATION
 from gateway.common.limits import RateLimits
 from gateway.helpdesk.accounts.credentials import Passwords
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
-from gateway.helpdesk.accounts.sessions import Sessions
+from gateway.helpdesk.accounts.sessions import Resolved, Sessions
 from gateway.helpdesk.accounts.social import CALLBACK_PATH, ProviderUnavailable, SocialProvider, SocialSignInError
 from gateway.helpdesk.accounts.social import COOKIE as SOCIAL_COOKIE
 from gateway.helpdesk.procedures.access import end_session
@@ -194,6 +194,64 @@ def _client(call: Call) -> str:
     return call.request.client.host if call.request.client else "unknown"
 
 
+async def _limited(deps: Accounts, procedure: str, email: str) -> None:
+    """Each of the three procedures that mail or check a password allows 5 calls a minute per address."""
+    await deps.limits.hit(f"helpdesk:{procedure}:{email.strip().lower()}", [SIGN_IN_LIMIT])
+
+
+async def _mail_link(deps: Accounts, purpose: Literal["sign_in", "reset"], email: str, redirect_to: str) -> None:
+    token = opaque("link")
+    await deps.db.write(
+        accounts.create_link,
+        digest(token),
+        purpose,
+        email=email,
+        redirect_to=redirect_to,
+        now=deps.clock(),
+        lifetime=LINK_LIFETIME,
+    )
+    path = LINK_PATH if purpose == "sign_in" else RESET_PATH
+    link = f"{deps.public_url.rstrip('/')}{path}?{urlencode({'token': token})}"
+    minutes = int(LINK_LIFETIME.total_seconds() // 60)
+    subject, action = MAILS[purpose]
+    await deps.mailer.send(
+        email.strip().lower(),
+        subject,
+        f"{action} by opening this link within {minutes} minutes:\n\n{link}\n\n"
+        "It works once. If you did not ask for it, ignore this mail.\n",
+    )
+
+
+async def send_sign_in_link(deps: Accounts, email: str, redirect_to: str | None) -> None:
+    """A sign-in link mailed to `email`, whether or not it has an account (its first use makes one), going on to
+    `redirect_to` (`/` when none); 5 a minute per address (a ProcedureError past that). `auth.signInWithEmail` and
+    the sign-in page."""
+    await _limited(deps, "signInWithEmail", email)
+    await _mail_link(deps, "sign_in", email, redirect_to or "/")
+
+
+async def password_sign_in(
+    deps: Accounts, given: SignInWithPassword, client: str
+) -> tuple[accounts.UserRecord, Resolved]:
+    """The user whose password it is, and their new session (its cookies to set); a ProcedureError otherwise: the
+    same answer for a wrong password and an unknown address, after the same work. 30 password checks a minute per
+    client address and 5 per account address. `auth.signInWithPassword` and the sign-in page."""
+    await deps.limits.hit(f"helpdesk:password-checks:{client}", [PASSWORD_CHECKS_PER_CLIENT])
+    await _limited(deps, "signInWithPassword", given.email)
+    user = await deps.db.read(accounts.user_by_email, given.email)
+    # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
+    if not await deps.passwords.check(user.password_hash if user else None, given.password) or user is None:
+        raise ProcedureError("UNAUTHORIZED", "Invalid email or password")
+    if user.password_hash and deps.passwords.outdated(user.password_hash):
+        rehashed = await deps.passwords.hash(given.password)
+        await deps.db.write(accounts.set_password_hash, user.id, rehashed, deps.clock())
+    try:
+        started = await deps.sessions.start(user.id)
+    except accounts.Deactivated:
+        raise ProcedureError("UNAUTHORIZED", DEACTIVATED) from None
+    return user, started
+
+
 def procedures(deps: Accounts) -> Mapping[str, Procedure]:
     db, sessions, passwords = deps.db, deps.sessions, deps.passwords
 
@@ -204,34 +262,13 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
         return user
 
     async def limited(procedure: str, email: str) -> None:
-        """Each of the three procedures that mail or check a password allows 5 calls a minute per address."""
-        await deps.limits.hit(f"helpdesk:{procedure}:{email.strip().lower()}", [SIGN_IN_LIMIT])
+        await _limited(deps, procedure, email)
 
     async def mail_link(purpose: Literal["sign_in", "reset"], email: str, redirect_to: str) -> None:
-        token = opaque("link")
-        await db.write(
-            accounts.create_link,
-            digest(token),
-            purpose,
-            email=email,
-            redirect_to=redirect_to,
-            now=deps.clock(),
-            lifetime=LINK_LIFETIME,
-        )
-        path = LINK_PATH if purpose == "sign_in" else RESET_PATH
-        link = f"{deps.public_url.rstrip('/')}{path}?{urlencode({'token': token})}"
-        minutes = int(LINK_LIFETIME.total_seconds() // 60)
-        subject, action = MAILS[purpose]
-        await deps.mailer.send(
-            email.strip().lower(),
-            subject,
-            f"{action} by opening this link within {minutes} minutes:\n\n{link}\n\n"
-            "It works once. If you did not ask for it, ignore this mail.\n",
-        )
+        await _mail_link(deps, purpose, email, redirect_to)
 
     async def sign_in_with_email(_: Call, given: SignInWithEmail) -> Success:
-        await limited("signInWithEmail", given.email)
-        await mail_link("sign_in", given.email, given.redirectTo or "/")
+        await send_sign_in_link(deps, given.email, given.redirectTo)
         return Success()
 
     async def sign_in_with_social(call: Call, given: SignInWithSocial) -> SocialStart:
@@ -259,18 +296,7 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
         return Success()
 
     async def sign_in_with_password(call: Call, given: SignInWithPassword) -> PasswordSignIn:
-        await deps.limits.hit(f"helpdesk:password-checks:{_client(call)}", [PASSWORD_CHECKS_PER_CLIENT])
-        await limited("signInWithPassword", given.email)
-        user = await db.read(accounts.user_by_email, given.email)
-        # checked even when there is no such user (against a decoy), so the answer's timing tells nothing
-        if not await passwords.check(user.password_hash if user else None, given.password) or user is None:
-            raise ProcedureError("UNAUTHORIZED", "Invalid email or password")
-        if user.password_hash and passwords.outdated(user.password_hash):
-            await db.write(accounts.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
-        try:
-            started = await sessions.start(user.id)
-        except accounts.Deactivated:
-            raise ProcedureError("UNAUTHORIZED", DEACTIVATED) from None
+        user, started = await password_sign_in(deps, given, _client(call))
         call.cookies.extend(started.cookies)
         return PasswordSignIn(SignedInUser(user.id, user.email, user.created_at))
 
