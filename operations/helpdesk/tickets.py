@@ -149,6 +149,24 @@ async def listing(desk: Helpdesk, actor: Actor, given: ListTickets) -> Page[Tick
     return Page(found, has_more)
 
 
+async def inbox(
+    desk: Helpdesk, actor: Actor, view: tickets.InboxView, *, limit: int = 25, cursor: str | None = None
+) -> Page[TicketRecord]:
+    """A member's inbox view (storage/helpdesk/tickets.py, INBOX_VIEWS), newest first."""
+    try:
+        found, has_more = await desk.db.read(
+            tickets.inbox, actor.organization_id, actor.user_id, view, limit=limit, cursor=cursor
+        )
+    except CursorNotFound:
+        raise StaleCursor("cursor names no ticket of this view") from None
+    return Page(found, has_more)
+
+
+async def inbox_counts(desk: Helpdesk, actor: Actor) -> dict[tickets.InboxView, int]:
+    """How many tickets each of the member's inbox views holds."""
+    return await desk.db.read(tickets.inbox_counts, actor.organization_id, actor.user_id)
+
+
 async def get(desk: Helpdesk, actor: Actor, ticket_id: str) -> TicketRecord:
     return await own(desk, actor, ticket_id)
 

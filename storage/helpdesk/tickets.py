@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, func, insert, select, update
 from sqlalchemy import delete as delete_rows
 from sqlalchemy.engine import Connection
 
@@ -419,6 +419,51 @@ def listing(
         scope = scope & json_list_has(connection.dialect.name, t.tags, tag)
     rows, more = newest_first(connection, TICKETS, _selected(), scope, limit=limit, cursor=cursor)
     return [_ticket(row) for row in rows], more
+
+
+InboxView = Literal["mine", "unassigned", "open", "pending", "resolved"]
+INBOX_VIEWS: tuple[InboxView, ...] = ("mine", "unassigned", "open", "pending", "resolved")
+"""The agent app's inbox views: `mine` (open or pending, assigned to the member), `unassigned` (open or pending, nobody
+assigned), `open`, `pending`, and `resolved` (resolved or closed). Merged tickets are in none."""
+_WAITING = TICKETS.c.status.in_(("open", "pending"))
+
+
+def _in_view(view: InboxView, user_id: str | None) -> ColumnElement[bool]:
+    t = TICKETS.c
+    return {
+        "mine": _WAITING & (t.assignee_id == user_id),
+        "unassigned": _WAITING & t.assignee_id.is_(None),
+        "open": t.status == "open",
+        "pending": t.status == "pending",
+        "resolved": t.status.in_(("resolved", "closed")),
+    }[view]
+
+
+def inbox(
+    connection: Connection,
+    organization_id: str,
+    user_id: str | None,
+    view: InboxView,
+    *,
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[TicketRecord], bool]:
+    """The tickets of an inbox view, newest first; `cursor` is the last ticket id of the previous page."""
+    scope = (TICKETS.c.organization_id == organization_id) & _LIVE & TICKETS.c.merged_into_id.is_(None)
+    rows, more = newest_first(
+        connection, TICKETS, _selected(), scope & _in_view(view, user_id), limit=limit, cursor=cursor
+    )
+    return [_ticket(row) for row in rows], more
+
+
+def inbox_counts(connection: Connection, organization_id: str, user_id: str | None) -> dict[InboxView, int]:
+    """How many tickets each inbox view holds, in one statement."""
+    counted = connection.execute(
+        select(*(func.count().filter(_in_view(view, user_id)).label(view) for view in INBOX_VIEWS)).where(
+            TICKETS.c.organization_id == organization_id, _LIVE, TICKETS.c.merged_into_id.is_(None)
+        )
+    ).one()
+    return {view: int(getattr(counted, view)) for view in INBOX_VIEWS}
 
 
 def add_conversation(
