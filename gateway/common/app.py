@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from litestar import Litestar
@@ -15,6 +16,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp, ControllerRouterHandler
 
+from gateway.common import pages
 from gateway.common.auth import AUTHENTICATOR, Authenticator, authentication
 from gateway.common.http import ReadinessCheck, complete_allow, health_routes, observe, request_ids
 from gateway.common.openapi import MsgspecSchemaPlugin, docs_assets, docs_render_plugins
@@ -45,6 +47,8 @@ class GatewayApp:
     exception_handlers: Mapping[Any, Any]
     max_body_bytes: int
     request_id_prefix: str = ""
+    templates: Path | None = None
+    """The service's page templates (gateway/common/pages.py), when it has pages."""
 
     def build(
         self,
@@ -77,6 +81,7 @@ class GatewayApp:
                 security=[{document.security[0]: []}],
             ),
             logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
+            template_config=pages.templates(self.templates) if self.templates is not None else None,
         )
         return observe(self.service, request_ids(self.request_id_prefix))(complete_allow(app))
 

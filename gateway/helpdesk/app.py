@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from litestar.types import ASGIApp, ControllerRouterHandler
 
 from gateway.common.app import GatewayApp, Readiness
-from gateway.helpdesk import docs
+from gateway.helpdesk import docs, pages
 from gateway.helpdesk.accounts import signin, signup
 from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.deps import HelpdeskGateway
@@ -84,10 +84,12 @@ def create_helpdesk_app(
             trpc_route(procedures(helpdesk), admit),
             upload_route(admit, helpdesk.desk),
             *signin.link_routes(accounts, helpdesk.desk),
+            *pages.routes(helpdesk),
         ],
         docs.DOCUMENT,
         EXCEPTION_HANDLERS,
         MAX_BODY_BYTES,
+        templates=pages.TEMPLATES,
     )
     return app.build(
         given={"desk": helpdesk.desk, "webhook_endpoints": helpdesk.desk.webhooks, "inbound": helpdesk.inbound},

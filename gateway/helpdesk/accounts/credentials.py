@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
+import hmac
 import secrets
 import time
 from collections.abc import Callable
@@ -91,6 +93,10 @@ class AccessTokens:
         if access is None or access.expires_at <= self._clock():
             return None
         return access
+
+    def derived(self, purpose: str) -> str:
+        """A secret of this key's for another use (the pages' CSRF tokens), which tells nothing of the key."""
+        return hmac.new(self._key, purpose.encode(), hashlib.sha256).hexdigest()
 
     def _verify(self, token: str) -> Access | None:
         """The claims of a token signed with our key (whatever its expiry, which `read` checks at every use)."""

@@ -1,0 +1,256 @@
+"""The helpdesk's agent app (docs/helpdesk.md, "The agent app"): pages at the gateway's root where a member signs in
+(a password, or a mailed link) and works the inbox: the views with their counts, a ticket's thread with each reply's
+delivery state, a reply or an internal note, its status and assignee. Each page signs in by the session cookies the
+procedures use (gateway/helpdesk/accounts/sessions.py) and calls the operations REST and the procedures call, so a
+page holds no rule of its own; forms post and are answered by a redirect (or the page again with what was wrong)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+import msgspec
+from litestar import Request, get, post
+from litestar.datastructures import Cookie
+from litestar.enums import RequestEncodingType
+from litestar.params import Body, FromPath, FromQuery
+from litestar.response import Redirect, Template
+from litestar.router import Router
+from litestar.status_codes import HTTP_303_SEE_OTHER
+
+from gateway.common.errors import REFUSED
+from gateway.common.pages import assets_router, pages_router
+from gateway.helpdesk.accounts.redirects import is_safe_local_path
+from gateway.helpdesk.accounts.signin import SignInWithEmail, SignInWithPassword, password_sign_in, send_sign_in_link
+from gateway.helpdesk.deps import HelpdeskGateway
+from gateway.helpdesk.procedures.wire import ProcedureError
+from operations.common.actors import Actor
+from operations.common.errors import OperationError
+from operations.helpdesk import conversations, team
+from operations.helpdesk import tickets as ticket_operations
+from operations.helpdesk.conversations import AddConversation, ListConversations
+from operations.helpdesk.tickets import UpdateTicket
+from storage.helpdesk import accounts
+from storage.helpdesk.tickets import INBOX_VIEWS, InboxView
+
+TEMPLATES = Path(__file__).parent / "templates"
+PRODUCT = "Signalyard Helpdesk"
+CSRF_COOKIE = "hd-csrf"
+SIGN_IN = "/sign-in"
+INBOX_PAGE = 25
+"""Tickets an inbox page lists."""
+THREAD_PAGE = 50
+"""Messages a ticket's page shows, newest first."""
+VIEW_NAMES: dict[InboxView, str] = {
+    "mine": "Mine",
+    "unassigned": "Unassigned",
+    "open": "All open",
+    "pending": "Pending",
+    "resolved": "Resolved",
+}
+Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
+"""A posted form's fields."""
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """Who a page acts for, and the cookies its answer sets (a session renewed on the way)."""
+
+    actor: Actor
+    cookies: Sequence[Cookie]
+
+
+class SignInFirst(Exception):
+    """No session, or no organization yet: the browser goes to `to`."""
+
+    def __init__(self, to: str, cookies: Sequence[Cookie] = ()) -> None:
+        super().__init__(to)
+        self.to = to
+        self.cookies = cookies
+
+
+def routes(helpdesk: HelpdeskGateway) -> list[Router]:
+    """The agent app's pages (behind the CSRF check) and the assets they use."""
+    desk, deps = helpdesk.desk, helpdesk.accounts
+    sessions = deps.sessions
+
+    async def member(request: Request[Any, Any, Any]) -> Member:
+        resolved = await sessions.resolve(request.cookies)
+        if resolved.signed_in is None:
+            raise SignInFirst(f"{SIGN_IN}?{urlencode({'next': request.url.path})}", resolved.cookies)
+        found = resolved.signed_in.member
+        if found is None:
+            user = await deps.db.read(accounts.user_by_id, resolved.signed_in.user_id)
+            found = accounts.Member(user.organization_id, user.role) if user is not None else None
+        if found is None or found.organization_id is None or found.role is None:
+            raise SignInFirst(f"{SIGN_IN}?{urlencode({'unfinished': '1'})}", resolved.cookies)
+        actor = Actor(found.organization_id, resolved.signed_in.user_id, found.role)  # type: ignore[arg-type]
+        return Member(actor, resolved.cookies)
+
+    def page(name: str, status: int = 200, cookies: Sequence[Cookie] = (), **values: Any) -> Template:
+        return Template(name, context={"product": PRODUCT, **values}, status_code=status, cookies=list(cookies))
+
+    def go(to: str, cookies: Sequence[Cookie] = ()) -> Redirect:
+        return Redirect(path=to, status_code=HTTP_303_SEE_OTHER, cookies=list(cookies))
+
+    @get(SIGN_IN, name="sign_in")
+    async def sign_in_page(next: FromQuery[str] = "/", unfinished: FromQuery[str] = "") -> Template:
+        notice = "Your account belongs to no organization yet: finish signing up first." if unfinished else None
+        return page("sign_in.html", next=_local(next), notice=notice)
+
+    @post(f"{SIGN_IN}/link", status_code=200)
+    async def sign_in_by_link(data: Form) -> Template:
+        email, next_ = data.get("email", "").strip(), _local(data.get("next", "/"))
+        try:
+            given = msgspec.convert({"email": email, "redirectTo": next_}, SignInWithEmail)
+        except msgspec.ValidationError:
+            error = "Give the address you sign in with, such as ada@example.com"
+            return page("sign_in.html", status=400, next=next_, email=email, error=error)
+        try:
+            await send_sign_in_link(deps, given.email, given.redirectTo)
+        except ProcedureError as refused:
+            return page("sign_in.html", status=refused.status, next=next_, email=email, error=refused.message)
+        return page("link_sent.html", email=email)
+
+    @post(f"{SIGN_IN}/password", status_code=HTTP_303_SEE_OTHER)
+    async def sign_in_by_password(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
+        email, next_ = data.get("email", "").strip(), _local(data.get("next", "/"))
+        try:
+            given = msgspec.convert({"email": email, "password": data.get("password", "")}, SignInWithPassword)
+        except msgspec.ValidationError:
+            error = "Give your address and your password (at least 6 characters)"
+            return page("sign_in.html", status=400, next=next_, email=email, error=error)
+        try:
+            _, started = await password_sign_in(deps, given, request.client.host if request.client else "unknown")
+        except ProcedureError as refused:
+            return page("sign_in.html", status=refused.status, next=next_, email=email, error=refused.message)
+        return go(next_, started.cookies)
+
+    @post("/sign-out", status_code=HTTP_303_SEE_OTHER)
+    async def sign_out(request: Request[Any, Any, Any]) -> Redirect:
+        resolved = await sessions.resolve(request.cookies)
+        if resolved.signed_in is None:
+            return go(SIGN_IN, resolved.cookies)
+        return go(SIGN_IN, await sessions.end(resolved.signed_in.session_id))
+
+    @get("/", name="inbox")
+    async def inbox(
+        request: Request[Any, Any, Any], view: FromQuery[str] = "mine", cursor: FromQuery[str | None] = None
+    ) -> Template | Redirect:
+        try:
+            who = await member(request)
+        except SignInFirst as first:
+            return go(first.to, first.cookies)
+        chosen: InboxView = view if view in INBOX_VIEWS else "mine"  # type: ignore[assignment]
+        counts = await ticket_operations.inbox_counts(desk, who.actor)
+        try:
+            found = await ticket_operations.inbox(desk, who.actor, chosen, limit=INBOX_PAGE, cursor=cursor)
+        except OperationError:
+            return go(f"/?{urlencode({'view': chosen})}", who.cookies)
+        return page(
+            "inbox.html",
+            cookies=who.cookies,
+            views=[(name, VIEW_NAMES[name], counts[name]) for name in INBOX_VIEWS],
+            view=chosen,
+            tickets=found.items,
+            next_cursor=found.items[-1].id if found.has_more else None,
+        )
+
+    async def ticket_page(who: Member, ticket_id: str, status: int = 200, **values: Any) -> Template:
+        ticket = await ticket_operations.get(desk, who.actor, ticket_id)
+        thread = await conversations.listing(desk, who.actor, ListConversations(ticket_id=ticket.id, limit=THREAD_PAGE))
+        members = {person.id: person for person in await team.members(desk, who.actor)}
+        return page(
+            "ticket.html",
+            status=status,
+            cookies=who.cookies,
+            ticket=ticket,
+            thread=thread.items,
+            members=members,
+            me=who.actor.user_id,
+            **values,
+        )
+
+    @get("/tickets/{ticket_id:str}", name="ticket")
+    async def ticket(request: Request[Any, Any, Any], ticket_id: FromPath[str]) -> Template | Redirect:
+        try:
+            who = await member(request)
+        except SignInFirst as first:
+            return go(first.to, first.cookies)
+        try:
+            return await ticket_page(who, ticket_id)
+        except OperationError as refused:
+            return page("problem.html", status=REFUSED[refused.kind], cookies=who.cookies, message=refused.message)
+
+    @post("/tickets/{ticket_id:str}/conversations", status_code=HTTP_303_SEE_OTHER)
+    async def write(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Any:
+        """A reply (`kind=reply`) or an internal note (`kind=note`) on the ticket."""
+        note = data.get("kind") == "note"
+        return await acted(
+            request,
+            ticket_id,
+            lambda actor, given: conversations.add(desk, actor, ticket_id, given),
+            AddConversation,
+            {"body": data.get("body", ""), "internal": note},
+            draft=data.get("body", ""),
+        )
+
+    @post("/tickets/{ticket_id:str}/changes", status_code=HTTP_303_SEE_OTHER)
+    async def change(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Any:
+        """The ticket's status, priority or assignee (`assignee_id` empty: nobody)."""
+        given: dict[str, Any] = {name: data[name] for name in ("status", "priority") if data.get(name)}
+        if "assignee_id" in data:
+            given["assignee_id"] = data["assignee_id"] or None
+        return await acted(
+            request,
+            ticket_id,
+            lambda actor, changes: ticket_operations.change(desk, actor, ticket_id, changes),
+            UpdateTicket,
+            given,
+        )
+
+    async def acted(
+        request: Request[Any, Any, Any],
+        ticket_id: FromPath[str],
+        act: Any,
+        kind: type[Any],
+        given: dict[str, Any],
+        **values: Any,
+    ) -> Template | Redirect:
+        """The form's operation, then back to the ticket (303); what was wrong, on the ticket's page, otherwise."""
+        try:
+            who = await member(request)
+        except SignInFirst as first:
+            return go(first.to, first.cookies)
+        try:
+            await act(who.actor, msgspec.convert(given, kind))
+        except msgspec.ValidationError as wrong:
+            return await ticket_page(who, ticket_id, status=400, error=_readable(str(wrong)), **values)
+        except OperationError as refused:
+            if refused.kind == "not_found":
+                return page("problem.html", status=404, cookies=who.cookies, message=refused.message)
+            return await ticket_page(who, ticket_id, status=REFUSED[refused.kind], error=refused.message, **values)
+        return go(f"/tickets/{ticket_id}", who.cookies)
+
+    pages = pages_router(
+        [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, inbox, ticket, write, change],
+        csrf_secret=sessions.tokens.derived("pages-csrf"),
+        cookie_name=CSRF_COOKIE,
+        secure=sessions.secure,
+    )
+    return [pages, assets_router()]
+
+
+def _local(path: str) -> str:
+    """A path of this site to go on to after signing in; `/` for anything else."""
+    return path if path and is_safe_local_path(path) else "/"
+
+
+def _readable(message: str) -> str:
+    """msgspec's complaint as a sentence for the form (`Expected str of length >= 1 - at $.body`)."""
+    what, _, where = message.partition(" - at ")
+    field = where.removeprefix("$.").replace("_", " ")
+    return f"The {field}: {what[0].lower()}{what[1:]}" if field else message

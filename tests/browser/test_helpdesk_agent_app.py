@@ -1,0 +1,144 @@
+"""The helpdesk's agent app in a browser (docs/helpdesk.md, "The agent app"): an admin signs in by a mailed link,
+finds a new ticket in the inbox, replies, adds a note and resolves it, by clicking; every page passes axe-core with
+no serious or critical violation and breaks no rule of its Content-Security-Policy. Without a valid CSRF token a
+form changes nothing, and a member of another organization is shown none of the ticket."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.async_api import Browser, Page, expect
+
+from tests.browser.conftest import screenshots, serious_violations
+from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import Organization, signed_up
+
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+"""On the database `signalyard up` serves by default: the pages add no storage of their own."""
+
+
+async def checked(page: Page, name: str) -> None:
+    """The page as it is now passes axe-core and is kept as screenshots."""
+    assert await serious_violations(page) == [], page.url
+    await screenshots(page, name)
+
+
+async def signed_in_page(chromium: Browser, stack: HelpdeskStack, org: Organization) -> tuple[Page, list[str]]:
+    """A new browser context signed in as the organization's admin through the sign-in page and the mailed link;
+    and the Content-Security-Policy reports of its pages (none is expected)."""
+    context = await chromium.new_context(base_url=stack.base_url)
+    page = await context.new_page()
+    refused: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            refused.append(f"{message.text} at {message.location}")
+            if "Content Security Policy" in message.text
+            else None
+        ),
+    )
+    await page.goto("/")
+    await expect(page).to_have_url(re.compile(r"/sign-in\?next=%2F$"))
+    await expect(page.get_by_role("heading", name="Sign in")).to_be_visible()
+    await checked(page, "helpdesk-sign-in")
+    await page.get_by_label("Email address for the link").fill(org.admin_email)
+    await page.get_by_role("button", name="Email me a sign-in link").click()
+    await expect(page.get_by_role("heading", name="Check your mail")).to_be_visible()
+    await page.goto(await stack.mailed_link(org.admin_email))
+    await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    return page, refused
+
+
+async def test_an_admin_signs_in_by_link_and_replies_notes_and_resolves_a_ticket_by_clicking(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    async with signed_up(helpdesk_stack) as org:
+        made = await org.rest(
+            "POST", "/tickets", json={"subject": "Parcel never arrived", "customer_email": "ada@example.com"}
+        )
+        assert made.status_code == 201, made.text
+        ticket = made.json()
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+        await checked(page, "helpdesk-inbox")
+
+        await page.get_by_role("link", name=re.compile(r"^Unassigned \(1\)")).click()
+        await page.get_by_role("link", name="Parcel never arrived").click()
+        await expect(page.get_by_role("heading", name=f"#{ticket['number']} Parcel never arrived")).to_be_visible()
+
+        await page.get_by_label("Message").fill("It left our depot today.\nTracking: <ABC & 123>")
+        await page.get_by_role("button", name="Send reply").click()
+        reply = page.locator(".thread li").filter(has_text="It left our depot today.")
+        await expect(reply).to_contain_text("Tracking: <ABC & 123>")  # escaped, shown as written
+        await expect(reply.locator(".state")).to_have_text(re.compile("queued|sent"))
+        await page.get_by_label("Message").fill("VIP customer: refund if it is not there by Friday.")
+        await page.get_by_role("button", name="Add internal note").click()
+        await expect(page.locator(".thread li.internal")).to_contain_text("VIP customer")
+        await checked(page, "helpdesk-ticket")
+
+        await page.get_by_label("Status").select_option("resolved")
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.get_by_label("Status")).to_have_value("resolved")
+        await page.get_by_role("link", name="Inbox").click()
+        await expect(page.get_by_role("link", name=re.compile(r"^Resolved \(1\)"))).to_be_visible()
+        assert refused == []
+        await page.context.close()
+
+    # what the clicks did, as the API tells it
+    listed = await org.rest("GET", f"/tickets/{ticket['id']}/conversations")
+    written = {(item["internal"], item["body"]) for item in listed.json()["data"]}
+    assert written == {
+        (False, "It left our depot today.\nTracking: <ABC & 123>"),
+        (True, "VIP customer: refund if it is not there by Friday."),
+    }
+    assert (await org.rest("GET", f"/tickets/{ticket['id']}")).json()["status"] == "resolved"
+
+
+async def test_a_wrong_password_is_refused_beside_the_form_and_the_right_one_signs_in(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    async with signed_up(helpdesk_stack) as org:
+        assert (await org.browser.call("auth.setPassword", {"password": "correct horse"})).status_code == 200
+        context = await chromium.new_context(base_url=helpdesk_stack.base_url)
+        page = await context.new_page()
+        await page.goto("/tickets/00000000-0000-4000-8000-000000000000")
+        await page.get_by_label("Email address", exact=True).fill(org.admin_email)
+        await page.get_by_label("Password").fill("wrong horse")
+        await page.get_by_role("button", name="Sign in", exact=True).click()
+        await expect(page.get_by_role("alert")).to_have_text("Invalid email or password")
+        await expect(page.get_by_label("Email address", exact=True)).to_have_attribute("aria-invalid", "true")
+        assert await serious_violations(page) == []
+        await page.get_by_label("Password").fill("correct horse")
+        await page.get_by_role("button", name="Sign in", exact=True).click()
+        # on to the page asked for before signing in: a ticket of no one's
+        await expect(page.get_by_role("alert")).to_have_text(re.compile("No ticket"))
+        await context.close()
+
+
+async def test_a_form_without_its_csrf_token_changes_nothing_and_another_organization_sees_no_ticket(
+    helpdesk_stack: HelpdeskStack,
+) -> None:
+    async with signed_up(helpdesk_stack) as org, signed_up(helpdesk_stack) as other:
+        made = await org.rest("POST", "/tickets", json={"subject": "Invoice", "customer_email": "bo@example.com"})
+        ticket_id = made.json()["id"]
+        client = org.browser.client
+        shown = await client.get(f"/tickets/{ticket_id}")
+        assert shown.status_code == 200
+        assert "Invoice" in shown.text
+        assert "default-src 'self'" in shown.headers["content-security-policy"]
+
+        forged = await client.post(f"/tickets/{ticket_id}/conversations", data={"body": "forged", "kind": "reply"})
+        assert forged.status_code == 403
+        token = re.search(r'name="_csrf_token" value="([^"]+)"', shown.text)
+        assert token is not None
+        wrong = {"body": "forged", "kind": "reply", "_csrf_token": token.group(1)[:-4] + "AAAA"}
+        assert (await client.post(f"/tickets/{ticket_id}/conversations", data=wrong)).status_code == 403
+        listed = await org.rest("GET", f"/tickets/{ticket_id}/conversations")
+        assert listed.json()["data"] == [], "nothing was written"
+
+        elsewhere = await other.browser.client.get(f"/tickets/{ticket_id}")
+        assert elsewhere.status_code == 404
+        assert "Invoice" not in elsewhere.text
+        inbox = await other.browser.client.get("/?view=unassigned")
+        assert inbox.status_code == 200
+        assert "Invoice" not in inbox.text
