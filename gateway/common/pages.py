@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from litestar import Router
+from litestar import Request, Router
 from litestar.config.csrf import CSRFConfig
 from litestar.datastructures import CacheControlHeader, ResponseHeader
+from litestar.exceptions import PermissionDeniedException
 from litestar.middleware import DefineMiddleware
 from litestar.middleware.csrf import CSRFMiddleware
 from litestar.plugins.jinja import JinjaTemplateEngine
+from litestar.response import Template
 from litestar.static_files import create_static_files_router
 from litestar.template.config import TemplateConfig
 from litestar.types import ControllerRouterHandler
@@ -45,12 +48,17 @@ def templates(directory: Path) -> TemplateConfig[JinjaTemplateEngine]:
 
 
 def pages_router(
-    handlers: Sequence[ControllerRouterHandler], *, csrf_secret: str, cookie_name: str, secure: bool
+    handlers: Sequence[ControllerRouterHandler], *, product: str, csrf_secret: str, cookie_name: str, secure: bool
 ) -> Router:
     """A service's page routes at the site's root: no key asked (a page reads its session cookie), the page headers
     on every answer, and a CSRF check of every request that changes something (POST): its `_csrf_token` field (or
     `X-CSRF-Token` header) must match the HTTP-only `cookie_name` cookie set with the first page. The token comes to a
-    template as `csrf_token()`, escaped there like every other value."""
+    template as `csrf_token()`, escaped there like every other value. A request that fails the check is answered by a
+    page that says nothing was changed (403)."""
+
+    def refused(_: Request[Any, Any, Any], __: PermissionDeniedException) -> Template:
+        return Template("refused.html", context={"product": product}, status_code=403)
+
     csrf = CSRFConfig(
         secret=csrf_secret,
         cookie_name=cookie_name,
@@ -66,6 +74,7 @@ def pages_router(
         response_headers=[ResponseHeader(name=name, value=value) for name, value in PAGE_HEADERS.items()],
         opt=dict(NO_AUTHENTICATION),
         include_in_schema=False,
+        exception_handlers={PermissionDeniedException: refused},
     )
 
 

@@ -129,6 +129,7 @@ async def test_a_form_without_its_csrf_token_changes_nothing_and_another_organiz
 
         forged = await client.post(f"/tickets/{ticket_id}/conversations", data={"body": "forged", "kind": "reply"})
         assert forged.status_code == 403
+        assert "nothing was changed" in forged.text
         token = re.search(r'name="_csrf_token" value="([^"]+)"', shown.text)
         assert token is not None
         wrong = {"body": "forged", "kind": "reply", "_csrf_token": token.group(1)[:-4] + "AAAA"}
@@ -139,6 +140,7 @@ async def test_a_form_without_its_csrf_token_changes_nothing_and_another_organiz
         elsewhere = await other.browser.client.get(f"/tickets/{ticket_id}")
         assert elsewhere.status_code == 404
         assert "Invoice" not in elsewhere.text
+        assert (await client.get("/dashboard")).headers["location"] == "/", "the contract's redirectPath"
         inbox = await other.browser.client.get("/?view=unassigned")
         assert inbox.status_code == 200
         assert "Invoice" not in inbox.text

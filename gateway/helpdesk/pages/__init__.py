@@ -136,6 +136,11 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
             return go(SIGN_IN, resolved.cookies)
         return go(SIGN_IN, await sessions.end(resolved.signed_in.session_id))
 
+    @get("/dashboard", status_code=HTTP_303_SEE_OTHER)
+    async def dashboard() -> Redirect:
+        """Where the contract's signup sends the browser by default (`redirectPath`): the inbox."""
+        return go("/")
+
     @get("/", name="inbox")
     async def inbox(
         request: Request[Any, Any, Any], view: FromQuery[str] = "mine", cursor: FromQuery[str | None] = None
@@ -236,7 +241,8 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
         return go(f"/tickets/{ticket_id}", who.cookies)
 
     pages = pages_router(
-        [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, inbox, ticket, write, change],
+        [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, dashboard, inbox, ticket, write, change],
+        product=PRODUCT,
         csrf_secret=sessions.tokens.derived("pages-csrf"),
         cookie_name=CSRF_COOKIE,
         secure=sessions.secure,
