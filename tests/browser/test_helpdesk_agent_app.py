@@ -12,7 +12,8 @@ from playwright.async_api import Browser, Page, expect
 
 from tests.browser.conftest import screenshots, serious_violations
 from tests.helpdesk_stack import HelpdeskStack
-from tests.helpers import Organization, signed_up
+from tests.helpers import Organization, joined_agent, signed_up
+from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 """On the database `signalyard up` serves by default: the pages add no storage of their own."""
@@ -144,3 +145,61 @@ async def test_a_form_without_its_csrf_token_changes_nothing_and_another_organiz
         inbox = await other.browser.client.get("/?view=unassigned")
         assert inbox.status_code == 200
         assert "Invoice" not in inbox.text
+
+
+async def test_an_admin_invites_an_agent_makes_and_revokes_a_key_and_tests_a_webhook_by_clicking(
+    chromium: Browser, helpdesk_stack: HelpdeskStack, plain_receiver: WebhookReceiver
+) -> None:
+    async with signed_up(helpdesk_stack) as org:
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+        await page.get_by_role("link", name="Settings").click()
+        await expect(page.get_by_role("heading", name="Settings: team")).to_be_visible()
+        await page.get_by_label("Email address").fill("new.agent@example.com")
+        await page.get_by_role("button", name="Send invitation").click()
+        await expect(page.get_by_role("status")).to_have_text("Invitation sent to new.agent@example.com.")
+        await expect(page.get_by_role("cell", name="new.agent@example.com")).to_be_visible()
+        assert "/auth/invite?token=" in await helpdesk_stack.mailed_invitation("new.agent@example.com")
+        await checked(page, "helpdesk-settings-team")
+
+        await page.get_by_role("link", name="API keys").click()
+        await page.get_by_label("Name").fill("Zapier")
+        await page.get_by_role("button", name="Make key").click()
+        key = await page.get_by_label("Key", exact=True).input_value()
+        assert (await helpdesk_stack.rest(key, "GET", "/tickets")).status_code == 200, "the key shown works"
+        await checked(page, "helpdesk-settings-keys")
+        await page.get_by_role("button", name="Revoke Zapier").click()
+        await expect(page.get_by_role("cell", name="revoked")).to_be_visible()
+        assert (await helpdesk_stack.rest(key, "GET", "/tickets")).status_code == 401, "revoked at once"
+        assert key not in await page.content(), "the key is shown once"
+
+        path = plain_receiver.new_path(secret="page-s3cret", verify=verify_helpdesk)
+        await page.get_by_role("link", name="Webhooks").click()
+        await page.get_by_label("URL").fill(plain_receiver.url(path))
+        await page.get_by_label("Secret (optional: deliveries are signed with it)").fill("page-s3cret")
+        await page.get_by_label("ticket.created").check()
+        await page.get_by_role("button", name="Add webhook").click()
+        await page.get_by_role("button", name=f"Send a test delivery to {plain_receiver.url(path)}").click()
+        await expect(page.get_by_role("status")).to_contain_text("the receiver answered 200")
+        [delivery] = plain_receiver.received(path)
+        assert delivery.verified
+        assert delivery.json["event"] == "webhook.test"
+        await checked(page, "helpdesk-settings-webhooks")
+        assert refused == []
+        await page.context.close()
+
+
+async def test_an_agent_is_told_that_only_an_admin_manages_settings(helpdesk_stack: HelpdeskStack) -> None:
+    async with signed_up(helpdesk_stack) as org, helpdesk_stack.browser() as browser:
+        await joined_agent(org, browser)
+        for path in ("/settings/team", "/settings/keys", "/settings/webhooks"):
+            shown = await browser.client.get(path)
+            assert shown.status_code == 403, path
+            assert "Only an admin of the organization may" in shown.text
+        page = await browser.client.get("/settings/keys")
+        token = re.search(r'name="_csrf_token" value="([^"]+)"', page.text)
+        assert token is not None
+        made = await browser.client.post("/settings/keys", data={"name": "mine", "_csrf_token": token.group(1)})
+        assert made.status_code == 403
+        assert "hd_" not in made.text
+        listed = (await org.browser.query("apiKeys.list")).json()
+        assert "mine" not in str(listed), "no key was made"

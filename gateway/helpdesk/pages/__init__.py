@@ -6,17 +6,13 @@ page holds no rule of its own; forms post and are answered by a redirect (or the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlencode
 
 import msgspec
 from litestar import Request, get, post
-from litestar.datastructures import Cookie
-from litestar.enums import RequestEncodingType
-from litestar.params import Body, FromPath, FromQuery
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 from litestar.router import Router
 from litestar.status_codes import HTTP_303_SEE_OTHER
@@ -26,20 +22,18 @@ from gateway.common.pages import assets_router, pages_router
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.signin import SignInWithEmail, SignInWithPassword, password_sign_in, send_sign_in_link
 from gateway.helpdesk.deps import HelpdeskGateway
+from gateway.helpdesk.pages import settings
+from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site, readable
 from gateway.helpdesk.procedures.wire import ProcedureError
-from operations.common.actors import Actor
 from operations.common.errors import OperationError
 from operations.helpdesk import conversations, team
 from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.conversations import AddConversation, ListConversations
 from operations.helpdesk.tickets import UpdateTicket
-from storage.helpdesk import accounts
 from storage.helpdesk.tickets import INBOX_VIEWS, InboxView
 
 TEMPLATES = Path(__file__).parent / "templates"
-PRODUCT = "Signalyard Helpdesk"
 CSRF_COOKIE = "hd-csrf"
-SIGN_IN = "/sign-in"
 INBOX_PAGE = 25
 """Tickets an inbox page lists."""
 THREAD_PAGE = 50
@@ -51,25 +45,6 @@ VIEW_NAMES: dict[InboxView, str] = {
     "pending": "Pending",
     "resolved": "Resolved",
 }
-Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
-"""A posted form's fields."""
-
-
-@dataclass(frozen=True, slots=True)
-class Member:
-    """Who a page acts for, and the cookies its answer sets (a session renewed on the way)."""
-
-    actor: Actor
-    cookies: Sequence[Cookie]
-
-
-class SignInFirst(Exception):
-    """No session, or no organization yet: the browser goes to `to`."""
-
-    def __init__(self, to: str, cookies: Sequence[Cookie] = ()) -> None:
-        super().__init__(to)
-        self.to = to
-        self.cookies = cookies
 
 
 def routes(helpdesk: HelpdeskGateway) -> list[Router]:
@@ -77,24 +52,8 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
     desk, deps = helpdesk.desk, helpdesk.accounts
     sessions = deps.sessions
 
-    async def member(request: Request[Any, Any, Any]) -> Member:
-        resolved = await sessions.resolve(request.cookies)
-        if resolved.signed_in is None:
-            raise SignInFirst(f"{SIGN_IN}?{urlencode({'next': request.url.path})}", resolved.cookies)
-        found = resolved.signed_in.member
-        if found is None:
-            user = await deps.db.read(accounts.user_by_id, resolved.signed_in.user_id)
-            found = accounts.Member(user.organization_id, user.role) if user is not None else None
-        if found is None or found.organization_id is None or found.role is None:
-            raise SignInFirst(f"{SIGN_IN}?{urlencode({'unfinished': '1'})}", resolved.cookies)
-        actor = Actor(found.organization_id, resolved.signed_in.user_id, found.role)  # type: ignore[arg-type]
-        return Member(actor, resolved.cookies)
-
-    def page(name: str, status: int = 200, cookies: Sequence[Cookie] = (), **values: Any) -> Template:
-        return Template(name, context={"product": PRODUCT, **values}, status_code=status, cookies=list(cookies))
-
-    def go(to: str, cookies: Sequence[Cookie] = ()) -> Redirect:
-        return Redirect(path=to, status_code=HTTP_303_SEE_OTHER, cookies=list(cookies))
+    site = Site(helpdesk)
+    page, go = site.page, site.go
 
     @get(SIGN_IN, name="sign_in")
     async def sign_in_page(next: FromQuery[str] = "/", unfinished: FromQuery[str] = "") -> Template:
@@ -145,10 +104,9 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
     async def inbox(
         request: Request[Any, Any, Any], view: FromQuery[str] = "mine", cursor: FromQuery[str | None] = None
     ) -> Template | Redirect:
-        try:
-            who = await member(request)
-        except SignInFirst as first:
-            return go(first.to, first.cookies)
+        who = await site.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
         chosen: InboxView = view if view in INBOX_VIEWS else "mine"  # type: ignore[assignment]
         counts = await ticket_operations.inbox_counts(desk, who.actor)
         try:
@@ -181,14 +139,13 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
     @get("/tickets/{ticket_id:str}", name="ticket")
     async def ticket(request: Request[Any, Any, Any], ticket_id: FromPath[str]) -> Template | Redirect:
-        try:
-            who = await member(request)
-        except SignInFirst as first:
-            return go(first.to, first.cookies)
+        who = await site.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
         try:
             return await ticket_page(who, ticket_id)
         except OperationError as refused:
-            return page("problem.html", status=REFUSED[refused.kind], cookies=who.cookies, message=refused.message)
+            return site.refused(who, refused)
 
     @post("/tickets/{ticket_id:str}/conversations", status_code=HTTP_303_SEE_OTHER)
     async def write(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Any:
@@ -226,22 +183,22 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
         **values: Any,
     ) -> Template | Redirect:
         """The form's operation, then back to the ticket (303); what was wrong, on the ticket's page, otherwise."""
-        try:
-            who = await member(request)
-        except SignInFirst as first:
-            return go(first.to, first.cookies)
+        who = await site.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
         try:
             await act(who.actor, msgspec.convert(given, kind))
         except msgspec.ValidationError as wrong:
-            return await ticket_page(who, ticket_id, status=400, error=_readable(str(wrong)), **values)
+            return await ticket_page(who, ticket_id, status=400, error=readable(str(wrong)), **values)
         except OperationError as refused:
             if refused.kind == "not_found":
-                return page("problem.html", status=404, cookies=who.cookies, message=refused.message)
+                return site.refused(who, refused)
             return await ticket_page(who, ticket_id, status=REFUSED[refused.kind], error=refused.message, **values)
         return go(f"/tickets/{ticket_id}", who.cookies)
 
+    handlers = [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, dashboard, inbox, ticket, write, change]
     pages = pages_router(
-        [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, dashboard, inbox, ticket, write, change],
+        [*handlers, *settings.routes(site)],
         product=PRODUCT,
         csrf_secret=sessions.tokens.derived("pages-csrf"),
         cookie_name=CSRF_COOKIE,
@@ -253,10 +210,3 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 def _local(path: str) -> str:
     """A path of this site to go on to after signing in; `/` for anything else."""
     return path if path and is_safe_local_path(path) else "/"
-
-
-def _readable(message: str) -> str:
-    """msgspec's complaint as a sentence for the form (`Expected str of length >= 1 - at $.body`)."""
-    what, _, where = message.partition(" - at ")
-    field = where.removeprefix("$.").replace("_", " ")
-    return f"The {field}: {what[0].lower()}{what[1:]}" if field else message

@@ -1,0 +1,176 @@
+"""The agent app's settings (docs/helpdesk.md, "The agent app"), for an organization's admins: the team (members and
+invitations), API keys (made with the key shown once, with a copy button; revoked) and outgoing webhooks (made,
+tested with a signed delivery, deleted). Each form calls the operation REST and the procedures call; an agent is
+told that only an admin may."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import urlencode
+
+import msgspec
+from litestar import Request, get, post
+from litestar.params import FromPath, FromQuery
+from litestar.response import Redirect, Template
+from litestar.status_codes import HTTP_303_SEE_OTHER
+from litestar.types import ControllerRouterHandler
+
+from gateway.common.errors import REFUSED
+from gateway.helpdesk.pages.site import Form, Member, Site, readable
+from operations.common.errors import OperationError
+from operations.helpdesk import keys, team, webhooks
+from operations.helpdesk.keys import CreateKey
+from operations.helpdesk.team import Invite
+from operations.helpdesk.webhooks import CreateWebhook
+from storage.helpdesk.keys import RESOURCES
+from topics.helpdesk import EVENTS
+
+READ_ONLY = [f"{resource}:read" for resource in RESOURCES]
+"""The scopes of a read-only key: every resource's `:read`."""
+
+
+def routes(site: Site) -> list[ControllerRouterHandler]:
+    desk = site.helpdesk.desk
+
+    async def shown(
+        request: Request[Any, Any, Any], render: Callable[[Member], Awaitable[Template]]
+    ) -> Template | Redirect:
+        """A settings page for the signed-in member; an agent is told only an admin may."""
+        who = await site.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
+        try:
+            return await render(who)
+        except OperationError as refused:
+            return site.refused(who, refused)
+
+    async def team_page(who: Member, status: int = 200, **values: Any) -> Template:
+        members = await team.members(desk, who.actor)
+        pending = [one for one in await team.invitations(desk, who.actor) if one.accepted_at is None]
+        return site.page(
+            "settings_team.html", status=status, cookies=who.cookies, members=members, invitations=pending, **values
+        )
+
+    async def keys_page(who: Member, status: int = 200, **values: Any) -> Template:
+        listed = await keys.listing(desk, who.actor)
+        return site.page("settings_keys.html", status=status, cookies=who.cookies, keys=listed, **values)
+
+    async def webhooks_page(who: Member, status: int = 200, **values: Any) -> Template:
+        listed = await webhooks.listing(desk, who.actor)
+        return site.page(
+            "settings_webhooks.html", status=status, cookies=who.cookies, webhooks=listed, events=EVENTS, **values
+        )
+
+    async def submitted(
+        request: Request[Any, Any, Any],
+        again: Callable[..., Awaitable[Template]],
+        act: Callable[[Member], Awaitable[Template | Redirect]],
+        **values: Any,
+    ) -> Template | Redirect:
+        """The form's operation; what was wrong beside the form (the page `again`) otherwise."""
+        who = await site.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
+        try:
+            return await act(who)
+        except msgspec.ValidationError as wrong:
+            status, error = 400, readable(str(wrong))
+        except OperationError as refused:
+            status, error = REFUSED[refused.kind], refused.message
+        try:
+            return await again(who, status=status, error=error, **values)
+        except OperationError as refused:
+            return site.refused(who, refused)
+
+    @get("/settings", status_code=HTTP_303_SEE_OTHER)
+    async def settings() -> Redirect:
+        return site.go("/settings/team")
+
+    @get("/settings/team")
+    async def team_settings(request: Request[Any, Any, Any], invited: FromQuery[str] = "") -> Template | Redirect:
+        return await shown(request, lambda who: team_page(who, invited=invited))
+
+    @post("/settings/team/invitations", status_code=HTTP_303_SEE_OTHER)
+    async def invite(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
+        email = data.get("email", "").strip()
+
+        async def act(who: Member) -> Redirect:
+            await team.invite(desk, who.actor, msgspec.convert({"email": email}, Invite))
+            return site.go(f"/settings/team?{urlencode({'invited': email})}", who.cookies)
+
+        return await submitted(request, team_page, act, email=email)
+
+    @get("/settings/keys")
+    async def key_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
+        return await shown(request, keys_page)
+
+    @post("/settings/keys", status_code=200)
+    async def create_key(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
+        """The new key, shown on this answer only (never in a URL, never again)."""
+        name = data.get("name", "").strip()
+        scopes = ["*"] if data.get("access") != "read" else READ_ONLY
+
+        async def act(who: Member) -> Template:
+            made, secret = await keys.create(
+                desk, who.actor, msgspec.convert({"name": name, "scopes": scopes}, CreateKey)
+            )
+            return await keys_page(who, created=made, secret=secret)
+
+        return await submitted(request, keys_page, act, name=name)
+
+    @post("/settings/keys/{key_id:str}/revoke", status_code=HTTP_303_SEE_OTHER)
+    async def revoke_key(request: Request[Any, Any, Any], key_id: FromPath[str]) -> Template | Redirect:
+        async def act(who: Member) -> Redirect:
+            await keys.revoke(desk, who.actor, key_id)
+            return site.go("/settings/keys", who.cookies)
+
+        return await submitted(request, keys_page, act)
+
+    @get("/settings/webhooks")
+    async def webhook_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
+        return await shown(request, webhooks_page)
+
+    @post("/settings/webhooks", status_code=HTTP_303_SEE_OTHER)
+    async def create_webhook(request: Request[Any, Any, Any]) -> Template | Redirect:
+        form = await request.form()
+        given = {"url": form.get("url", "").strip(), "events": form.getall("events", [])}
+        if form.get("secret"):
+            given["secret"] = form.get("secret")
+
+        async def act(who: Member) -> Redirect:
+            await webhooks.create(desk, who.actor, msgspec.convert(given, CreateWebhook))
+            return site.go("/settings/webhooks", who.cookies)
+
+        return await submitted(request, webhooks_page, act, url=given["url"], chosen=given["events"])
+
+    @post("/settings/webhooks/{webhook_id:str}/test", status_code=200)
+    async def test_webhook(request: Request[Any, Any, Any], webhook_id: FromPath[str]) -> Template | Redirect:
+        """A signed `webhook.test` delivery, and how the receiver answered it."""
+
+        async def act(who: Member) -> Template:
+            trial = await webhooks.test(desk, who.actor, webhook_id)
+            return await webhooks_page(who, tested=webhook_id, trial=trial)
+
+        return await submitted(request, webhooks_page, act)
+
+    @post("/settings/webhooks/{webhook_id:str}/delete", status_code=HTTP_303_SEE_OTHER)
+    async def delete_webhook(request: Request[Any, Any, Any], webhook_id: FromPath[str]) -> Template | Redirect:
+        async def act(who: Member) -> Redirect:
+            await webhooks.delete(desk, who.actor, webhook_id)
+            return site.go("/settings/webhooks", who.cookies)
+
+        return await submitted(request, webhooks_page, act)
+
+    return [
+        settings,
+        team_settings,
+        invite,
+        key_settings,
+        create_key,
+        revoke_key,
+        webhook_settings,
+        create_webhook,
+        test_webhook,
+        delete_webhook,
+    ]
