@@ -6,6 +6,7 @@ form changes nothing, and a member of another organization is shown none of the 
 from __future__ import annotations
 
 import re
+import uuid
 
 import pytest
 from playwright.async_api import Browser, Page, expect
@@ -203,3 +204,33 @@ async def test_an_agent_is_told_that_only_an_admin_manages_settings(helpdesk_sta
         assert "hd_" not in made.text
         listed = (await org.browser.query("apiKeys.list")).json()
         assert "mine" not in str(listed), "no key was made"
+
+
+async def test_a_new_person_signs_in_by_link_and_makes_their_workspace_by_clicking(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    email = f"founder.{uuid.uuid4().hex[:10]}@example.com"
+    context = await chromium.new_context(base_url=helpdesk_stack.base_url)
+    page = await context.new_page()
+    await page.goto("/sign-in")
+    await page.get_by_label("Email address for the link").fill(email)
+    await page.get_by_role("button", name="Email me a sign-in link").click()
+    await page.goto(await helpdesk_stack.mailed_link(email))
+    await expect(page.get_by_role("heading", name="Make your workspace")).to_be_visible()
+    await checked(page, "helpdesk-signup")
+    await page.get_by_label("Your name").fill("Fay Founder")
+    await page.get_by_label("Organization").fill("Fay's Bikes")
+    await page.get_by_label("Pro").check()
+    await page.get_by_role("button", name="Make workspace").click()
+    await expect(page.get_by_role("alert")).to_have_text(
+        "The pro plan needs a payment provider, and none is configured"
+    )
+    await page.get_by_label("Free").check()
+    await page.get_by_role("button", name="Make workspace").click()
+    await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    await page.goto("/signup/complete")  # made once: signup is behind them
+    await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+    await page.get_by_role("link", name="Settings").click()
+    await expect(page.get_by_role("cell", name="Fay Founder")).to_be_visible()
+    await expect(page.get_by_role("cell", name="admin")).to_be_visible()
+    await context.close()

@@ -48,60 +48,65 @@ class Signup(msgspec.Struct, omit_defaults=True):
     checkoutUrl: str | None = None
 
 
-def procedures(deps: Accounts, billing: Billing | None = None) -> Mapping[str, Procedure]:
-    def no_provider(plan: str) -> ProcedureError:
-        return ProcedureError(
-            "PRECONDITION_FAILED", f"The {plan} plan needs a payment provider, and none is configured"
+def _no_provider(plan: str) -> ProcedureError:
+    return ProcedureError("PRECONDITION_FAILED", f"The {plan} plan needs a payment provider, and none is configured")
+
+
+async def _checkout(deps: Accounts, billing: Billing | None, workspace: workspaces.Workspace) -> str:
+    """A Checkout URL for the workspace's paid plan: its customer made (or reused), then a new session."""
+    if billing is None:
+        raise _no_provider(workspace.plan)
+    try:
+        customer_id = workspace.billing_customer_id
+        if customer_id is None:
+            made = await billing.customer(workspace.organization_id, email=workspace.user.email, name=workspace.name)
+            customer_id = await deps.db.write(workspaces.record_billing_customer, workspace.organization_id, made)
+        return (await billing.checkout(workspace.organization_id, customer_id, workspace.plan)).url
+    except PaymentSetupFailed:
+        raise ProcedureError("INTERNAL_SERVER_ERROR", "Payment setup could not start: retry") from None
+
+
+async def complete_signup(
+    deps: Accounts, billing: Billing | None, user_id: str, given: CompleteSignup
+) -> tuple[workspaces.Workspace, str | None]:
+    """The user's workspace, made once (or the one they have), and the Checkout URL when its paid plan still waits
+    for payment; a ProcedureError otherwise. `auth.completeSignup` and the signup page."""
+    if not is_safe_local_path(given.redirectPath):
+        raise ProcedureError("BAD_REQUEST", "redirectPath must be a path of this site, such as /dashboard")
+    workspace = await deps.db.read(workspaces.existing, user_id)
+    if billing is None:  # refused before anything is written
+        if workspace is None and given.planTier != workspaces.FREE_PLAN:
+            raise _no_provider(given.planTier)
+        if workspace is not None and workspace.billing_status == workspaces.BILLING_INCOMPLETE:
+            raise _no_provider(workspace.plan)
+    try:
+        workspace = workspace or await workspaces.sign_up(
+            deps.db,
+            user_id,
+            name=given.name,
+            organization_name=given.organizationName,
+            plan=given.planTier,
+            now=deps.clock(),
         )
+    except workspaces.NotVerified:
+        raise ProcedureError("BAD_REQUEST", "Verify your email address first: sign in with a link") from None
+    except workspaces.NoSlug:
+        raise ProcedureError("CONFLICT", "No free workspace address was found for this name; try another") from None
+    requires_payment = workspace.billing_status == workspaces.BILLING_INCOMPLETE
+    return workspace, await _checkout(deps, billing, workspace) if requires_payment else None
 
-    async def checkout(workspace: workspaces.Workspace) -> str:
-        """A Checkout URL for the workspace's paid plan: its customer made (or reused), then a new session."""
-        if billing is None:
-            raise no_provider(workspace.plan)
-        try:
-            customer_id = workspace.billing_customer_id
-            if customer_id is None:
-                made = await billing.customer(
-                    workspace.organization_id, email=workspace.user.email, name=workspace.name
-                )
-                customer_id = await deps.db.write(workspaces.record_billing_customer, workspace.organization_id, made)
-            return (await billing.checkout(workspace.organization_id, customer_id, workspace.plan)).url
-        except PaymentSetupFailed:
-            raise ProcedureError("INTERNAL_SERVER_ERROR", "Payment setup could not start: retry") from None
 
-    async def complete_signup(call: Call, given: CompleteSignup) -> Signup:
+def procedures(deps: Accounts, billing: Billing | None = None) -> Mapping[str, Procedure]:
+    async def complete(call: Call, given: CompleteSignup) -> Signup:
         if "authorization" in call.request.headers:
             raise ProcedureError("UNAUTHORIZED", "API keys do not authorize auth.completeSignup: sign in instead")
-        who = call.signed_in
-        if not is_safe_local_path(given.redirectPath):
-            raise ProcedureError("BAD_REQUEST", "redirectPath must be a path of this site, such as /dashboard")
-        workspace = await deps.db.read(workspaces.existing, who.user_id)
-        if billing is None:  # refused before anything is written
-            if workspace is None and given.planTier != workspaces.FREE_PLAN:
-                raise no_provider(given.planTier)
-            if workspace is not None and workspace.billing_status == workspaces.BILLING_INCOMPLETE:
-                raise no_provider(workspace.plan)
-        try:
-            workspace = workspace or await workspaces.sign_up(
-                deps.db,
-                who.user_id,
-                name=given.name,
-                organization_name=given.organizationName,
-                plan=given.planTier,
-                now=deps.clock(),
-            )
-        except workspaces.NotVerified:
-            raise ProcedureError("BAD_REQUEST", "Verify your email address first: sign in with a link") from None
-        except workspaces.NoSlug:
-            raise ProcedureError("CONFLICT", "No free workspace address was found for this name; try another") from None
-        requires_payment = workspace.billing_status == workspaces.BILLING_INCOMPLETE
-        checkout_url = await checkout(workspace) if requires_payment else None
+        workspace, checkout_url = await complete_signup(deps, billing, call.signed_in.user_id, given)
         user = workspace.user
         return Signup(
             SignupUser(user.id, user.email, user.name, user.organization_id, user.role),
             SignupOrganization(workspace.organization_id, workspace.name, workspace.slug),
-            requires_payment,
+            checkout_url is not None,
             checkout_url,
         )
 
-    return {"auth.completeSignup": Procedure("mutation", CompleteSignup, complete_signup, "signed_in")}
+    return {"auth.completeSignup": Procedure("mutation", CompleteSignup, complete, "signed_in")}

@@ -22,7 +22,7 @@ from gateway.common.pages import assets_router, pages_router
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.signin import SignInWithEmail, SignInWithPassword, password_sign_in, send_sign_in_link
 from gateway.helpdesk.deps import HelpdeskGateway
-from gateway.helpdesk.pages import settings
+from gateway.helpdesk.pages import settings, signup
 from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site, readable
 from gateway.helpdesk.procedures.wire import ProcedureError
 from operations.common.errors import OperationError
@@ -56,9 +56,8 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
     page, go = site.page, site.go
 
     @get(SIGN_IN, name="sign_in")
-    async def sign_in_page(next: FromQuery[str] = "/", unfinished: FromQuery[str] = "") -> Template:
-        notice = "Your account belongs to no organization yet: finish signing up first." if unfinished else None
-        return page("sign_in.html", next=_local(next), notice=notice)
+    async def sign_in_page(next: FromQuery[str] = "/") -> Template:
+        return page("sign_in.html", next=_local(next))
 
     @post(f"{SIGN_IN}/link", status_code=200)
     async def sign_in_by_link(data: Form) -> Template:
@@ -198,7 +197,7 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
     handlers = [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, dashboard, inbox, ticket, write, change]
     pages = pages_router(
-        [*handlers, *settings.routes(site)],
+        [*handlers, *settings.routes(site), *signup.routes(site)],
         product=PRODUCT,
         csrf_secret=sessions.tokens.derived("pages-csrf"),
         cookie_name=CSRF_COOKIE,

@@ -16,6 +16,7 @@ from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
 from gateway.common.errors import REFUSED
+from gateway.helpdesk.accounts.sessions import SignedIn
 from gateway.helpdesk.deps import HelpdeskGateway
 from operations.common.actors import Actor
 from operations.common.errors import OperationError
@@ -23,6 +24,8 @@ from storage.helpdesk import accounts
 
 PRODUCT = "Signalyard Helpdesk"
 SIGN_IN = "/sign-in"
+SIGNUP = "/signup/complete"
+"""Where a signed-in person who belongs to no organization yet makes their workspace."""
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
 """A posted form's fields."""
 
@@ -49,7 +52,8 @@ class Site:
     helpdesk: HelpdeskGateway
 
     async def member(self, request: Request[Any, Any, Any]) -> Member:
-        """The member the request's session signs in (SignInFirst when none, or when they belong nowhere yet)."""
+        """The member the request's session signs in (SignInFirst when none, or, to SIGNUP, when they belong to no
+        organization yet)."""
         deps = self.helpdesk.accounts
         resolved = await deps.sessions.resolve(request.cookies)
         if resolved.signed_in is None:
@@ -59,9 +63,17 @@ class Site:
             user = await deps.db.read(accounts.user_by_id, resolved.signed_in.user_id)
             found = accounts.Member(user.organization_id, user.role) if user is not None else None
         if found is None or found.organization_id is None or found.role is None:
-            raise SignInFirst(f"{SIGN_IN}?{urlencode({'unfinished': '1'})}", resolved.cookies)
+            raise SignInFirst(SIGNUP, resolved.cookies)
         actor = Actor(found.organization_id, resolved.signed_in.user_id, found.role)  # type: ignore[arg-type]
         return Member(actor, resolved.cookies)
+
+    async def session(self, request: Request[Any, Any, Any]) -> tuple[SignedIn, Sequence[Cookie]] | Redirect:
+        """Whoever the request's session signs in, member or not yet, and the cookies to set; or the redirect that
+        sends the browser to sign in first."""
+        resolved = await self.helpdesk.accounts.sessions.resolve(request.cookies)
+        if resolved.signed_in is None:
+            return self.go(f"{SIGN_IN}?{urlencode({'next': request.url.path})}", resolved.cookies)
+        return resolved.signed_in, resolved.cookies
 
     async def signed_in(self, request: Request[Any, Any, Any]) -> Member | Redirect:
         """The member, or the redirect that sends the browser to sign in first."""
@@ -74,8 +86,8 @@ class Site:
         """An operation's refusal as a page of its own, with its status (404 for another organization's)."""
         return self.page("problem.html", status=REFUSED[refusal.kind], cookies=who.cookies, message=refusal.message)
 
-    def page(self, name: str, status: int = 200, cookies: Sequence[Cookie] = (), **values: Any) -> Template:
-        return Template(name, context={"product": PRODUCT, **values}, status_code=status, cookies=list(cookies))
+    def page(self, template: str, status: int = 200, cookies: Sequence[Cookie] = (), **values: Any) -> Template:
+        return Template(template, context={"product": PRODUCT, **values}, status_code=status, cookies=list(cookies))
 
     def go(self, to: str, cookies: Sequence[Cookie] = ()) -> Redirect:
         return Redirect(path=to, status_code=HTTP_303_SEE_OTHER, cookies=list(cookies))
