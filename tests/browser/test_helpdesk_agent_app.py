@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import re
 import uuid
+from email.message import EmailMessage
+from email.utils import make_msgid
 
 import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.browser.conftest import screenshots, serious_violations
-from tests.helpdesk_stack import HelpdeskStack
-from tests.helpers import Organization, joined_agent, signed_up
+from tests.helpdesk_stack import HelpdeskStack, data
+from tests.helpers import Organization, joined_agent, signed_up, until
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
@@ -233,4 +235,62 @@ async def test_a_new_person_signs_in_by_link_and_makes_their_workspace_by_clicki
     await page.get_by_role("link", name="Settings").click()
     await expect(page.get_by_role("cell", name="Fay Founder")).to_be_visible()
     await expect(page.get_by_role("cell", name="admin")).to_be_visible()
+    await context.close()
+
+
+async def test_the_walkthrough_from_signup_to_a_resolved_mailed_in_ticket_by_clicking(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    """docs/helpdesk.md, "The agent app": a new person makes their workspace, a customer's mail arrives through the
+    forwarder, and the admin assigns it to themself, replies, notes and resolves it."""
+    email = f"owner.{uuid.uuid4().hex[:10]}@example.com"
+    context = await chromium.new_context(base_url=helpdesk_stack.base_url)
+    page = await context.new_page()
+    await page.goto("/")
+    await page.get_by_label("Email address for the link").fill(email)
+    await page.get_by_role("button", name="Email me a sign-in link").click()
+    await page.goto(await helpdesk_stack.mailed_link(email))
+    await page.get_by_label("Your name").fill("Olu Owner")
+    await page.get_by_label("Organization").fill("Olu's Printers")
+    await page.get_by_role("button", name="Make workspace").click()
+    await expect(page.get_by_role("link", name=re.compile(r"^Unassigned \(0\)"))).to_be_visible()
+
+    async with helpdesk_stack.browser() as admin:  # the same admin through the procedures: a mailbox to write to
+        await admin.sign_in(email)
+        support = f"help-{uuid.uuid4().hex[:8]}@example.com"
+        made = await admin.call("channels.create", {"kind": "email", "name": "Support", "addresses": [support]})
+        secret = data(made)["secrets"]["forwarder_secret"]
+    mail = EmailMessage()
+    mail["From"], mail["To"], mail["Subject"] = "Grace Hopper <grace@example.com>", support, "Printer on fire"
+    mail["Message-ID"] = make_msgid(domain="example.com")
+    mail.set_content("It is on fire. Again.")
+    headers = {"Content-Type": "message/rfc822", "x-forwarder-secret": secret}
+    forwarded = await helpdesk_stack.client.post(
+        "/api/webhooks/inbound-email", content=mail.as_bytes(), headers=headers
+    )
+    assert forwarded.status_code == 200, forwarded.text
+
+    async def arrived() -> bool:
+        await page.reload()
+        return await page.get_by_role("link", name=re.compile(r"^Unassigned \(1\)")).count() == 1
+
+    await until(arrived, "the mailed-in ticket in the inbox", timeout_s=30, every_s=0.3)
+    await page.get_by_role("link", name=re.compile(r"^Unassigned \(1\)")).click()
+    await page.get_by_role("link", name="Printer on fire").click()
+    await expect(page.locator(".thread li").filter(has_text="Customer")).to_contain_text("It is on fire. Again.")
+    await page.get_by_label("Assignee").select_option(label="Olu Owner (you)")
+    await page.get_by_role("button", name="Save").click()
+    await expect(page.get_by_label("Assignee")).to_have_value(re.compile(".+"))
+    await page.get_by_label("Message").fill("We are sending a technician.")
+    await page.get_by_role("button", name="Send reply").click()
+    reply = page.locator(".thread li").filter(has_text="We are sending a technician.")
+    await expect(reply).to_contain_text("to grace@example.com")
+    await page.get_by_label("Message").fill("Third fire this month.")
+    await page.get_by_role("button", name="Add internal note").click()
+    await expect(page.locator(".thread li.internal")).to_contain_text("Third fire this month.")
+    await page.get_by_label("Status").select_option("resolved")
+    await page.get_by_role("button", name="Save").click()
+    await page.get_by_role("link", name="Inbox").click()
+    await expect(page.get_by_role("link", name=re.compile(r"^Mine \(0\)"))).to_be_visible()
+    await expect(page.get_by_role("link", name=re.compile(r"^Resolved \(1\)"))).to_be_visible()
     await context.close()
