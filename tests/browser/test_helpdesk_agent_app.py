@@ -294,3 +294,39 @@ async def test_the_walkthrough_from_signup_to_a_resolved_mailed_in_ticket_by_cli
     await expect(page.get_by_role("link", name=re.compile(r"^Mine \(0\)"))).to_be_visible()
     await expect(page.get_by_role("link", name=re.compile(r"^Resolved \(1\)"))).to_be_visible()
     await context.close()
+
+
+async def test_a_member_sets_a_password_signs_in_with_it_and_resets_it_by_mail_by_clicking(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    async with signed_up(helpdesk_stack) as org:
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+        await page.get_by_role("link", name="Password").click()
+        await expect(page.get_by_role("heading", name="Set a password")).to_be_visible()
+        await page.get_by_label("New password").fill("first long password")
+        await page.get_by_role("button", name="Save password").click()
+        await expect(page.get_by_role("status")).to_have_text("Your password is saved.")
+        await expect(page.get_by_role("heading", name="Change your password")).to_be_visible()
+        await checked(page, "helpdesk-password")
+        await page.get_by_label("Current password").fill("not it at all")
+        await page.get_by_label("New password").fill("second long password")
+        await page.get_by_role("button", name="Save password").click()
+        await expect(page.get_by_role("alert")).to_have_text("The current password is wrong")
+
+        await page.get_by_role("button", name="Sign out").click()
+        await page.get_by_label("Email address for the reset link").fill(org.admin_email)
+        await page.get_by_role("button", name="Email me a reset link").click()
+        await expect(page.get_by_role("heading", name="Check your mail")).to_be_visible()
+        await page.goto(await helpdesk_stack.mailed_link(org.admin_email))
+        await expect(page.get_by_role("status")).to_have_text("Choose a new password.")
+        await page.get_by_label("New password").fill("third long password")
+        await page.get_by_role("button", name="Save password").click()
+        await expect(page.get_by_role("status")).to_have_text("Your password is saved.")
+
+        await page.get_by_role("button", name="Sign out").click()
+        await page.get_by_label("Email address", exact=True).fill(org.admin_email)
+        await page.get_by_label("Password", exact=True).fill("third long password")
+        await page.get_by_role("button", name="Sign in", exact=True).click()
+        await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
+        assert refused == []
+        await page.context.close()

@@ -252,20 +252,42 @@ async def password_sign_in(
     return user, started
 
 
+async def send_reset_link(deps: Accounts, email: str) -> None:
+    """A password reset link mailed to `email` when it has an account (answered the same either way); 5 a minute per
+    address. `auth.sendPasswordReset` and the password page."""
+    await _limited(deps, "sendPasswordReset", email)
+    if await deps.db.read(accounts.user_by_email, email) is not None:
+        await _mail_link(deps, "reset", email, RESET_LANDING)
+
+
+async def set_first_password(deps: Accounts, user: accounts.UserRecord, given: SetPassword) -> None:
+    """A password for an account that has none (made by a link, or reset). `auth.setPassword` and the password
+    page."""
+    if user.password_hash is not None:
+        raise ProcedureError("BAD_REQUEST", "This account has a password: change it with auth.changePassword")
+    await deps.db.write(accounts.set_password_hash, user.id, await deps.passwords.hash(given.password), deps.clock())
+
+
+async def replace_password(deps: Accounts, user: accounts.UserRecord, given: ChangePassword, *, keep: str) -> None:
+    """The account's password changed, given the current one (5 tries a minute); its other sessions end, `keep`
+    stays. `auth.changePassword` and the password page."""
+    if user.password_hash is None:
+        raise ProcedureError("BAD_REQUEST", "This account has no password yet: set one with auth.setPassword")
+    await _limited(deps, "changePassword", user.email)
+    if not await deps.passwords.check(user.password_hash, given.currentPassword):
+        raise ProcedureError("UNAUTHORIZED", "The current password is wrong")
+    new_hash = await deps.passwords.hash(given.newPassword)
+    await deps.db.write(accounts.replace_password, user.id, new_hash, "password_changed", deps.clock(), keep=keep)
+
+
 def procedures(deps: Accounts) -> Mapping[str, Procedure]:
-    db, sessions, passwords = deps.db, deps.sessions, deps.passwords
+    db, sessions = deps.db, deps.sessions
 
     async def current(call: Call) -> accounts.UserRecord:
         user = await db.read(accounts.user_by_id, call.signed_in.user_id)
         if user is None:
             raise ProcedureError("UNAUTHORIZED", "Sign in first: this account no longer exists")
         return user
-
-    async def limited(procedure: str, email: str) -> None:
-        await _limited(deps, procedure, email)
-
-    async def mail_link(purpose: Literal["sign_in", "reset"], email: str, redirect_to: str) -> None:
-        await _mail_link(deps, purpose, email, redirect_to)
 
     async def sign_in_with_email(_: Call, given: SignInWithEmail) -> Success:
         await send_sign_in_link(deps, given.email, given.redirectTo)
@@ -290,9 +312,7 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
         return SocialStart(url)
 
     async def send_password_reset(_: Call, given: SendPasswordReset) -> Success:
-        await limited("sendPasswordReset", given.email)
-        if await db.read(accounts.user_by_email, given.email) is not None:  # answered the same either way
-            await mail_link("reset", given.email, RESET_LANDING)
+        await send_reset_link(deps, given.email)
         return Success()
 
     async def sign_in_with_password(call: Call, given: SignInWithPassword) -> PasswordSignIn:
@@ -312,28 +332,11 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
         return HasPassword((await current(call)).password_hash is not None)
 
     async def set_password(call: Call, given: SetPassword) -> Success:
-        user = await current(call)
-        if user.password_hash is not None:
-            raise ProcedureError("BAD_REQUEST", "This account has a password: change it with auth.changePassword")
-        await db.write(accounts.set_password_hash, user.id, await passwords.hash(given.password), deps.clock())
+        await set_first_password(deps, await current(call), given)
         return Success()
 
     async def change_password(call: Call, given: ChangePassword) -> Success:
-        user = await current(call)
-        if user.password_hash is None:
-            raise ProcedureError("BAD_REQUEST", "This account has no password yet: set one with auth.setPassword")
-        await limited("changePassword", user.email)
-        if not await passwords.check(user.password_hash, given.currentPassword):
-            raise ProcedureError("UNAUTHORIZED", "The current password is wrong")
-        new_hash = await passwords.hash(given.newPassword)
-        await db.write(
-            accounts.replace_password,
-            user.id,
-            new_hash,
-            "password_changed",
-            deps.clock(),
-            keep=call.signed_in.session_id,
-        )
+        await replace_password(deps, await current(call), given, keep=call.signed_in.session_id)
         return Success()
 
     async def update_profile(call: Call, given: UpdateProfile) -> User:

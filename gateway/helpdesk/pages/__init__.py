@@ -22,7 +22,7 @@ from gateway.common.pages import assets_router, pages_router
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.signin import SignInWithEmail, SignInWithPassword, password_sign_in, send_sign_in_link
 from gateway.helpdesk.deps import HelpdeskGateway
-from gateway.helpdesk.pages import settings, signup
+from gateway.helpdesk.pages import account, settings, signup
 from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site, readable
 from gateway.helpdesk.procedures.wire import ProcedureError
 from operations.common.errors import OperationError
@@ -197,7 +197,7 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
     handlers = [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, dashboard, inbox, ticket, write, change]
     pages = pages_router(
-        [*handlers, *settings.routes(site), *signup.routes(site)],
+        [*handlers, *settings.routes(site), *signup.routes(site), *account.routes(site)],
         product=PRODUCT,
         csrf_secret=sessions.tokens.derived("pages-csrf"),
         cookie_name=CSRF_COOKIE,
