@@ -58,6 +58,8 @@ async def test_an_admin_signs_in_by_link_and_replies_notes_and_resolves_a_ticket
     chromium: Browser, helpdesk_stack: HelpdeskStack
 ) -> None:
     async with signed_up(helpdesk_stack) as org:
+        earlier = {"subject": "Wrong size", "customer_email": "ada@example.com", "status": "resolved"}
+        assert (await org.rest("POST", "/tickets", json=earlier)).status_code == 201
         made = await org.rest(
             "POST", "/tickets", json={"subject": "Parcel never arrived", "customer_email": "ada@example.com"}
         )
@@ -69,6 +71,7 @@ async def test_an_admin_signs_in_by_link_and_replies_notes_and_resolves_a_ticket
         await page.get_by_role("link", name=re.compile(r"^Unassigned \(1\)")).click()
         await page.get_by_role("link", name="Parcel never arrived").click()
         await expect(page.get_by_role("heading", name=f"#{ticket['number']} Parcel never arrived")).to_be_visible()
+        await expect(page.get_by_role("list", name="Their other tickets")).to_contain_text("Wrong size (resolved)")
 
         await page.get_by_label("Message").fill("It left our depot today.\nTracking: <ABC & 123>")
         await page.get_by_role("button", name="Send reply").click()
@@ -84,7 +87,7 @@ async def test_an_admin_signs_in_by_link_and_replies_notes_and_resolves_a_ticket
         await page.get_by_role("button", name="Save").click()
         await expect(page.get_by_label("Status")).to_have_value("resolved")
         await page.get_by_role("link", name="Inbox").click()
-        await expect(page.get_by_role("link", name=re.compile(r"^Resolved \(1\)"))).to_be_visible()
+        await expect(page.get_by_role("link", name=re.compile(r"^Resolved \(2\)"))).to_be_visible()
         assert refused == []
         await page.context.close()
 

@@ -29,7 +29,7 @@ from operations.common.errors import OperationError
 from operations.helpdesk import conversations, team
 from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.conversations import AddConversation, ListConversations
-from operations.helpdesk.tickets import UpdateTicket
+from operations.helpdesk.tickets import ListTickets, UpdateTicket
 from storage.helpdesk.tickets import INBOX_VIEWS, InboxView
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -38,6 +38,8 @@ INBOX_PAGE = 25
 """Tickets an inbox page lists."""
 THREAD_PAGE = 50
 """Messages a ticket's page shows, newest first."""
+CUSTOMER_TICKETS = 10
+"""The customer's other tickets a ticket's page lists beside it, newest first."""
 VIEW_NAMES: dict[InboxView, str] = {
     "mine": "Mine",
     "unassigned": "Unassigned",
@@ -125,6 +127,9 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
         ticket = await ticket_operations.get(desk, who.actor, ticket_id)
         thread = await conversations.listing(desk, who.actor, ListConversations(ticket_id=ticket.id, limit=THREAD_PAGE))
         members = {person.id: person for person in await team.members(desk, who.actor)}
+        theirs = await ticket_operations.listing(
+            desk, who.actor, ListTickets(customer_id=ticket.customer_id, limit=CUSTOMER_TICKETS + 1)
+        )
         return page(
             "ticket.html",
             status=status,
@@ -132,6 +137,7 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
             ticket=ticket,
             thread=thread.items,
             members=members,
+            others=[other for other in theirs.items if other.id != ticket.id][:CUSTOMER_TICKETS],
             me=who.actor.user_id,
             **values,
         )
