@@ -27,8 +27,6 @@ from gateway.common.auth import NO_AUTHENTICATION
 ASSETS = Path(__file__).parent / "assets"
 TEMPLATES = Path(__file__).parent / "templates"
 ASSETS_PATH = "/assets"
-CSRF_FIELD = "_csrf_token"
-"""The hidden field of every form that holds its CSRF token (Litestar's name)."""
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
     "frame-ancestors 'none'"

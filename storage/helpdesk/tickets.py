@@ -24,7 +24,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from sqlalchemy import ColumnElement, Table, bindparam, func, insert, select, update
 from sqlalchemy import delete as delete_rows
@@ -422,10 +422,15 @@ def listing(
 
 
 InboxView = Literal["mine", "unassigned", "open", "pending", "resolved"]
-INBOX_VIEWS: tuple[InboxView, ...] = ("mine", "unassigned", "open", "pending", "resolved")
+INBOX_VIEWS: tuple[InboxView, ...] = get_args(InboxView)
 """The agent app's inbox views: `mine` (open or pending, assigned to the member), `unassigned` (open or pending, nobody
 assigned), `open`, `pending`, and `resolved` (resolved or closed). Merged tickets are in none."""
 _WAITING = TICKETS.c.status.in_(("open", "pending"))
+
+
+def _in_inbox(organization_id: str) -> ColumnElement[bool]:
+    """The organization's tickets that any inbox view may hold: live, not merged."""
+    return (TICKETS.c.organization_id == organization_id) & _LIVE & TICKETS.c.merged_into_id.is_(None)
 
 
 def _in_view(view: InboxView, user_id: str | None) -> ColumnElement[bool]:
@@ -449,10 +454,8 @@ def inbox(
     cursor: str | None,
 ) -> tuple[list[TicketRecord], bool]:
     """The tickets of an inbox view, newest first; `cursor` is the last ticket id of the previous page."""
-    scope = (TICKETS.c.organization_id == organization_id) & _LIVE & TICKETS.c.merged_into_id.is_(None)
-    rows, more = newest_first(
-        connection, TICKETS, _selected(), scope & _in_view(view, user_id), limit=limit, cursor=cursor
-    )
+    scope = _in_inbox(organization_id) & _in_view(view, user_id)
+    rows, more = newest_first(connection, TICKETS, _selected(), scope, limit=limit, cursor=cursor)
     return [_ticket(row) for row in rows], more
 
 
@@ -460,7 +463,7 @@ def inbox_counts(connection: Connection, organization_id: str, user_id: str | No
     """How many tickets each inbox view holds, in one statement."""
     counted = connection.execute(
         select(*(func.count().filter(_in_view(view, user_id)).label(view) for view in INBOX_VIEWS)).where(
-            TICKETS.c.organization_id == organization_id, _LIVE, TICKETS.c.merged_into_id.is_(None)
+            _in_inbox(organization_id)
         )
     ).one()
     return {view: int(getattr(counted, view)) for view in INBOX_VIEWS}

@@ -6,6 +6,7 @@ page holds no rule of its own; forms post and are answered by a redirect (or the
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -17,13 +18,12 @@ from litestar.response import Redirect, Template
 from litestar.router import Router
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
-from gateway.common.errors import REFUSED
 from gateway.common.pages import assets_router, pages_router
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.signin import SignInWithEmail, SignInWithPassword, password_sign_in, send_sign_in_link
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.pages import account, settings, signup
-from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site, readable
+from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site
 from gateway.helpdesk.procedures.wire import ProcedureError
 from operations.common.errors import OperationError
 from operations.helpdesk import conversations, team
@@ -144,62 +144,35 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
     @get("/tickets/{ticket_id:str}", name="ticket")
     async def ticket(request: Request[Any, Any, Any], ticket_id: FromPath[str]) -> Template | Redirect:
-        who = await site.signed_in(request)
-        if isinstance(who, Redirect):
-            return who
-        try:
-            return await ticket_page(who, ticket_id)
-        except OperationError as refused:
-            return site.refused(who, refused)
+        return await site.shown(request, lambda who: ticket_page(who, ticket_id))
 
     @post("/tickets/{ticket_id:str}/conversations", status_code=HTTP_303_SEE_OTHER)
-    async def write(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Any:
+    async def write(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Template | Redirect:
         """A reply (`kind=reply`) or an internal note (`kind=note`) on the ticket."""
-        note = data.get("kind") == "note"
-        return await acted(
-            request,
-            ticket_id,
-            lambda actor, given: conversations.add(desk, actor, ticket_id, given),
-            AddConversation,
-            {"body": data.get("body", ""), "internal": note},
-            draft=data.get("body", ""),
-        )
+        given = {"body": data.get("body", ""), "internal": data.get("kind") == "note"}
+
+        async def act(who: Member) -> Redirect:
+            await conversations.add(desk, who.actor, ticket_id, msgspec.convert(given, AddConversation))
+            return go(f"/tickets/{ticket_id}", who.cookies)
+
+        return await site.submitted(request, act, again(ticket_id), draft=given["body"])
 
     @post("/tickets/{ticket_id:str}/changes", status_code=HTTP_303_SEE_OTHER)
-    async def change(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Any:
+    async def change(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Template | Redirect:
         """The ticket's status, priority or assignee (`assignee_id` empty: nobody)."""
         given: dict[str, Any] = {name: data[name] for name in ("status", "priority") if data.get(name)}
         if "assignee_id" in data:
             given["assignee_id"] = data["assignee_id"] or None
-        return await acted(
-            request,
-            ticket_id,
-            lambda actor, changes: ticket_operations.change(desk, actor, ticket_id, changes),
-            UpdateTicket,
-            given,
-        )
 
-    async def acted(
-        request: Request[Any, Any, Any],
-        ticket_id: FromPath[str],
-        act: Any,
-        kind: type[Any],
-        given: dict[str, Any],
-        **values: Any,
-    ) -> Template | Redirect:
-        """The form's operation, then back to the ticket (303); what was wrong, on the ticket's page, otherwise."""
-        who = await site.signed_in(request)
-        if isinstance(who, Redirect):
-            return who
-        try:
-            await act(who.actor, msgspec.convert(given, kind))
-        except msgspec.ValidationError as wrong:
-            return await ticket_page(who, ticket_id, status=400, error=readable(str(wrong)), **values)
-        except OperationError as refused:
-            if refused.kind == "not_found":
-                return site.refused(who, refused)
-            return await ticket_page(who, ticket_id, status=REFUSED[refused.kind], error=refused.message, **values)
-        return go(f"/tickets/{ticket_id}", who.cookies)
+        async def act(who: Member) -> Redirect:
+            await ticket_operations.change(desk, who.actor, ticket_id, msgspec.convert(given, UpdateTicket))
+            return go(f"/tickets/{ticket_id}", who.cookies)
+
+        return await site.submitted(request, act, again(ticket_id))
+
+    def again(ticket_id: str) -> Callable[..., Awaitable[Template]]:
+        """The ticket's page with what was wrong with its form."""
+        return lambda who, **values: ticket_page(who, ticket_id, **values)
 
     handlers = [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, dashboard, inbox, ticket, write, change]
     pages = pages_router(

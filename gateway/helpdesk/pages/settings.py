@@ -5,7 +5,6 @@ told that only an admin may."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,9 +15,7 @@ from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.types import ControllerRouterHandler
 
-from gateway.common.errors import REFUSED
-from gateway.helpdesk.pages.site import Form, Member, Site, readable
-from operations.common.errors import OperationError
+from gateway.helpdesk.pages.site import Form, Member, Site
 from operations.helpdesk import keys, team, webhooks
 from operations.helpdesk.keys import CreateKey
 from operations.helpdesk.team import Invite
@@ -32,18 +29,6 @@ READ_ONLY = [f"{resource}:read" for resource in RESOURCES]
 
 def routes(site: Site) -> list[ControllerRouterHandler]:
     desk = site.helpdesk.desk
-
-    async def shown(
-        request: Request[Any, Any, Any], render: Callable[[Member], Awaitable[Template]]
-    ) -> Template | Redirect:
-        """A settings page for the signed-in member; an agent is told only an admin may."""
-        who = await site.signed_in(request)
-        if isinstance(who, Redirect):
-            return who
-        try:
-            return await render(who)
-        except OperationError as refused:
-            return site.refused(who, refused)
 
     async def team_page(who: Member, status: int = 200, **values: Any) -> Template:
         members = await team.members(desk, who.actor)
@@ -62,34 +47,13 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             "settings_webhooks.html", status=status, cookies=who.cookies, webhooks=listed, events=EVENTS, **values
         )
 
-    async def submitted(
-        request: Request[Any, Any, Any],
-        again: Callable[..., Awaitable[Template]],
-        act: Callable[[Member], Awaitable[Template | Redirect]],
-        **values: Any,
-    ) -> Template | Redirect:
-        """The form's operation; what was wrong beside the form (the page `again`) otherwise."""
-        who = await site.signed_in(request)
-        if isinstance(who, Redirect):
-            return who
-        try:
-            return await act(who)
-        except msgspec.ValidationError as wrong:
-            status, error = 400, readable(str(wrong))
-        except OperationError as refused:
-            status, error = REFUSED[refused.kind], refused.message
-        try:
-            return await again(who, status=status, error=error, **values)
-        except OperationError as refused:
-            return site.refused(who, refused)
-
     @get("/settings", status_code=HTTP_303_SEE_OTHER)
     async def settings() -> Redirect:
         return site.go("/settings/team")
 
     @get("/settings/team")
     async def team_settings(request: Request[Any, Any, Any], invited: FromQuery[str] = "") -> Template | Redirect:
-        return await shown(request, lambda who: team_page(who, invited=invited))
+        return await site.shown(request, lambda who: team_page(who, invited=invited))
 
     @post("/settings/team/invitations", status_code=HTTP_303_SEE_OTHER)
     async def invite(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
@@ -99,11 +63,11 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             await team.invite(desk, who.actor, msgspec.convert({"email": email}, Invite))
             return site.go(f"/settings/team?{urlencode({'invited': email})}", who.cookies)
 
-        return await submitted(request, team_page, act, email=email)
+        return await site.submitted(request, act, team_page, email=email)
 
     @get("/settings/keys")
     async def key_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
-        return await shown(request, keys_page)
+        return await site.shown(request, keys_page)
 
     @post("/settings/keys", status_code=200)
     async def create_key(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
@@ -117,7 +81,7 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             )
             return await keys_page(who, created=made, secret=secret)
 
-        return await submitted(request, keys_page, act, name=name)
+        return await site.submitted(request, act, keys_page, name=name)
 
     @post("/settings/keys/{key_id:str}/revoke", status_code=HTTP_303_SEE_OTHER)
     async def revoke_key(request: Request[Any, Any, Any], key_id: FromPath[str]) -> Template | Redirect:
@@ -125,11 +89,11 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             await keys.revoke(desk, who.actor, key_id)
             return site.go("/settings/keys", who.cookies)
 
-        return await submitted(request, keys_page, act)
+        return await site.submitted(request, act, keys_page)
 
     @get("/settings/webhooks")
     async def webhook_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
-        return await shown(request, webhooks_page)
+        return await site.shown(request, webhooks_page)
 
     @post("/settings/webhooks", status_code=HTTP_303_SEE_OTHER)
     async def create_webhook(request: Request[Any, Any, Any]) -> Template | Redirect:
@@ -142,7 +106,7 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             await webhooks.create(desk, who.actor, msgspec.convert(given, CreateWebhook))
             return site.go("/settings/webhooks", who.cookies)
 
-        return await submitted(request, webhooks_page, act, url=given["url"], chosen=given["events"])
+        return await site.submitted(request, act, webhooks_page, url=given["url"], chosen=given["events"])
 
     @post("/settings/webhooks/{webhook_id:str}/test", status_code=200)
     async def test_webhook(request: Request[Any, Any, Any], webhook_id: FromPath[str]) -> Template | Redirect:
@@ -152,7 +116,7 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             trial = await webhooks.test(desk, who.actor, webhook_id)
             return await webhooks_page(who, tested=webhook_id, trial=trial)
 
-        return await submitted(request, webhooks_page, act)
+        return await site.submitted(request, act, webhooks_page)
 
     @post("/settings/webhooks/{webhook_id:str}/delete", status_code=HTTP_303_SEE_OTHER)
     async def delete_webhook(request: Request[Any, Any, Any], webhook_id: FromPath[str]) -> Template | Redirect:
@@ -160,7 +124,7 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             await webhooks.delete(desk, who.actor, webhook_id)
             return site.go("/settings/webhooks", who.cookies)
 
-        return await submitted(request, webhooks_page, act)
+        return await site.submitted(request, act, webhooks_page)
 
     return [
         settings,

@@ -3,11 +3,12 @@ them), its template rendered with the product's name, a redirect after a form.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
+import msgspec
 from litestar import Request
 from litestar.datastructures import Cookie
 from litestar.enums import RequestEncodingType
@@ -81,6 +82,43 @@ class Site:
             return await self.member(request)
         except SignInFirst as first:
             return self.go(first.to, first.cookies)
+
+    async def shown(
+        self, request: Request[Any, Any, Any], render: Callable[[Member], Awaitable[Template]]
+    ) -> Template | Redirect:
+        """The page `render` makes for the signed-in member; an operation's refusal (another organization's, only an
+        admin's) as a page of its own."""
+        who = await self.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
+        try:
+            return await render(who)
+        except OperationError as refusal:
+            return self.refused(who, refusal)
+
+    async def submitted(
+        self,
+        request: Request[Any, Any, Any],
+        act: Callable[[Member], Awaitable[Template | Redirect]],
+        again: Callable[..., Awaitable[Template]],
+        **values: Any,
+    ) -> Template | Redirect:
+        """A form's operation (`act`, whose answer is the answer); when its input does not fit or the operation
+        refuses it, the form's page again (`again(who, status=, error=, **values)`) with what was wrong beside the
+        form, or, when that page cannot be shown either, the refusal's page."""
+        who = await self.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
+        try:
+            return await act(who)
+        except msgspec.ValidationError as wrong:
+            status, error = 400, readable(str(wrong))
+        except OperationError as refusal:
+            status, error = REFUSED[refusal.kind], refusal.message
+        try:
+            return await again(who, status=status, error=error, **values)
+        except OperationError as refusal:
+            return self.refused(who, refusal)
 
     def refused(self, who: Member, refusal: OperationError) -> Template:
         """An operation's refusal as a page of its own, with its status (404 for another organization's)."""
