@@ -29,9 +29,9 @@ from gateway.helpdesk.inbound.common import Inbound
 from operations.helpdesk.desk import Helpdesk
 from signalyard.registry import helpdesk
 from signalyard.service import Service
+from storage.common import mail as mail_store
 from storage.common.webhooks.endpoints import create_endpoint
 from storage.common.webhooks.events import first_attempt, record_event
-from storage.helpdesk import accounts
 from tests.conftest import KEEP_ALIVE_BELOW_THE_SERVER_S, ServiceStack, SharedStacks, running_stack, stack_settings
 from tests.peers.graph import GraphPeer
 from tests.peers.receiver import WebhookReceiver
@@ -139,14 +139,14 @@ class HelpdeskStack(ServiceStack):
 
     async def mailed_link(self, email: str) -> str:
         """The path of the newest link mailed to `email` (the development outbox keeps every mail)."""
-        (mail, *_) = await self.db.read(accounts.kept_mails, email)
+        (mail, *_) = await self.db.read(mail_store.kept_mails, "helpdesk", email)
         found = LINK.search(mail.body)
         assert found, mail.body
         return found.group(1)
 
     async def mailed_invitation(self, email: str) -> str:
         """The path of the newest invitation link mailed to `email` (`/auth/invite?token=...`)."""
-        (mail, *_) = await self.db.read(accounts.kept_mails, email)
+        (mail, *_) = await self.db.read(mail_store.kept_mails, "helpdesk", email)
         found = INVITATION_LINK.search(mail.body)
         assert found, mail.body
         return found.group(1)

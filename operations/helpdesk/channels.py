@@ -10,10 +10,10 @@ import msgspec
 
 from operations.common.actors import Actor
 from operations.common.errors import Conflict, Invalid, NotFound, StaleCursor
+from operations.common.mail import SmtpServer
 from operations.common.pages import Page
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Cursor, Limit, PersonName, Uuid, is_uuid
-from operations.helpdesk.mail import SmtpServer
 from storage.common.paging import CursorNotFound
 from storage.helpdesk import channels, inbound
 from storage.helpdesk.channels import ChannelRecord

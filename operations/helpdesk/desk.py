@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 from cryptography.fernet import MultiFernet
 
 from operations.common.changes import Changes, PublishEvent
+from operations.common.mail import Mailer
 from operations.common.webhooks import Endpoints, Words
-from operations.helpdesk.mail import Mailer
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from topics.helpdesk import WEBHOOKS

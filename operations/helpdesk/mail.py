@@ -1,69 +1,12 @@
-"""Mail the helpdesk sends (sign-in and reset links): through an SMTP server when `SIGNALYARD_HELPDESK_SMTP_URL` is
-set, else (the embedded default) kept in storage, where `signalyard helpdesk mails` prints it. Links are never logged.
-
-The URL takes `smtp://[user:password@]host:port` (plain), `smtp+starttls://...` (upgraded with STARTTLS) or
-`smtps://...` (TLS from the first byte); user and password are percent-encoded where they hold `:`, `@` or `/`."""
+"""The mail the helpdesk sends of itself (sign-in and reset links, invitations, notices): operations/common/mail.py's,
+through `SIGNALYARD_HELPDESK_SMTP_URL` when it is set, else kept for `signalyard helpdesk mails` to print; each marked
+as the helpdesk's own (OUR_HEADER) so that a copy coming back through an inbound channel is known."""
 
 from __future__ import annotations
 
-import ssl
-from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from email.message import EmailMessage
-from email.utils import format_datetime, make_msgid, parseaddr
-from typing import Protocol
-from urllib.parse import unquote, urlsplit
-
-import aiosmtplib
-
+from operations.common.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from storage.common.db import Database
-from storage.helpdesk import accounts
-
-DEFAULT_PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}
-
-
-class Mailer(Protocol):
-    async def send(self, recipient: str, subject: str, body: str) -> None: ...
-
-
-class KeptMail:
-    """The development outbox: every mail stored, none sent."""
-
-    def __init__(self, db: Database, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
-        self.db = db
-        self.clock = clock
-
-    async def send(self, recipient: str, subject: str, body: str) -> None:
-        await self.db.write(accounts.keep_mail, recipient, subject, body, self.clock())
-
-
-@dataclass(frozen=True, slots=True)
-class SmtpServer:
-    """Where and how to reach the SMTP server, from its URL."""
-
-    host: str
-    port: int
-    tls: bool
-    starttls: bool
-    username: str | None
-    password: str | None
-
-    @classmethod
-    def parse(cls, url: str) -> SmtpServer:
-        """Raises ValueError saying what is accepted."""
-        parts = urlsplit(url)
-        if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
-            raise ValueError("smtp://[user:password@]host:port, smtp+starttls://... or smtps://...")
-        return cls(
-            host=parts.hostname,
-            port=parts.port or DEFAULT_PORTS[parts.scheme],
-            tls=parts.scheme == "smtps",
-            starttls=parts.scheme == "smtp+starttls",
-            username=unquote(parts.username) if parts.username else None,
-            password=unquote(parts.password) if parts.password else None,
-        )
-
+from storage.helpdesk.keys import SERVICE
 
 OUR_HEADER = "X-Signalyard-Helpdesk"
 """The header by which the inbound processors know a copy of the helpdesk's own mail (the same name as
@@ -72,64 +15,13 @@ organization's mail, ACCOUNT_MAIL on the account mail (sign-in and reset links),
 ACCOUNT_MAIL = "account"
 
 
-def compose(
-    sender: str, recipient: str, subject: str, body: str, *, organization_id: str | None = None
-) -> EmailMessage:
-    """A mail the helpdesk sends of itself, marked against loops (docs/helpdesk.md, "Inbound email"):
-    `Auto-Submitted: auto-generated` (RFC 3834: no auto-responder answers it), `X-Auto-Response-Suppress: All`
-    (Exchange's: no out-of-office, no read or delivery receipt) and OUR_HEADER (a copy coming back is ours)."""
-    message = EmailMessage()
-    message["From"] = sender
-    message["To"] = recipient
-    message["Subject"] = subject
-    message["Date"] = format_datetime(datetime.now(UTC))
-    message["Message-ID"] = make_msgid(domain=parseaddr(sender)[1].rpartition("@")[2] or None)
-    message["Auto-Submitted"] = "auto-generated"
-    message["X-Auto-Response-Suppress"] = "All"
-    message[OUR_HEADER] = organization_id or ACCOUNT_MAIL
-    message.set_content(body)
-    return message
+def kept_mail(db: Database) -> KeptMail:
+    """The helpdesk's kept-mail outbox (the embedded default)."""
+    return KeptMail(db, SERVICE)
 
 
-class SmtpMail:
-    """Each mail sent at once, from `sender`, as `compose` makes it. A failure to send raises: the procedure answers
-    INTERNAL_SERVER_ERROR and the caller may retry."""
-
-    def __init__(
-        self, server: SmtpServer, sender: str, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = 30
-    ) -> None:
-        """`tls_context`: whom to trust (default: the system's certificate authorities)."""
-        self.server = server
-        self.sender = sender
-        self.tls_context = tls_context
-        self.timeout_s = timeout_s
-
-    async def send(self, recipient: str, subject: str, body: str) -> None:
-        message = compose(self.sender, recipient, subject, body)
-        await send_message(self.server, message, None, None, tls_context=self.tls_context, timeout_s=self.timeout_s)
-
-
-async def send_message(
-    server: SmtpServer,
-    message: EmailMessage,
-    sender: str | None,
-    recipients: list[str] | None,
-    *,
-    tls_context: ssl.SSLContext | None,
-    timeout_s: float,
-) -> None:
-    """`message` through the SMTP server, to `recipients` from the envelope sender `sender` (None: its headers');
-    raises what aiosmtplib raises."""
-    await aiosmtplib.send(
-        message,
-        sender=sender,
-        recipients=recipients,
-        hostname=server.host,
-        port=server.port,
-        username=server.username,
-        password=server.password,
-        use_tls=server.tls,
-        start_tls=server.starttls,
-        tls_context=tls_context,
-        timeout=timeout_s,
-    )
+def account_mailer(db: Database, smtp_url: str | None, sender: str) -> Mailer:
+    """The account mail's mailer: SMTP from `sender` when `smtp_url` is set, else the kept-mail outbox."""
+    if smtp_url is None:
+        return kept_mail(db)
+    return SmtpMail(SmtpServer.parse(smtp_url), sender, headers={OUR_HEADER: ACCOUNT_MAIL})

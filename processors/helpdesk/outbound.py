@@ -25,7 +25,8 @@ import aiosmtplib
 import httpx
 import structlog
 
-from operations.helpdesk.mail import OUR_HEADER, KeptMail, SmtpServer
+from operations.common.mail import KeptMail, SmtpServer
+from operations.helpdesk.mail import OUR_HEADER
 from processors.helpdesk.inbound.mail import MAIL_POLICY
 from storage.common.blobs import BlobStore
 from storage.common.db import Database

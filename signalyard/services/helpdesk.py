@@ -24,9 +24,10 @@ from gateway.helpdesk.inbound import marketplace, payments
 from gateway.helpdesk.inbound.common import Inbound
 from gateway.helpdesk.inbound.sms import STATUS_PATH as SMS_STATUS_PATH
 from operations.common.changes import PublishEvent
+from operations.common.mail import SmtpServer
 from operations.helpdesk.attachments import ATTACHMENTS_PATH
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.mail import KeptMail, Mailer, SmtpMail, SmtpServer
+from operations.helpdesk.mail import account_mailer, kept_mail
 from processors.common.outbox import Sweeper, relay_forever
 from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
 from processors.helpdesk.inbound.handlers import HANDLERS
@@ -69,12 +70,6 @@ def _session_key(p: Platform, s: HelpdeskSettings) -> bytes:
     return (s.session_key or secrets.kept(p.settings.data_dir, "helpdesk-session-key")).encode()
 
 
-def _mailer(p: Platform, s: HelpdeskSettings) -> Mailer:
-    if s.smtp_url is None:
-        return KeptMail(p.db)
-    return SmtpMail(SmtpServer.parse(s.smtp_url), s.mail_from)
-
-
 BLOB_DIRECTORY = "helpdesk-blobs"
 """Under the data directory, where inbound attachments and exports are kept unless SIGNALYARD_HELPDESK_BLOB_URL says
 otherwise (photo's images are elsewhere: photo's retention deletes what is old in its store)."""
@@ -109,7 +104,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
         sessions=Sessions(p.db, AccessTokens(key), secure=public_url.startswith("https://")),
         passwords=_passwords(s),
         limits=RateLimits(p.settings.redis_url, limited=sign_in_limited, unavailable=limits_unavailable),
-        mailer=_mailer(p, s),
+        mailer=account_mailer(p.db, s.smtp_url, s.mail_from),
         public_url=public_url,
         social=social,
     )
@@ -150,7 +145,7 @@ def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
         _publish_event(p),
         secrets.secrets_cipher(p.settings),
         allow_private_targets=p.settings.webhook_allow_private_targets,
-        mailer=_mailer(p, s),
+        mailer=account_mailer(p.db, s.smtp_url, s.mail_from),
         public_url=_public_url(p, s),
         blobs=blobs,
         files=_files(p, s),
@@ -190,7 +185,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         ensure_topics=p.ensure_topics,
         timeout_s=p.settings.publish_timeout_s,
     )
-    transport = KeptTransport(KeptMail(p.db)) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
+    transport = KeptTransport(kept_mail(p.db)) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
     lease = timedelta(seconds=s.reply_lease_s)
     senders: dict[str, Sender] = {
         "sms": SmsSender(s.sms_api_url, f"{_public_url(p, s)}{SMS_STATUS_PATH}"),

@@ -13,12 +13,13 @@ from signalyard import secrets
 from signalyard.service import Task
 from signalyard.settings import PlatformSettings, load
 from storage.common import keys as key_store
+from storage.common import mail as mail_store
 from storage.common.db import Database
-from storage.helpdesk import accounts, channels, keys, workspaces
+from storage.helpdesk import channels, keys, workspaces
 
 
 async def mails(db: Database, args: argparse.Namespace) -> None:
-    kept = await db.read(accounts.kept_mails, args.to, args.limit)
+    kept = await db.read(mail_store.kept_mails, keys.SERVICE, args.to, args.limit)
     if not kept:
         print("no kept mail" + (f" to {args.to}" if args.to else ""))
     for mail in kept:

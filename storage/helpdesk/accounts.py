@@ -1,4 +1,5 @@
-"""Helpdesk users, their sessions (refresh-token families), one-time links and kept mail: units of work.
+"""Helpdesk users and their sessions (refresh-token families): units of work (mailed links and kept mail are
+storage/common/mail.py's).
 
 Every secret arrives here already hashed (`gateway.helpdesk.accounts.credentials.digest`). Using a link and rotating a
 refresh token are conditional updates: of two requests racing on one token, exactly one wins."""
@@ -14,14 +15,12 @@ from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 
 from storage.common.db import per_dialect
-from storage.helpdesk.models import Link, Mail, RefreshToken, Session, User
+from storage.helpdesk.models import RefreshToken, Session, User
 from wire.ids import new_uuid
 
 USERS = cast(Table, User.__table__)
 SESSIONS = cast(Table, Session.__table__)
 REFRESH_TOKENS = cast(Table, RefreshToken.__table__)
-LINKS = cast(Table, Link.__table__)
-MAILS = cast(Table, Mail.__table__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,85 +244,3 @@ def end_sessions(connection: Connection, user_id: str, because: str, now: dateti
         .values(revoked_at=now, revoked_because=because)
     )
     return result.rowcount
-
-
-# One-time links ------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LinkRecord:
-    purpose: str
-    email: str
-    redirect_to: str
-
-
-def create_link(
-    connection: Connection,
-    token_hash: str,
-    purpose: Literal["sign_in", "reset"],
-    *,
-    email: str,
-    redirect_to: str,
-    now: datetime,
-    lifetime: timedelta,
-) -> None:
-    connection.execute(
-        insert(LINKS).values(
-            token_hash=token_hash,
-            purpose=purpose,
-            email=email.strip().lower(),
-            redirect_to=redirect_to,
-            created_at=now,
-            expires_at=now + lifetime,
-        )
-    )
-
-
-def use_link(connection: Connection, token_hash: str, purpose: str, now: datetime) -> LinkRecord | None:
-    """The link, now used, when it was unused and unexpired; None otherwise (a second use included)."""
-    used = connection.execute(
-        update(LINKS)
-        .where(
-            LINKS.c.token_hash == token_hash,
-            LINKS.c.purpose == purpose,
-            LINKS.c.used_at.is_(None),
-            LINKS.c.expires_at > now,
-        )
-        .values(used_at=now)
-    )
-    if used.rowcount != 1:
-        return None
-    row = connection.execute(select(LINKS).where(LINKS.c.token_hash == token_hash)).one()
-    return LinkRecord(row.purpose, row.email, row.redirect_to)
-
-
-# Kept mail ------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class MailRecord:
-    id: str
-    recipient: str
-    subject: str
-    body: str
-    created_at: datetime
-
-
-def keep_mail(connection: Connection, recipient: str, subject: str, body: str, now: datetime) -> str:
-    mail_id = new_uuid()
-    connection.execute(
-        insert(MAILS).values(
-            id=mail_id, recipient=recipient.strip().lower(), subject=subject, body=body, created_at=now
-        )
-    )
-    return mail_id
-
-
-def kept_mails(connection: Connection, recipient: str | None = None, limit: int = 50) -> list[MailRecord]:
-    """The newest kept mails first, to one address or to anyone."""
-    query = select(MAILS).order_by(MAILS.c.created_at.desc(), MAILS.c.id.desc()).limit(limit)
-    if recipient is not None:
-        query = query.where(MAILS.c.recipient == recipient.strip().lower())
-    return [
-        MailRecord(row.id, row.recipient, row.subject, row.body, row.created_at) for row in connection.execute(query)
-    ]

@@ -107,35 +107,6 @@ class RefreshToken(Base):
     rotated_at: Mapped[datetime | None]
 
 
-class Link(Base):
-    """A sign-in or password-reset link, by its token's SHA-256: usable once, until `expires_at`."""
-
-    __tablename__ = "helpdesk_links"
-
-    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
-    purpose: Mapped[str] = mapped_column(String(16))
-    """sign_in | reset"""
-    email: Mapped[str] = mapped_column(String(320))
-    redirect_to: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime]
-    expires_at: Mapped[datetime]
-    used_at: Mapped[datetime | None]
-
-
-class Mail(Base):
-    """A mail the helpdesk sent or, with no SMTP server configured, kept here instead (`signalyard helpdesk mails`
-    prints them)."""
-
-    __tablename__ = "helpdesk_mails"
-    __table_args__ = (Index("ix_helpdesk_mails_recipient", "recipient", "created_at"),)
-
-    id: Mapped[str] = mapped_column(String(36), primary_key=True)
-    recipient: Mapped[str] = mapped_column(String(320))
-    subject: Mapped[str] = mapped_column(String(255))
-    body: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime]
-
-
 class Event(Base):
     """The activity log (section 2.3, 6.2): one row per change, written in the change's own transaction. `ticket_id`
     ties a conversation's events to their ticket (`events.listForTicket`). It is also the outbox of the

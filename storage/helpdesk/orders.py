@@ -21,12 +21,12 @@ from sqlalchemy import ColumnElement, Table, Text, bindparam, delete, false, fun
 from sqlalchemy import cast as sql_cast
 from sqlalchemy.engine import Connection
 
-from storage.common import later
+from storage.common import later, mail
 from storage.common.webhooks.events import record_events
 from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from storage.helpdesk import customers, events, inbound
-from storage.helpdesk.accounts import MAILS
 from storage.helpdesk.customers import CUSTOMERS, IDENTITIES
+from storage.helpdesk.keys import SERVICE
 from storage.helpdesk.models import Call, Order
 from storage.helpdesk.tickets import CONVERSATIONS, OUTBOUND, TICKETS
 from topics.helpdesk import WEBHOOKS
@@ -379,8 +379,7 @@ def erase(
         orders_gone += connection.execute(delete(ORDERS).where(scope)).rowcount
 
     emails = [row.email for row in found if row.email]
-    if emails:
-        connection.execute(delete(MAILS).where(MAILS.c.recipient.in_(emails)))
+    mail.forget_mails(connection, SERVICE, emails)
     if customer_ids:
         connection.execute(
             delete(IDENTITIES).where(

@@ -20,11 +20,12 @@ from sqlalchemy import select
 
 from operations.common.actors import Actor
 from operations.common.errors import Conflict
+from operations.common.mail import SmtpServer
 from operations.helpdesk import attachments, conversations
 from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.conversations import AddConversation, EditConversation
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.mail import OUR_HEADER, SmtpServer
+from operations.helpdesk.mail import OUR_HEADER
 from operations.helpdesk.tickets import MergeTicketInto
 from processors.helpdesk.outbound import BOUNDARY, ReplySender, SmsSender, SmtpTransport
 from storage.common.blobs import DirectoryBlobs

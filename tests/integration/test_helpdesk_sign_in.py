@@ -24,9 +24,9 @@ from gateway.helpdesk.accounts import signin
 from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.accounts.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
 from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
-from operations.helpdesk.mail import KeptMail
+from operations.helpdesk.mail import kept_mail
+from storage.common import mail as mail_store
 from storage.common.db import Database
-from storage.helpdesk import accounts
 from tests.helpdesk_stack import helpdesk_app
 
 PUBLIC_URL = "http://helpdesk.test"
@@ -62,7 +62,7 @@ class Browser:
         return await self.client.get(f"/api/trpc/{procedure}")
 
     async def mailed_link(self, email: str) -> str:
-        (mail, *_) = await self.db.read(accounts.kept_mails, email)
+        (mail, *_) = await self.db.read(mail_store.kept_mails, "helpdesk", email)
         found = LINK.search(mail.body)
         assert found, mail.body
         return found.group(1)
@@ -101,7 +101,7 @@ async def browser(db: Database) -> AsyncIterator[Browser]:
         ),
         passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),
         limits=RateLimits(None, limited=sign_in_limited, unavailable=limits_unavailable),
-        mailer=KeptMail(db),
+        mailer=kept_mail(db),
         public_url=PUBLIC_URL,
     )
     transport = httpx.ASGITransport(app=cast(Any, helpdesk_app(deps)))
@@ -256,7 +256,7 @@ async def test_the_sixth_link_asked_for_one_address_within_a_minute_is_refused_w
     assert 50 <= seconds <= 60  # the minute runs from the first of the five calls, made moments ago
     assert refused.headers["retry-after"] == str(seconds)
     assert data(await browser.call("auth.signInWithEmail", {"email": email()}))  # another address is not held up
-    assert len(await browser.db.read(accounts.kept_mails, address)) == 5
+    assert len(await browser.db.read(mail_store.kept_mails, "helpdesk", address)) == 5
 
 
 async def test_an_invalid_address_is_bad_request_and_mails_nothing(browser: Browser) -> None:
@@ -298,7 +298,7 @@ async def test_a_reset_link_removes_the_password_ends_other_sessions_and_lets_a_
 async def test_a_reset_for_an_unknown_address_answers_the_same_and_mails_nothing(browser: Browser) -> None:
     address = email()
     assert data(await browser.call("auth.sendPasswordReset", {"email": address})) == {"success": True}
-    assert await browser.db.read(accounts.kept_mails, address) == []
+    assert await browser.db.read(mail_store.kept_mails, "helpdesk", address) == []
 
 
 async def test_a_link_opens_only_through_its_own_route(browser: Browser) -> None:

@@ -23,7 +23,7 @@ from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Pa
 from gateway.helpdesk.accounts.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
 from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
 from gateway.helpdesk.accounts.social import SocialProvider
-from operations.helpdesk.mail import KeptMail
+from operations.helpdesk.mail import kept_mail
 from storage.common.db import Database
 from storage.helpdesk import accounts
 from tests.helpdesk_stack import helpdesk_app
@@ -106,7 +106,7 @@ def helpdesk(db: Database, key: bytes, social: SocialProvider | None) -> httpx.A
         sessions=Sessions(db, AccessTokens(key), secure=False),
         passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),
         limits=RateLimits(None, limited=sign_in_limited, unavailable=limits_unavailable),
-        mailer=KeptMail(db),
+        mailer=kept_mail(db),
         public_url=PUBLIC_URL,
         social=social,
     )

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.engine import Connection
 
+from storage.common import mail
 from storage.common.db import Database
 from storage.helpdesk import accounts
 from wire.tokens import digest, opaque
@@ -28,7 +29,8 @@ def address() -> str:
 def link(token: str, email: str, redirect_to: str, now: datetime) -> Callable[[Connection], None]:
     """A unit of work storing a sign-in link made `now`."""
     return functools.partial(
-        accounts.create_link,
+        mail.create_link,
+        service="helpdesk",
         token_hash=digest(token),
         purpose="sign_in",
         email=email,
@@ -112,19 +114,20 @@ async def test_a_link_works_once_for_its_purpose_until_it_expires(db: Database) 
     token, expired = opaque("link"), opaque("link")
     await db.write(link(token, email, "/tickets", now))
     await db.write(link(expired, email, "/", now - LINK_LIFETIME))
-    assert await db.write(accounts.use_link, digest(token), "reset", now) is None  # another purpose
-    used = await db.write(accounts.use_link, digest(token), "sign_in", now)
-    assert used == accounts.LinkRecord("sign_in", email.lower(), "/tickets")
-    assert await db.write(accounts.use_link, digest(token), "sign_in", now) is None  # once
-    assert await db.write(accounts.use_link, digest(expired), "sign_in", now) is None
-    assert await db.write(accounts.use_link, digest(opaque("link")), "sign_in", now) is None
+    assert await db.write(mail.use_link, "helpdesk", digest(token), "reset", now) is None  # another purpose
+    assert await db.write(mail.use_link, "photo", digest(token), "sign_in", now) is None  # another service's
+    used = await db.write(mail.use_link, "helpdesk", digest(token), "sign_in", now)
+    assert used == mail.LinkRecord("sign_in", email.lower(), "/tickets")
+    assert await db.write(mail.use_link, "helpdesk", digest(token), "sign_in", now) is None  # once
+    assert await db.write(mail.use_link, "helpdesk", digest(expired), "sign_in", now) is None
+    assert await db.write(mail.use_link, "helpdesk", digest(opaque("link")), "sign_in", now) is None
 
 
 async def test_a_link_clicked_twice_at_once_signs_in_once(db: Database) -> None:
     token = opaque("link")
     now = datetime.now(UTC)
     await db.write(link(token, address(), "/", now))
-    uses = await asyncio.gather(*(db.write(accounts.use_link, digest(token), "sign_in", now) for _ in range(5)))
+    uses = await asyncio.gather(*(db.write(mail.use_link, "helpdesk", digest(token), "sign_in", now) for _ in range(5)))
     assert sum(use is not None for use in uses) == 1
 
 
@@ -132,11 +135,14 @@ async def test_kept_mail_is_listed_newest_first_per_recipient(db: Database) -> N
     to, other = address(), address()
     start = datetime.now(UTC)
     for minute, (recipient, subject) in enumerate([(to, "first"), (other, "else"), (to, "second")]):
-        await db.write(accounts.keep_mail, recipient, subject, f"body of {subject}", start + timedelta(minutes=minute))
-    mails = await db.read(accounts.kept_mails, to.upper())
-    assert [(mail.recipient, mail.subject) for mail in mails] == [(to.lower(), "second"), (to.lower(), "first")]
-    everyone = await db.read(accounts.kept_mails, None, 2)
-    assert [mail.subject for mail in everyone][:1] == ["second"]
+        at = start + timedelta(minutes=minute)
+        await db.write(mail.keep_mail, "helpdesk", recipient, subject=subject, body=f"body of {subject}", now=at)
+    await db.write(mail.keep_mail, "photo", to, subject="photo's", body="another service's", now=start)
+    mails = await db.read(mail.kept_mails, "helpdesk", to.upper())
+    assert [(kept.recipient, kept.subject) for kept in mails] == [(to.lower(), "second"), (to.lower(), "first")]
+    everyone = await db.read(mail.kept_mails, "helpdesk", None, 2)
+    assert [kept.subject for kept in everyone][:1] == ["second"]
+    assert [kept.subject for kept in await db.read(mail.kept_mails, "photo", to)] == ["photo's"]
 
 
 async def test_a_refresh_token_older_than_its_lifetime_is_refused(db: Database) -> None:

@@ -43,6 +43,8 @@ from tests.conftest import PG_URL, fresh_postgres_database
 
 TABLES = {
     "api_keys",
+    "mail_links",
+    "kept_mails",
     "phone_tenants",
     "phone_prices",
     "phone_requests",
@@ -59,8 +61,6 @@ TABLES = {
     "helpdesk_users",
     "helpdesk_sessions",
     "helpdesk_refresh_tokens",
-    "helpdesk_links",
-    "helpdesk_mails",
     "helpdesk_events",
     "helpdesk_customers",
     "helpdesk_tickets",
@@ -206,10 +206,17 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"} | (SEARCH_TABLES if url.startswith("sqlite") else set())
-    assert versions == ["0017"]
+    assert versions == ["0018"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"
+
+
+def alembic_config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url)
+    return config
 
 
 async def test_optional_webhook_secrets_migrate_with_the_deliveries_and_attempts_in_place(
@@ -219,9 +226,7 @@ async def test_optional_webhook_secrets_migrate_with_the_deliveries_and_attempts
     their attempts point at it: they are all still there, still joined, afterwards; going back to 0005 keeps the
     signed endpoints and drops those without a secret (and what hung off them)."""
     async with empty_database(database_url, tmp_path) as url:
-        config = Config()
-        config.set_main_option("script_location", str(MIGRATIONS))
-        config.set_main_option("sqlalchemy.url", url)
+        config = alembic_config(url)
         await asyncio.to_thread(command.upgrade, config, "0005")
         engine = create_engine(url)
         at = datetime(2026, 11, 24, tzinfo=UTC)
@@ -263,6 +268,48 @@ async def test_optional_webhook_secrets_migrate_with_the_deliveries_and_attempts
 
     assert upgraded == [(1, 7, "whk_signed")]
     assert (endpoints, deliveries, back) == ([("whk_signed",)], [(7,)], [(1, 7, "whk_signed")])
+
+
+async def test_the_helpdesk_links_and_kept_mail_move_to_the_shared_tables_and_back(
+    database_url: str, tmp_path: Path
+) -> None:
+    """0018 moves the helpdesk's links and kept mail into the tables every service shares, each row the helpdesk's:
+    an unused link still signs in afterwards, and going back to 0017 returns them."""
+    async with empty_database(database_url, tmp_path) as url:
+        config = alembic_config(url)
+        await asyncio.to_thread(command.upgrade, config, "0017")
+        engine = create_engine(url)
+        at = datetime(2026, 11, 24, tzinfo=UTC)
+        if not url.startswith("sqlite"):
+            at = at.replace(tzinfo=None)
+
+        async def execute(*statements: str) -> list[Any]:
+            async with engine.begin() as connection:
+                results = [await connection.execute(text(statement), {"at": at}) for statement in statements]
+            return [result.all() if result.returns_rows else None for result in results]
+
+        try:
+            await execute(
+                "INSERT INTO helpdesk_links (token_hash, purpose, email, redirect_to, created_at, expires_at)"
+                " VALUES ('h1', 'sign_in', 'ada@example.com', '/tickets', :at, :at)",
+                "INSERT INTO helpdesk_mails (id, recipient, subject, body, created_at)"
+                " VALUES ('m1', 'ada@example.com', 'Your sign-in link', 'Open it', :at)",
+            )
+            await asyncio.to_thread(command.upgrade, config, "0018")
+            [links, mails] = await execute(
+                "SELECT token_hash, service, purpose, email, redirect_to FROM mail_links",
+                "SELECT id, service, recipient, subject FROM kept_mails",
+            )
+            await asyncio.to_thread(command.downgrade, config, "0017")
+            [links_back, mails_back] = await execute(
+                "SELECT token_hash, email FROM helpdesk_links", "SELECT id, subject FROM helpdesk_mails"
+            )
+        finally:
+            await engine.dispose()
+
+    assert links == [("h1", "helpdesk", "sign_in", "ada@example.com", "/tickets")]
+    assert mails == [("m1", "helpdesk", "ada@example.com", "Your sign-in link")]
+    assert (links_back, mails_back) == ([("h1", "ada@example.com")], [("m1", "Your sign-in link")])
 
 
 async def test_migrating_the_shared_database_again_is_harmless(database_url: str, db: Database) -> None:

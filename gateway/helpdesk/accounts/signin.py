@@ -12,9 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
-from urllib.parse import urlencode
+from datetime import UTC, datetime
+from typing import Annotated, Any
 
 import msgspec
 import structlog
@@ -34,22 +33,20 @@ from gateway.helpdesk.accounts.social import CALLBACK_PATH, ProviderUnavailable,
 from gateway.helpdesk.accounts.social import COOKIE as SOCIAL_COOKIE
 from gateway.helpdesk.procedures.access import end_session
 from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError
+from operations.common.links import LINK_LIFETIME, LinkKind, MailedLinks
+from operations.common.mail import Mailer
 from operations.helpdesk import team
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import EMAIL_PATTERN
-from operations.helpdesk.mail import Mailer
 from operations.helpdesk.team import INVITE_PATH
 from storage.common.db import Database
 from storage.helpdesk import accounts
+from storage.helpdesk.keys import SERVICE
 from wire.text import LINE
-from wire.tokens import digest, opaque
 
-LINK_LIFETIME = timedelta(minutes=15)
-MAILS = {
-    "sign_in": ("Your sign-in link", "Sign in to the helpdesk"),
-    "reset": ("Reset your password", "Choose a new helpdesk password"),
-}
 LINK_PATH, RESET_PATH = "/auth/link", "/auth/reset"
+SIGN_IN_LINK = LinkKind("sign_in", LINK_PATH, "Your sign-in link", "Sign in to the helpdesk")
+RESET_LINK = LinkKind("reset", RESET_PATH, "Reset your password", "Choose a new helpdesk password")
 RESET_LANDING = "/account/password?reset=1"
 """Where a used reset link sends the browser, signed in and without a password: the page that calls auth.setPassword."""
 SIGN_IN_LIMIT = limit("5/minute")
@@ -199,27 +196,8 @@ async def _limited(deps: Accounts, procedure: str, email: str) -> None:
     await deps.limits.hit(f"helpdesk:{procedure}:{email.strip().lower()}", [SIGN_IN_LIMIT])
 
 
-async def _mail_link(deps: Accounts, purpose: Literal["sign_in", "reset"], email: str, redirect_to: str) -> None:
-    token = opaque("link")
-    await deps.db.write(
-        accounts.create_link,
-        digest(token),
-        purpose,
-        email=email,
-        redirect_to=redirect_to,
-        now=deps.clock(),
-        lifetime=LINK_LIFETIME,
-    )
-    path = LINK_PATH if purpose == "sign_in" else RESET_PATH
-    link = f"{deps.public_url.rstrip('/')}{path}?{urlencode({'token': token})}"
-    minutes = int(LINK_LIFETIME.total_seconds() // 60)
-    subject, action = MAILS[purpose]
-    await deps.mailer.send(
-        email.strip().lower(),
-        subject,
-        f"{action} by opening this link within {minutes} minutes:\n\n{link}\n\n"
-        "It works once. If you did not ask for it, ignore this mail.\n",
-    )
+def _links(deps: Accounts) -> MailedLinks:
+    return MailedLinks(deps.db, SERVICE, deps.mailer, deps.public_url, LINK_LIFETIME, deps.clock)
 
 
 async def send_sign_in_link(deps: Accounts, email: str, redirect_to: str | None) -> None:
@@ -227,7 +205,7 @@ async def send_sign_in_link(deps: Accounts, email: str, redirect_to: str | None)
     `redirect_to` (`/` when none); 5 a minute per address (a ProcedureError past that). `auth.signInWithEmail` and
     the sign-in page."""
     await _limited(deps, "signInWithEmail", email)
-    await _mail_link(deps, "sign_in", email, redirect_to or "/")
+    await _links(deps).send(SIGN_IN_LINK, email, redirect_to or "/")
 
 
 async def password_sign_in(
@@ -257,7 +235,7 @@ async def send_reset_link(deps: Accounts, email: str) -> None:
     address. `auth.sendPasswordReset` and the password page."""
     await _limited(deps, "sendPasswordReset", email)
     if await deps.db.read(accounts.user_by_email, email) is not None:
-        await _mail_link(deps, "reset", email, RESET_LANDING)
+        await _links(deps).send(RESET_LINK, email, RESET_LANDING)
 
 
 async def set_first_password(deps: Accounts, user: accounts.UserRecord, given: SetPassword) -> None:
@@ -380,11 +358,11 @@ def link_routes(deps: Accounts, desk: Helpdesk) -> list[Any]:
     the same way when the provider vouches for a verified address (the first sign-in makes the account), and answers
     400 otherwise. Either way the flow's cookie is removed."""
 
-    async def open_link(purpose: Literal["sign_in", "reset"], token: str) -> Response[Any]:
+    async def open_link(kind: LinkKind, token: str) -> Response[Any]:
         now = deps.clock()
-        link = await deps.db.write(accounts.use_link, digest(token), purpose, now) if token else None
+        link = await _links(deps).use(kind, token)
         user = None
-        if link is not None and purpose == "sign_in":
+        if link is not None and kind is SIGN_IN_LINK:
             user = await deps.db.write(accounts.signed_in_by_email, link.email, now)
         elif link is not None:
             user = await deps.db.read(accounts.user_by_email, link.email)
@@ -410,11 +388,11 @@ def link_routes(deps: Accounts, desk: Helpdesk) -> list[Any]:
 
     @get(LINK_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
     async def sign_in_link(token: FromQuery[str] = "") -> Response[Any]:
-        return await open_link("sign_in", token)
+        return await open_link(SIGN_IN_LINK, token)
 
     @get(RESET_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
     async def reset_link(token: FromQuery[str] = "") -> Response[Any]:
-        return await open_link("reset", token)
+        return await open_link(RESET_LINK, token)
 
     @get(INVITE_PATH, opt=NO_AUTHENTICATION, include_in_schema=False)
     async def invitation_link(token: FromQuery[str] = "") -> Response[Any]:

@@ -29,7 +29,7 @@ from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.inbound.common import Inbound
 from gateway.helpdesk.procedures.wire import Procedure
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.mail import KeptMail
+from operations.helpdesk.mail import kept_mail
 from storage.common.models import Base
 from storage.helpdesk.accounts import USERS
 from tests.helpdesk_stack import Browser, HelpdeskStack, data, new_email, trpc_error
@@ -56,7 +56,7 @@ async def served(helpdesk_stack: HelpdeskStack) -> AsyncIterator[Mapping[str, Pr
         sessions=Sessions(db, AccessTokens(secrets.token_bytes(32)), secure=False),
         passwords=Passwords(PasswordCost(memory_kib=64, passes=1, lanes=1)),
         limits=RateLimits(None, limited=signin.sign_in_limited, unavailable=signin.limits_unavailable),
-        mailer=KeptMail(db),
+        mailer=kept_mail(db),
         public_url=helpdesk_stack.base_url,
     )
     inbound = Inbound(db, cipher, nowhere)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from storage.helpdesk import accounts
+from storage.common import mail as mail_store
 from tests.contract.helpdesk.inbound_desk import desk, unique_number
 from tests.contract.helpdesk.test_inbound_forwarder import mailbox, message
 from tests.contract.helpdesk.test_inbound_messaging import app, business_call, contact, text, wa_id
@@ -43,7 +43,7 @@ async def test_a_reply_is_sent_kept_locally_and_the_customer_s_answer_lands_on_i
     assert delivery["note"].startswith("kept locally")
     again = await helpdesk_stack.rest(box.key, "POST", f"/conversations/{reply['id']}/resend")
     assert (again.status_code, again.json()["error"]["code"]) == (409, "conflict"), "only a failed reply is resent"
-    [kept, *_] = await helpdesk_stack.db.read(accounts.kept_mails, "grace@example.com")
+    [kept, *_] = await helpdesk_stack.db.read(mail_store.kept_mails, "helpdesk", "grace@example.com")
     assert kept.subject == f"Re: Where is my parcel? [Ticket #{ticket['number']}]"
     assert kept.body.strip() == "It left our depot today."
 

@@ -18,6 +18,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
+from storage.common import mail as mail_store
 from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from storage.helpdesk import accounts
 from storage.helpdesk.accounts import SESSIONS
@@ -137,7 +138,7 @@ async def test_an_admin_s_invitation_mails_a_link_that_joins_the_person_as_an_ag
     assert lifetime == timedelta(days=7)
     assert [item["id"] for item in data(await org.browser.query("team.invitations"))] == [invitation["id"]]
 
-    [mail] = await org.stack.db.read(accounts.kept_mails, address)
+    [mail] = await org.stack.db.read(mail_store.kept_mails, "helpdesk", address)
     assert mail.subject == "You are invited to the helpdesk"
     path = await org.stack.mailed_invitation(address)
     assert path.startswith("/auth/invite?token=hd_invite_")
@@ -244,7 +245,7 @@ async def test_an_address_of_another_organization_or_of_a_member_is_refused_at_i
     assert trpc_error(member) == (409, "CONFLICT")
     assert data(await org.browser.query("team.invitations")) == []
     for address in (other.admin_email, org.admin_email):
-        mails = await org.stack.db.read(accounts.kept_mails, address)
+        mails = await org.stack.db.read(mail_store.kept_mails, "helpdesk", address)
         assert not [mail for mail in mails if "/auth/invite" in mail.body], "no invitation was mailed"
 
 

@@ -17,7 +17,7 @@ from gateway.helpdesk.accounts import signin
 from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.accounts.sessions import Sessions
 from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
-from operations.helpdesk.mail import SmtpMail, SmtpServer
+from operations.common.mail import SmtpMail, SmtpServer
 from storage.common.db import Database
 from tests.helpdesk_stack import helpdesk_app
 from tests.peers.smtp import SmtpPeer
