@@ -14,6 +14,7 @@ from litestar.handlers.base import BaseRouteHandler
 from gateway.common.auth import KeyAuthenticator, KeyHeader, LastUsed, Principal, Refusal, Scopes
 from gateway.common.limits import RateLimits
 from gateway.photo.errors import INVALID_KEY, PhotoError
+from operations.photo.account import Account
 from storage.common.db import Database
 from storage.photo import customers
 from storage.photo.customers import KeyOwner
@@ -29,6 +30,11 @@ WEBHOOKS_READ, WEBHOOKS_WRITE = "webhooks:read", "webhooks:write"
 VERIFICATIONS_READ, VERIFICATIONS_WRITE = "verifications:read", "verifications:write"
 SCOPES = {"full": ("*",), "verify_only": (VERIFY,)}
 """A key's scope (section 5.3) as the scopes it grants: `full` everything, `verify_only` the verify call alone."""
+
+
+def account_of(principal: PhotoPrincipal) -> Account:
+    """The account a key acts for, in its environment (operations/photo)."""
+    return Account(principal.account.customer_id, principal.account.environment)
 
 
 def _refuse(reason: Refusal) -> PhotoError:

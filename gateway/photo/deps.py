@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from gateway.common.waiter import ResultWaiter
 from operations.common.changes import PublishEvent
 from operations.common.webhooks import Endpoints
+from operations.photo.account import Photo
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from topics.photo import VerificationRequested
@@ -27,3 +28,8 @@ class PhotoGateway:
     webhooks: Endpoints
     wait_s: float
     """How long `POST /v1/verify` waits for its verdict before answering 503 (SIGNALYARD_PHOTO_WAIT_MS)."""
+
+    @property
+    def operations(self) -> Photo:
+        """What the operations (operations/photo) are given."""
+        return Photo(self.db, self.urls, self.publish_event)

@@ -1,4 +1,5 @@
-"""Key management (section 4.1, `full` scope): list, create, revoke; a key manages only its own customer's keys."""
+"""Key management (section 4.1, `full` scope): list, create, revoke; a key manages only its own customer's keys
+(operations/photo/keys.py, which the dashboard's pages call too)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from litestar.params import FromPath
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
 from gateway.photo import docs
-from gateway.photo.auth import KEYS_READ, KEYS_WRITE, PhotoPrincipal
+from gateway.photo.auth import KEYS_READ, KEYS_WRITE, PhotoPrincipal, account_of
 from gateway.photo.deps import PhotoGateway
-from gateway.photo.errors import ERRORS, PhotoError
+from gateway.photo.errors import ERRORS
 from gateway.photo.schemas import CreateKeyRequest, KeyCreated, KeyList, KeyObject, KeyRevoked
-from storage.common import keys
+from operations.photo import keys as key_operations
 from storage.photo import customers
 from storage.photo.verifications import iso
 
@@ -40,20 +41,6 @@ def key_object(key: Any, now: datetime) -> KeyObject:
     )
 
 
-def expiry(text: str | None, now: datetime) -> datetime | None:
-    """`expires_at`: an ISO 8601 instant in the future (without a zone it is read as UTC)."""
-    if text is None:
-        return None
-    try:
-        at = datetime.fromisoformat(text)
-    except ValueError:
-        raise PhotoError(400, "expires_at must be an ISO 8601 time such as 2027-01-31T00:00:00Z") from None
-    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-    if at <= now:
-        raise PhotoError(400, "expires_at must be in the future")
-    return at.astimezone(UTC)
-
-
 class KeysController(Controller):
     path = "/api/v1/api-keys"
     tags = ["keys"]
@@ -62,7 +49,7 @@ class KeysController(Controller):
     async def list_keys(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> KeyList:
-        rows = await photo.db.read(keys.owner_keys, customers.SERVICE, request.user.owner_id)
+        rows = await key_operations.listed(photo.operations, account_of(request.user))
         now = datetime.now(UTC)
         return KeyList([key_object(row, now) for row in rows])
 
@@ -70,19 +57,14 @@ class KeysController(Controller):
     async def create_key(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[KeyCreated]:
-        owner = request.user.account
         body = decode_body(_decode_create, await request.body(), ERRORS)
-        if not body.name.strip():
-            raise PhotoError(400, "name must not be blank")
         now = datetime.now(UTC)
-        expires_at = expiry(body.expires_at, now)
-        row, secret = await photo.db.write(
-            customers.create_key,
-            owner.customer_id,
-            owner.environment,
+        row, secret = await key_operations.create(
+            photo.operations,
+            account_of(request.user),
             name=body.name,
             scope=body.scope,
-            expires_at=expires_at,
+            expires_at=body.expires_at,
             now=now,
         )
         listed = key_object(row, now)
@@ -93,9 +75,5 @@ class KeysController(Controller):
     async def revoke_key(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway], key_id: FromPath[str]
     ) -> KeyRevoked:
-        revoked_at = await photo.db.write(
-            keys.revoke_owner_key, customers.SERVICE, request.user.owner_id, key_id, datetime.now(UTC)
-        )
-        if revoked_at is None:
-            raise PhotoError(404, "No key with that id on this account")
+        revoked_at = await key_operations.revoke(photo.operations, account_of(request.user), key_id, datetime.now(UTC))
         return KeyRevoked(id=key_id, active=False, revoked_at=iso(revoked_at))

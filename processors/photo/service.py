@@ -25,7 +25,6 @@ from wire.signed_urls import SignedUrls
 
 log = structlog.get_logger("signalyard.processors.photo")
 
-_encode = msgspec.json.Encoder().encode
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +93,7 @@ class PhotoProcessor:
             item
             for item in judged
             if (
-                verifications.complete(connection, item.row.id, _encode(item.verdict), now)
+                verifications.complete(connection, item.row.id, item.verdict, now)
                 if item.verdict is not None
                 else verifications.fail(connection, item.row, item.error or "failed", now)
             )

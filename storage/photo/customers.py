@@ -46,6 +46,7 @@ def create_customer(
     plan: str = DEFAULT_PLAN,
     monthly_cap: int | None = None,
     subscription_active: bool = True,
+    email: str | None = None,
 ) -> str:
     if plan not in PLANS and monthly_cap is None:
         raise ValueError(f"unknown plan {plan!r}: one of {', '.join(PLANS)}, or give a monthly cap")
@@ -57,6 +58,7 @@ def create_customer(
             plan=plan,
             monthly_cap=monthly_cap if monthly_cap is not None else PLANS[plan],
             subscription_active=subscription_active,
+            email=email.strip().lower() if email is not None else None,
             created_at=datetime.now(UTC),
         )
     )
@@ -66,6 +68,34 @@ def create_customer(
 def update_customer(connection: Connection, customer_id: str, **values: Any) -> bool:
     """Set plan, monthly_cap or subscription_active; False when there is no such customer."""
     return bool(connection.execute(update(_CUSTOMERS).where(_CUSTOMERS.c.id == customer_id).values(**values)).rowcount)
+
+
+def customer(connection: Connection, customer_id: str) -> Row[Any] | None:
+    return connection.execute(select(_CUSTOMERS).where(_CUSTOMERS.c.id == customer_id)).first()
+
+
+@dataclass(frozen=True, slots=True)
+class SignedUp:
+    """Who a sign-in link signs in: the account of its address, made now (with its first sandbox key, `key`, shown
+    this once) when it had none."""
+
+    customer_id: str
+    key: str | None = None
+
+
+SIGN_UP_KEY = "Sandbox key (made at sign-up)"
+
+
+def signed_in_by_email(connection: Connection, email: str, now: datetime) -> SignedUp:
+    """The account of `email`, made at its first sign-in: sandbox-only (no active subscription: live keys answer 403
+    until an operator activates its plan) with one `full` sandbox key."""
+    address = email.strip().lower()
+    found = connection.execute(select(_CUSTOMERS.c.id).where(_CUSTOMERS.c.email == address)).scalar_one_or_none()
+    if found is not None:
+        return SignedUp(found)
+    customer_id = create_customer(connection, address, subscription_active=False, email=address)
+    _, key = create_key(connection, customer_id, "test", name=SIGN_UP_KEY, now=now)
+    return SignedUp(customer_id, key)
 
 
 def list_customers(connection: Connection) -> list[Row[Any]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import Boolean, Float, Index, Integer, LargeBinary, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base
@@ -14,9 +14,13 @@ class Customer(Base):
     """A customer account: its keys and webhook endpoints hang off it; its plan caps live verifications a month."""
 
     __tablename__ = "photo_customers"
+    __table_args__ = (Index("uq_photo_customers_email", "email", unique=True),)
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
+    email: Mapped[str | None] = mapped_column(String(320))
+    """The address the dashboard's sign-in links go to (lower case); None for an account an operator made, which signs
+    in to the dashboard with a key."""
     plan: Mapped[str] = mapped_column(String(32))
     monthly_cap: Mapped[int] = mapped_column(Integer)
     """Live verifications included per calendar month (UTC); sandbox verifications never count."""
@@ -44,6 +48,7 @@ class Verification(Base):
         Index("ix_photo_verifications_sweep", "state", "published_at"),
         Index("ix_photo_verifications_history", "customer_id", "environment", "created_at"),
         Index("ix_photo_verifications_retention", "created_at"),
+        Index("ix_photo_verifications_queue", "customer_id", "environment", "state", "is_compliant", "confidence"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True)
@@ -67,4 +72,24 @@ class Verification(Base):
     verdict: Mapped[bytes | None] = mapped_column(LargeBinary)
     """The Verdict JSON as judged (a review changes `is_compliant` and `category` in it, and sets `review`)."""
     review: Mapped[bytes | None] = mapped_column(LargeBinary)
+    """The latest human review (topics.photo.Review); None: not reviewed, so in the review queue once completed."""
+    is_compliant: Mapped[bool | None] = mapped_column(Boolean)
+    confidence: Mapped[float | None] = mapped_column(Float)
+    """The verdict's, as judged, beside it: the review queue lists the non-compliant and the least certain first."""
     error: Mapped[str | None] = mapped_column(Text)
+
+
+class DashboardSession(Base):
+    """A browser signed in to the dashboard, by its cookie's SHA-256: made by a mailed link or by a `full` key entered
+    once (`key_id`), which it lasts no longer than. `environment`: the keys and verifications it shows."""
+
+    __tablename__ = "photo_sessions"
+    __table_args__ = (Index("ix_photo_sessions_customer", "customer_id"),)
+
+    token_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    customer_id: Mapped[str] = mapped_column(String(40))
+    key_id: Mapped[str | None] = mapped_column(String(40))
+    environment: Mapped[str] = mapped_column(String(8))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    ended_at: Mapped[datetime | None]

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
 import msgspec
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, bindparam, func, select, update
 from sqlalchemy.engine import Connection, Row
 
 from storage.common.db import per_dialect
@@ -54,13 +55,19 @@ def find_by_idempotency_key(connection: Connection, customer_id: str, environmen
     ).first()
 
 
-def complete(connection: Connection, verification_id: str, verdict: bytes, now: datetime) -> bool:
+def complete(connection: Connection, verification_id: str, verdict: Verdict, now: datetime) -> bool:
     """pending -> completed with its verdict, once: a redelivered message finds it done and changes nothing."""
     return bool(
         connection.execute(
             update(VERIFICATIONS)
             .where(VERIFICATIONS.c.id == verification_id, VERIFICATIONS.c.state == "pending")
-            .values(state="completed", verdict=verdict, completed_at=now)
+            .values(
+                state="completed",
+                completed_at=now,
+                verdict=_encode(verdict),
+                is_compliant=verdict.is_compliant,
+                confidence=verdict.confidence,
+            )
         ).rowcount
     )
 
@@ -95,14 +102,34 @@ def retry_failed(connection: Connection, row: Any, monthly_cap: int | None, now:
     return retried
 
 
-def review(connection: Connection, verification_id: str, verdict: bytes, review_json: bytes) -> bool:
+def review(connection: Connection, verification_id: str, verdict: Verdict, review_: Review) -> bool:
+    """A completed verification's review recorded, with the verdict it leaves (the same one, when it confirms it):
+    it leaves the review queue. False when it is not (or no longer) completed."""
     return bool(
         connection.execute(
             update(VERIFICATIONS)
             .where(VERIFICATIONS.c.id == verification_id, VERIFICATIONS.c.state == "completed")
-            .values(verdict=verdict, review=review_json)
+            .values(
+                verdict=_encode(verdict),
+                review=_encode(review_),
+                is_compliant=verdict.is_compliant,
+                confidence=verdict.confidence,
+            )
         ).rowcount
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a history lists: None is any."""
+
+    state: str | None = None
+    is_compliant: bool | None = None
+    policy: str | None = None
+    reviewed: bool | None = None
+
+
+EVERY = Filters()
 
 
 def history(
@@ -112,14 +139,49 @@ def history(
     *,
     limit: int,
     before: tuple[datetime, str] | None,
+    filters: Filters = EVERY,
 ) -> list[Row[Any]]:
     """A customer's verifications in one environment, newest first; `before` (created_at, id) is the cursor."""
     v = VERIFICATIONS.c
     statement = select(VERIFICATIONS).where(v.customer_id == customer_id, v.environment == environment)
+    if filters.state is not None:
+        statement = statement.where(v.state == filters.state)
+    if filters.is_compliant is not None:
+        statement = statement.where(v.is_compliant == filters.is_compliant)
+    if filters.policy is not None:
+        statement = statement.where(v.policy == filters.policy)
+    if filters.reviewed is not None:
+        statement = statement.where(v.review.is_not(None) if filters.reviewed else v.review.is_(None))
     if before is not None:
         at, verification_id = before
         statement = statement.where((v.created_at < at) | ((v.created_at == at) & (v.id < verification_id)))
     return list(connection.execute(statement.order_by(v.created_at.desc(), v.id.desc()).limit(limit)))
+
+
+def _queued(customer_id: str, environment: str) -> Any:
+    v = VERIFICATIONS.c
+    return (
+        (v.customer_id == customer_id) & (v.environment == environment) & (v.state == "completed") & v.review.is_(None)
+    )
+
+
+def review_queue(connection: Connection, customer_id: str, environment: str, *, limit: int) -> list[Row[Any]]:
+    """The completed verifications no one has reviewed yet: the non-compliant first, then the least certain, then the
+    oldest."""
+    v = VERIFICATIONS.c
+    statement = (
+        select(VERIFICATIONS)
+        .where(_queued(customer_id, environment))
+        .order_by(v.is_compliant, v.confidence, v.created_at, v.id)
+        .limit(limit)
+    )
+    return list(connection.execute(statement))
+
+
+def queued(connection: Connection, customer_id: str, environment: str) -> int:
+    """How many wait in the review queue."""
+    statement = select(func.count()).select_from(VERIFICATIONS).where(_queued(customer_id, environment))
+    return connection.execute(statement).scalar_one()
 
 
 def expired_images(connection: Connection, created_before: datetime, limit: int) -> list[tuple[str, str]]:
@@ -139,6 +201,7 @@ def forget_images(connection: Connection, ids: list[str]) -> None:
         connection.execute(update(VERIFICATIONS).where(VERIFICATIONS.c.id.in_(ids)).values(image_key=None))
 
 
+_encode = msgspec.json.Encoder().encode
 decode_verdict = msgspec.json.Decoder(Verdict).decode
 decode_review = msgspec.json.Decoder(Review).decode
 REVIEW_FEEDBACK = {True: "A reviewer accepted this photo.", False: "A reviewer rejected this photo."}

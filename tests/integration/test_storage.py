@@ -57,6 +57,7 @@ TABLES = {
     "photo_customers",
     "photo_monthly_usage",
     "photo_verifications",
+    "photo_sessions",
     "helpdesk_organizations",
     "helpdesk_users",
     "helpdesk_sessions",
@@ -206,7 +207,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"} | (SEARCH_TABLES if url.startswith("sqlite") else set())
-    assert versions == ["0018"]
+    assert versions == ["0019"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"

@@ -81,9 +81,11 @@ async def test_review_changes_the_verdict(photo_stack: PhotoStack, customer: Cus
     assert rejected.json()["review"]["original_is_compliant"] is False
 
 
-async def test_a_review_that_agrees_with_the_verdict_changes_nothing_and_fires_nothing(
+async def test_a_review_that_agrees_with_the_verdict_is_recorded_and_fires_nothing(
     photo_stack: PhotoStack, customer: CustomerKeys, receiver: WebhookReceiver
 ) -> None:
+    """An agreeing review keeps the verdict as judged and fires nothing, but it is recorded with its note, so the
+    verification leaves the dashboard's review queue."""
     path = await photo_stack.subscribe(customer.test_key, receiver, ["verification.reviewed"])
     verified = (await photo_stack.verify(customer.test_key, jpeg())).json()
     assert verified["is_compliant"] is False
@@ -92,9 +94,10 @@ async def test_a_review_that_agrees_with_the_verdict_changes_nothing_and_fires_n
 
     agreed = await photo_stack.call(customer.test_key, "POST", review, json={"is_compliant": False, "note": "agreed"})
     assert agreed.status_code == 200
-    assert without_url(agreed.json()) == without_url(before)
-    assert agreed.json()["review"] is None  # nothing is recorded, not even the note
-    assert without_url((await photo_stack.call(customer.test_key, "GET", one)).json()) == without_url(before)
+    recorded = agreed.json().pop("review")
+    assert (recorded["is_compliant"], recorded["note"], recorded["original_is_compliant"]) == (False, "agreed", False)
+    assert without_url({**agreed.json(), "review": None}) == without_url(before)  # the verdict as it was judged
+    assert (await photo_stack.call(customer.test_key, "GET", one)).json()["review"] == recorded
 
     # A later review that does change the verdict fires, and it is the only delivery the endpoint gets.
     changed = await photo_stack.call(customer.test_key, "POST", review, json={"is_compliant": True, "note": "changed"})
