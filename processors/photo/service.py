@@ -26,7 +26,6 @@ from wire.signed_urls import SignedUrls
 log = structlog.get_logger("signalyard.processors.photo")
 
 
-
 @dataclass(frozen=True, slots=True)
 class PhotoProcessorConfig:
     requested_topic: str
