@@ -23,13 +23,13 @@ _SECRET_TEXT = re.compile(
     r"(?i)(bearer\s+)[^\s\"\\]+"
     # A key's display prefix (ApiKey.display_prefix, at most eight characters after the environment) is shown to its
     # owner and kept; a longer run is taken for a key. The helpdesk's keys, sign-in links and refresh tokens all start
-    # with `hd_<kind>_`.
-    r"|((?:sy|pc)_(?:live|test)_|whsec_|hd_[a-z]+_)[\w+/=-]{9,}"
+    # with `hd_<kind>_`, photo's sign-in links and dashboard sessions with `pc_<kind>_`.
+    r"|((?:sy|pc)_(?:live|test)_|whsec_|(?:hd|pc)_[a-z]+_)[\w+/=-]{9,}"
 )
 
 
 # Every match holds one of these, and looking for them is far cheaper than the search: it runs on every line.
-_MARKERS = ("bearer", "_live_", "_test_", "whsec_", "hd_")
+_MARKERS = ("bearer", "_live_", "_test_", "whsec_", "hd_", "pc_")
 
 
 @functools.lru_cache(maxsize=1024)  # the same few field names come back on every line

@@ -6,9 +6,10 @@ import hashlib
 import secrets
 
 
-def opaque(kind: str) -> str:
-    """A new random token, `hd_<kind>_<43 characters>` (256 bits): the log redaction knows the `hd_` prefix."""
-    return f"hd_{kind}_{secrets.token_urlsafe(32)}"
+def opaque(kind: str, service: str = "hd") -> str:
+    """A new random token, `<service>_<kind>_<43 characters>` (256 bits): the helpdesk's `hd_`, photo's `pc_`, which
+    the log redaction knows."""
+    return f"{service}_{kind}_{secrets.token_urlsafe(32)}"
 
 
 def digest(token: str) -> str:

@@ -1,12 +1,14 @@
-"""The photo gateway app, at the host root: `POST /v1/verify`, signed image URLs, and key, webhook and verification
-management under `/api/v1`."""
+"""The photo gateway app, at the host root: `POST /v1/verify`, signed image URLs, key, webhook and verification
+management under `/api/v1`, and the dashboard under `/dashboard`."""
 
 from __future__ import annotations
+
+import dataclasses
 
 from litestar.types import ASGIApp
 
 from gateway.common.app import GatewayApp, Readiness
-from gateway.photo import docs
+from gateway.photo import docs, pages
 from gateway.photo.auth import PhotoAuthenticator
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import EXCEPTION_HANDLERS
@@ -28,7 +30,9 @@ APP = GatewayApp(
 
 
 def create_photo_app(gateway: PhotoGateway, authenticator: PhotoAuthenticator, readiness: Readiness) -> ASGIApp:
-    return APP.build(
+    """The API's routes and the dashboard's pages (gateway/photo/pages)."""
+    app = dataclasses.replace(APP, routes=[*APP.routes, *pages.routes(gateway)], templates=pages.TEMPLATES)
+    return app.build(
         given={"photo": gateway, "webhook_endpoints": gateway.webhooks},
         authenticator=authenticator,
         readiness=readiness,

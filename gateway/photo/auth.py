@@ -97,6 +97,10 @@ class PhotoAuthenticator:
 async def subscribed(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHandler) -> None:
     """A guard: live verification needs an active subscription (section 5.6); sandbox keys are free and always
     work. (Asynchronous, though it awaits nothing: Litestar runs a synchronous guard on a worker thread.)"""
-    owner: KeyOwner = connection.user.account
+    require_subscription(connection.user.account)
+
+
+def require_subscription(owner: KeyOwner) -> None:
+    """Live verification needs an active subscription; a sandbox one never does."""
     if owner.environment == "live" and not owner.subscription_active:
         raise PhotoError(403, "This account has no active subscription")

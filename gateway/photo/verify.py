@@ -23,7 +23,7 @@ from gateway.photo.errors import PhotoError
 from gateway.photo.submissions import Submitted, read_submission
 from storage.photo import verifications
 from storage.photo.customers import KeyOwner
-from topics.photo import VerificationRequested
+from topics.photo import Verification, VerificationRequested
 from wire.ids import new_id
 
 JSON = "application/json"
@@ -52,46 +52,55 @@ class VerifyController(Controller):
     async def verify(
         self, request: Request[PhotoPrincipal, Any, Any], photo: NamedDependency[PhotoGateway]
     ) -> Response[Any]:
-        owner = request.user.account
         idempotency_key = IDEMPOTENCY.key_in(request.headers)
         submitted = await read_submission(request)
-        digest = submission_hash(submitted)
-        if idempotency_key is not None and (existing := await _by_key(photo, owner, idempotency_key)) is not None:
-            return await _replay(photo, owner, existing, digest)
+        verified = await verify(photo, request.user.account, submitted, idempotency_key)
+        return Response(verified, media_type=JSON)
 
-        now = datetime.now(UTC)
-        verification_id = new_id("ver")
-        image_key = f"photo/{owner.customer_id}/{verification_id}"
-        await photo.blobs.put(image_key, submitted.image, submitted.content_type)
-        row: dict[str, Any] = {
-            "id": verification_id,
-            "customer_id": owner.customer_id,
-            "environment": owner.environment,
-            "key_id": owner.key_id,
-            "idempotency_key": idempotency_key,
-            "body_hash": digest,
-            "policy": submitted.policy,
-            "image_key": image_key,
-            "image_type": submitted.content_type,
-            "metadata_json": msgspec.json.encode(submitted.metadata) if submitted.metadata is not None else None,
-            "state": "pending",
-            "charged": owner.environment == "live",
-            "created_at": now,
-            "published_at": now,
-        }
-        try:
-            accepted = await photo.db.write(verifications.accept, row, _cap(owner))
-        except verifications.CapReached:
-            await photo.blobs.delete(image_key)
-            raise _cap_reached(owner, now) from None
-        if not accepted:  # the same key, sent concurrently, won the insert
-            await photo.blobs.delete(image_key)
-            existing = await _by_key(photo, owner, idempotency_key or "")
-            if existing is None:
-                raise PhotoError(500, "The verification could not be stored; retry")
-            return await _replay(photo, owner, existing, digest)
-        structlog.contextvars.bind_contextvars(verification_id=verification_id)
-        return await _run(photo, verification_id, _message(row))
+
+async def verify(
+    photo: PhotoGateway, owner: KeyOwner, submitted: Submitted, idempotency_key: str | None
+) -> Verification:
+    """A submission judged: stored with its image (charged for a live key), published, and its verdict once it comes
+    within the wait; a PhotoError otherwise (the cap, a replay that does not match, a verdict still pending, an image
+    that could not be judged). `POST /v1/verify` and the dashboard's verify page."""
+    digest = submission_hash(submitted)
+    if idempotency_key is not None and (existing := await _by_key(photo, owner, idempotency_key)) is not None:
+        return await _replay(photo, owner, existing, digest)
+
+    now = datetime.now(UTC)
+    verification_id = new_id("ver")
+    image_key = f"photo/{owner.customer_id}/{verification_id}"
+    await photo.blobs.put(image_key, submitted.image, submitted.content_type)
+    row: dict[str, Any] = {
+        "id": verification_id,
+        "customer_id": owner.customer_id,
+        "environment": owner.environment,
+        "key_id": owner.key_id,
+        "idempotency_key": idempotency_key,
+        "body_hash": digest,
+        "policy": submitted.policy,
+        "image_key": image_key,
+        "image_type": submitted.content_type,
+        "metadata_json": msgspec.json.encode(submitted.metadata) if submitted.metadata is not None else None,
+        "state": "pending",
+        "charged": owner.environment == "live",
+        "created_at": now,
+        "published_at": now,
+    }
+    try:
+        accepted = await photo.db.write(verifications.accept, row, _cap(owner))
+    except verifications.CapReached:
+        await photo.blobs.delete(image_key)
+        raise _cap_reached(owner, now) from None
+    if not accepted:  # the same key, sent concurrently, won the insert
+        await photo.blobs.delete(image_key)
+        existing = await _by_key(photo, owner, idempotency_key or "")
+        if existing is None:
+            raise PhotoError(500, "The verification could not be stored; retry")
+        return await _replay(photo, owner, existing, digest)
+    structlog.contextvars.bind_contextvars(verification_id=verification_id)
+    return await _run(photo, verification_id, _message(row))
 
 
 def _cap(owner: KeyOwner) -> int | None:
@@ -122,7 +131,7 @@ async def _by_key(photo: PhotoGateway, owner: KeyOwner, key: str) -> Any:
     return await photo.db.read(verifications.find_by_idempotency_key, owner.customer_id, owner.environment, key)
 
 
-async def _replay(photo: PhotoGateway, owner: KeyOwner, existing: Any, digest: str) -> Response[Any]:
+async def _replay(photo: PhotoGateway, owner: KeyOwner, existing: Any, digest: str) -> Verification:
     """The same key again: the original answer; a different body is 422; a failure (5xx) is never replayed: it
     runs again, charged again only if it had been refunded."""
     IDEMPOTENCY.check(existing, digest)
@@ -138,13 +147,13 @@ async def _replay(photo: PhotoGateway, owner: KeyOwner, existing: Any, digest: s
     return _answer(photo, existing)
 
 
-async def _run(photo: PhotoGateway, verification_id: str, message: VerificationRequested | None) -> Response[Any]:
+async def _run(photo: PhotoGateway, verification_id: str, message: VerificationRequested | None) -> Verification:
     """Publish the work order (unless it is already out) and wait for the verdict, up to the budget."""
     publish = (lambda: photo.publish(message)) if message is not None else None
     return _answer(photo, await photo.waiter.outcome(verification_id, photo.wait_s, publish))
 
 
-def _answer(photo: PhotoGateway, row: Any) -> Response[Any]:
+def _answer(photo: PhotoGateway, row: Any) -> Verification:
     if row.state == "pending":
         raise PhotoError(
             503,
@@ -159,4 +168,4 @@ def _answer(photo: PhotoGateway, row: Any) -> Response[Any]:
             "The image could not be processed; retry with the same Idempotency-Key",
             verification_id=row.id,
         )
-    return Response(verifications.verification_of(row, photo.urls), media_type=JSON)
+    return verifications.verification_of(row, photo.urls)

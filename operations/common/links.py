@@ -34,12 +34,14 @@ class MailedLinks:
     service: str
     mailer: Mailer
     public_url: str
+    token_prefix: str = "hd"
+    """The links' tokens begin `<token_prefix>_link_` (wire/tokens.py: the log redaction knows each service's)."""
     lifetime: timedelta = LINK_LIFETIME
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
 
     async def send(self, kind: LinkKind, email: str, redirect_to: str) -> None:
         """A new link of `kind` for `email`, which goes on to `redirect_to` once used, stored then mailed."""
-        token = opaque("link")
+        token = opaque("link", self.token_prefix)
         await self.db.write(
             mail.create_link,
             self.service,

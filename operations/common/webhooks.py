@@ -13,12 +13,14 @@ from cryptography.fernet import MultiFernet
 
 from operations.common.errors import Conflict, Invalid, NotFound
 from storage.common.db import Database
+from storage.common.webhooks.deliveries import DeliveryRecord, recent_deliveries
 from storage.common.webhooks.endpoints import (
     Endpoint,
     EndpointInactive,
     EndpointLimitReached,
     create_endpoint,
     delete_endpoint,
+    find_endpoint,
     list_endpoints,
     update_endpoint,
 )
@@ -90,6 +92,12 @@ class Endpoints:
 
     async def listing(self, owner_id: str) -> list[Endpoint]:
         return await self.db.read(list_endpoints, self.profile, owner_id)
+
+    async def deliveries(self, owner_id: str, endpoint_id: str, limit: int = 10) -> list[DeliveryRecord]:
+        """The endpoint's newest deliveries, each with its last attempt's answer."""
+        if await self.db.read(find_endpoint, self.profile, owner_id, endpoint_id) is None:
+            raise self.not_found
+        return await self.db.read(recent_deliveries, self.profile.service, endpoint_id, limit)
 
     async def update(
         self, owner_id: str, endpoint_id: str, *, events: Sequence[str] | None = None, enabled: bool | None = None

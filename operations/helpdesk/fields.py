@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from wire.text import LINE, TEXT
+from wire.text import EMAIL_PATTERN, LINE, TEXT
 
 UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 _UUID = re.compile(UUID_PATTERN)
@@ -16,9 +16,6 @@ Uuid = Annotated[str, msgspec.Meta(pattern=UUID_PATTERN, examples=["3f1c9a0b-7d2
 Status = Literal["open", "pending", "resolved", "closed"]
 Priority = Literal["low", "normal", "high", "urgent"]
 Channel = Literal["api", "email", "sms", "chat", "voice", "web", "messaging", "social", "commerce", "marketplace"]
-EMAIL_PATTERN = r"^[^@\x00-\x20\x7f]+@[^@\x00-\x20\x7f]+\.[^@\x00-\x20\x7f]+$"
-r"""Something, `@`, something with a dot, none of it spaces or control characters (written without `\s`, which
-regex engines read differently)."""
 Email = Annotated[str, msgspec.Meta(max_length=320, pattern=EMAIL_PATTERN, examples=["ada@example.com"])]
 PersonName = Annotated[str, msgspec.Meta(min_length=1, max_length=255, pattern=LINE, examples=["Ada Lovelace"])]
 Phone = Annotated[str, msgspec.Meta(max_length=32, pattern=r"^\+?[0-9 ()\-.]{3,31}$", examples=["+14155550100"])]

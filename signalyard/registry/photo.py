@@ -32,6 +32,11 @@ class PhotoSettings:
     """Images are deleted this many days after their verification (the verdict stays; `image_url` becomes null)."""
     check_workers: int = setting("SIGNALYARD_PHOTO_CHECK_WORKERS", 0, at_least(int, 0))
     """Processes judging images in each processors process (0: one per CPU core)."""
+    smtp_url: str | None = setting("SIGNALYARD_PHOTO_SMTP_URL", None, url("smtp", "smtp+starttls", "smtps"))
+    """SMTP server for the dashboard's sign-in links: smtp://[user:password@]host:port (plain), smtp+starttls://...
+    or smtps://... Unset: mails are kept in the database (`signalyard customers mails`)."""
+    mail_from: str = setting("SIGNALYARD_PHOTO_MAIL_FROM", "photo@localhost", text)
+    """The From address of the dashboard's mail."""
 
 
 CUSTOMER_ID = "a customer's id (cus_...), as `customers create` prints it and `customers list` lists it"
@@ -64,6 +69,11 @@ def commands(parent: Any, command: Command) -> None:
         command(action, f"customers_{action}", f"{action} a customer's subscription: {what}", group).add_argument(
             "customer_id", help=CUSTOMER_ID
         )
+    mails = command(
+        "mails", "customers_mails", "print the dashboard's mail kept while no SMTP server is configured", group
+    )
+    mails.add_argument("--to", metavar="EMAIL", help="only the mail sent to this address")
+    mails.add_argument("--limit", type=int, default=20, metavar="N", help="at most N mails (default: %(default)s)")
     limits = command("key-limits", "customers_key_limits", "set one key's requests per minute and per hour", group)
     limits.add_argument("key_id", help="the key's id (key_...), as GET /api/v1/api-keys lists it")
     limits.add_argument("--per-minute", type=int, required=True, metavar="N", help="requests per minute")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -13,12 +15,17 @@ import structlog
 from litestar.types import ASGIApp
 from sqlalchemy.engine import Connection
 
+from gateway.common.limits import RateLimits
 from gateway.common.waiter import ResultWaiter
 from gateway.photo.app import create_photo_app
 from gateway.photo.auth import PhotoAuthenticator
-from gateway.photo.deps import PhotoGateway
+from gateway.photo.deps import Dashboard, PhotoGateway
 from gateway.photo.images import IMAGES_PATH
+from gateway.photo.pages.sessions import DashboardSessions
+from gateway.photo.pages.site import limits_unavailable, sign_in_limited
 from gateway.photo.webhooks import WORDS
+from operations.common.links import MailedLinks
+from operations.common.mail import KeptMail, Mailer, SmtpMail, SmtpServer
 from operations.common.webhooks import Endpoints
 from processors.common.outbox import Sweeper
 from processors.photo import retention
@@ -44,9 +51,12 @@ def _public_url(p: Platform, s: PhotoSettings) -> str:
     return s.public_url or f"http://{p.settings.host}:{s.port}"
 
 
+def _signing_key(p: Platform, s: PhotoSettings) -> str:
+    return s.url_signing_key or secrets.kept(p.settings.data_dir, "photo-url-signing-key")
+
+
 def _signer(p: Platform, s: PhotoSettings) -> SignedUrls:
-    key = s.url_signing_key or secrets.kept(p.settings.data_dir, "photo-url-signing-key")
-    return SignedUrls(_public_url(p, s), IMAGES_PATH, key.encode(), s.image_url_ttl_s)
+    return SignedUrls(_public_url(p, s), IMAGES_PATH, _signing_key(p, s).encode(), s.image_url_ttl_s)
 
 
 def _blobs(p: Platform, s: PhotoSettings) -> BlobStore:
@@ -72,6 +82,17 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
         await p.publish(message, names.requested, partition_key(message.verification_id))
 
     authenticator = PhotoAuthenticator(p.db, p.settings.redis_url)
+    public_url = _public_url(p, s)
+    mailer: Mailer = KeptMail(p.db, customers.SERVICE)
+    if s.smtp_url is not None:
+        mailer = SmtpMail(SmtpServer.parse(s.smtp_url), s.mail_from)
+    signing_key = _signing_key(p, s)
+    dashboard = Dashboard(
+        sessions=DashboardSessions(p.db, secure=public_url.startswith("https://")),
+        links=MailedLinks(p.db, customers.SERVICE, mailer, public_url, token_prefix="pc"),
+        limits=RateLimits(p.settings.redis_url, limited=sign_in_limited, unavailable=limits_unavailable),
+        csrf_secret=hmac.new(signing_key.encode(), b"dashboard-csrf", hashlib.sha256).hexdigest(),
+    )
     photo = PhotoGateway(
         db=p.db,
         blobs=_blobs(p, s),
@@ -83,6 +104,7 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
             p.db, WEBHOOKS, secrets.secrets_cipher(p.settings), WORDS, p.settings.webhook_allow_private_targets
         ),
         wait_s=s.wait_ms / 1000,
+        dashboard=dashboard,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
     return create_photo_app(photo, authenticator, readiness)

@@ -12,19 +12,14 @@ from typing import Any
 from signalyard import secrets
 from signalyard.service import Task
 from signalyard.settings import PlatformSettings, load
+from signalyard.tasks.mail import print_kept_mails
 from storage.common import keys as key_store
-from storage.common import mail as mail_store
 from storage.common.db import Database
 from storage.helpdesk import channels, keys, workspaces
 
 
 async def mails(db: Database, args: argparse.Namespace) -> None:
-    kept = await db.read(mail_store.kept_mails, keys.SERVICE, args.to, args.limit)
-    if not kept:
-        print("no kept mail" + (f" to {args.to}" if args.to else ""))
-    for mail in kept:
-        print(f"--- {mail.created_at.isoformat()} to {mail.recipient}: {mail.subject}")
-        print(mail.body.rstrip())
+    await print_kept_mails(db, keys.SERVICE, args.to, args.limit)
 
 
 async def organizations(db: Database, _: argparse.Namespace) -> None:

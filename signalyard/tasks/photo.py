@@ -9,6 +9,7 @@ import argparse
 from sqlalchemy.engine import Connection
 
 from signalyard.service import Task
+from signalyard.tasks.mail import print_kept_mails
 from storage.common.db import Database
 from storage.photo import customers
 
@@ -35,10 +36,11 @@ async def customers_create(db: Database, args: argparse.Namespace) -> None:
 
 
 async def customers_list(db: Database, _: argparse.Namespace) -> None:
-    print("id\tplan\tmonthly_cap\tsubscription\tname")
+    print("id\tplan\tmonthly_cap\tsubscription\tname\temail")
     for customer in await db.read(customers.list_customers):
         active = "active" if customer.subscription_active else "no-subscription"
-        print(f"{customer.id}\t{customer.plan}\t{customer.monthly_cap}\t{active}\t{customer.name}")
+        row = (customer.id, customer.plan, customer.monthly_cap, active, customer.name, customer.email or "")
+        print("\t".join(str(value) for value in row))
 
 
 async def customers_set_plan(db: Database, args: argparse.Namespace) -> None:
@@ -65,7 +67,12 @@ async def customers_key_limits(db: Database, args: argparse.Namespace) -> None:
     print(f"key {args.key_id}: {args.per_minute}/minute, {args.per_hour}/hour")
 
 
+async def customers_mails(db: Database, args: argparse.Namespace) -> None:
+    await print_kept_mails(db, customers.SERVICE, args.to, args.limit)
+
+
 TASKS: dict[str, Task] = {
+    "customers_mails": customers_mails,
     "customers_create": customers_create,
     "customers_list": customers_list,
     "customers_set_plan": customers_set_plan,

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import inspect
 
@@ -310,8 +311,26 @@ async def test_customers_create_prints_an_account_whose_keys_work(photo_stack: P
     }
     assert (await photo_stack.verify(live, jpeg())).json()["environment"] == "live"
     lines = ok(await photo_cli("customers", "list")).splitlines()
-    assert lines[0] == "id\tplan\tmonthly_cap\tsubscription\tname"
-    assert f"{customer_id}\tstarter\t1000\tactive\tPhoto Booth Ltd" in lines[1:]
+    assert lines[0] == "id\tplan\tmonthly_cap\tsubscription\tname\temail"
+    assert f"{customer_id}\tstarter\t1000\tactive\tPhoto Booth Ltd\t" in lines[1:]
+
+
+async def test_customers_mails_prints_the_dashboards_kept_sign_in_link(photo_stack: PhotoStack, photo_cli: Cli) -> None:
+    address = f"grace.{uuid.uuid4().hex[:8]}@example.com"
+    async with httpx.AsyncClient(base_url=photo_stack.base_url) as browser:
+        page = await browser.get("/dashboard/sign-in")
+        token = re.search(r'name="_csrf_token" value="([^"]+)"', page.text)
+        assert token
+        sent = await browser.post("/dashboard/sign-in/link", data={"email": address, "_csrf_token": token.group(1)})
+        assert sent.status_code == 200
+    printed = ok(await photo_cli("customers", "mails", "--to", address))
+    assert printed.startswith("--- ")
+    assert f"to {address}: Your sign-in link" in printed
+    assert "/dashboard/link?token=pc_link_" in printed
+    assert (
+        ok(await photo_cli("customers", "mails", "--to", "nobody@example.com"))
+        == "no kept mail to nobody@example.com\n"
+    )
 
 
 async def test_customers_set_plan_gives_the_plans_cap(photo_stack: PhotoStack, photo_cli: Cli) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import itertools
+import json
 import sqlite3
 import threading
 import time
@@ -311,6 +312,44 @@ async def test_the_helpdesk_links_and_kept_mail_move_to_the_shared_tables_and_ba
     assert links == [("h1", "helpdesk", "sign_in", "ada@example.com", "/tickets")]
     assert mails == [("m1", "helpdesk", "ada@example.com", "Your sign-in link")]
     assert (links_back, mails_back) == ([("h1", "ada@example.com")], [("m1", "Your sign-in link")])
+
+
+async def test_verifications_judged_before_the_dashboard_take_their_place_in_its_review_queue(
+    database_url: str, tmp_path: Path
+) -> None:
+    """0019 fills in each judged verification's verdict and confidence beside its JSON (the review queue's order);
+    one still pending keeps none."""
+    async with empty_database(database_url, tmp_path) as url:
+        config = alembic_config(url)
+        await asyncio.to_thread(command.upgrade, config, "0018")
+        engine = create_engine(url)
+        at = datetime(2026, 11, 24, tzinfo=UTC)
+        if not url.startswith("sqlite"):
+            at = at.replace(tzinfo=None)
+        verdict = json.dumps({"is_compliant": False, "confidence": 0.42, "category": "pose"}).encode()
+        insert = (
+            "INSERT INTO photo_verifications (id, customer_id, environment, key_id, body_hash, policy, image_type,"
+            " state, charged, created_at, published_at, verdict) VALUES (:id, 'cus_1', 'test', 'key_1', 'h', 'icao',"
+            " 'image/jpeg', :state, false, :at, :at, :verdict)"
+        )
+        try:
+            async with engine.begin() as connection:
+                await connection.execute(
+                    text(insert), {"id": "ver_judged", "state": "completed", "at": at, "verdict": verdict}
+                )
+                await connection.execute(
+                    text(insert), {"id": "ver_pending", "state": "pending", "at": at, "verdict": None}
+                )
+            await asyncio.to_thread(command.upgrade, config, "0019")
+            async with engine.connect() as connection:
+                rows = (
+                    await connection.execute(
+                        text("SELECT id, is_compliant, confidence FROM photo_verifications ORDER BY id")
+                    )
+                ).all()
+        finally:
+            await engine.dispose()
+    assert [tuple(row) for row in rows] == [("ver_judged", False, 0.42), ("ver_pending", None, None)]
 
 
 async def test_migrating_the_shared_database_again_is_harmless(database_url: str, db: Database) -> None:

@@ -19,6 +19,7 @@ SIGNING_SECRET = "whsec_" + "E5f6+/" * 6
 BEARER = "eyJhbGciOi.eyJzdWIiOi.c2lnbmF0dXJl"
 HELPDESK_KEY = "hd_live_" + "G7h8" * 8
 SIGN_IN_LINK = "http://127.0.0.1:8003/auth/link?token=hd_link_" + "i9J0-_" * 6
+DASHBOARD_LINK = "http://127.0.0.1:8002/dashboard/link?token=pc_link_" + "k1L2-_" * 6
 SECRETS = [
     TEST_KEY,
     LIVE_KEY,
@@ -126,6 +127,7 @@ def test_keys_and_tokens_quoted_in_text_are_scrubbed(lines: Lines) -> None:
         error=ValueError(f"bad key {LIVE_KEY}"),
         display=f"key {TEST_KEY[:16]} revoked",
         helpdesk=f"refused {HELPDESK_KEY}; mailed {SIGN_IN_LINK}",
+        photo=f"mailed {DASHBOARD_LINK}",
     )
     (line,) = lines()
     assert line["event"] == "refused sy_test_[redacted]"
@@ -133,6 +135,7 @@ def test_keys_and_tokens_quoted_in_text_are_scrubbed(lines: Lines) -> None:
         line["helpdesk"]
         == "refused hd_live_[redacted]; mailed http://127.0.0.1:8003/auth/link?token=hd_link_[redacted]"
     )
+    assert line["photo"] == "mailed http://127.0.0.1:8002/dashboard/link?token=pc_link_[redacted]"
     assert line["detail"] == "GET /v1/usage?key=pc_test_[redacted] with Authorization: Bearer [redacted]"
     assert line["webhook"] == ["signed with whsec_[redacted]"]
     assert line["caller_owned"] == {"note": "retried with sy_live_[redacted]"}

@@ -37,12 +37,11 @@ from operations.common.links import LINK_LIFETIME, LinkKind, MailedLinks
 from operations.common.mail import Mailer
 from operations.helpdesk import team
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.fields import EMAIL_PATTERN
 from operations.helpdesk.team import INVITE_PATH
 from storage.common.db import Database
 from storage.helpdesk import accounts
 from storage.helpdesk.keys import SERVICE
-from wire.text import LINE
+from wire.text import EMAIL_PATTERN, LINE
 
 LINK_PATH, RESET_PATH = "/auth/link", "/auth/reset"
 SIGN_IN_LINK = LinkKind("sign_in", LINK_PATH, "Your sign-in link", "Sign in to the helpdesk")
@@ -197,7 +196,7 @@ async def _limited(deps: Accounts, procedure: str, email: str) -> None:
 
 
 def _links(deps: Accounts) -> MailedLinks:
-    return MailedLinks(deps.db, SERVICE, deps.mailer, deps.public_url, LINK_LIFETIME, deps.clock)
+    return MailedLinks(deps.db, SERVICE, deps.mailer, deps.public_url, lifetime=LINK_LIFETIME, clock=deps.clock)
 
 
 async def send_sign_in_link(deps: Accounts, email: str, redirect_to: str | None) -> None:

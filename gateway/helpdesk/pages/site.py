@@ -26,6 +26,8 @@ from storage.helpdesk import accounts
 PRODUCT = "Signalyard Helpdesk"
 SIGN_IN = "/sign-in"
 SIGNUP = "/signup/complete"
+PLACES = {"home": "/", "home_name": "the inbox", "sign_in_path": SIGN_IN}
+"""Where the shared templates (gateway/common/templates) link to."""
 """Where a signed-in person who belongs to no organization yet makes their workspace."""
 Form = Annotated[dict[str, str], Body(media_type=RequestEncodingType.URL_ENCODED)]
 """A posted form's fields."""
@@ -125,7 +127,8 @@ class Site:
         return self.page("problem.html", status=REFUSED[refusal.kind], cookies=who.cookies, message=refusal.message)
 
     def page(self, template: str, status: int = 200, cookies: Sequence[Cookie] = (), **values: Any) -> Template:
-        return Template(template, context={"product": PRODUCT, **values}, status_code=status, cookies=list(cookies))
+        context = {"product": PRODUCT, **PLACES, **values}
+        return Template(template, context=context, status_code=status, cookies=list(cookies))
 
     def go(self, to: str, cookies: Sequence[Cookie] = ()) -> Redirect:
         return Redirect(path=to, status_code=HTTP_303_SEE_OTHER, cookies=list(cookies))

@@ -276,3 +276,43 @@ def _fail(connection: Connection, result: AttemptResult, disabled_status: str, s
         return False
     cancel_pending(connection, claimed.endpoint_id, now)
     return True
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryRecord:
+    """One event's delivery to one endpoint as its owner sees it: the event, where it stands, and its last attempt."""
+
+    event_id: str
+    event_type: str
+    state: str
+    attempts: int
+    created_at: datetime
+    next_attempt_at: datetime | None
+    last_status: int | None
+    last_error: str | None
+
+
+def recent_deliveries(connection: Connection, service: str, endpoint_id: str, limit: int) -> list[DeliveryRecord]:
+    """An endpoint's newest deliveries first, each with its latest attempt's answer (the caller owns the endpoint)."""
+
+    def latest(column: Any) -> Any:
+        last = select(column).where(ATTEMPTS.c.delivery_id == DELIVERIES.c.id).order_by(ATTEMPTS.c.attempt.desc())
+        return last.limit(1).scalar_subquery()
+
+    rows = connection.execute(
+        select(
+            DELIVERIES.c.event_id,
+            EVENTS.c.type,
+            DELIVERIES.c.state,
+            DELIVERIES.c.attempts,
+            DELIVERIES.c.created_at,
+            DELIVERIES.c.next_attempt_at,
+            latest(ATTEMPTS.c.status_code),
+            latest(ATTEMPTS.c.error),
+        )
+        .join(EVENTS, EVENTS.c.id == DELIVERIES.c.event_id)
+        .where(DELIVERIES.c.service == service, DELIVERIES.c.endpoint_id == endpoint_id)
+        .order_by(DELIVERIES.c.created_at.desc(), DELIVERIES.c.id.desc())
+        .limit(limit)
+    )
+    return [DeliveryRecord(*row) for row in rows]
