@@ -24,7 +24,8 @@ verifications/s at 5 ms, 103-105 at 10)."""
 POLICIES = ("us_passport", "icao", "profile_photo")
 """The policy identifiers the verify call accepts; the processors' catalogue holds exactly these."""
 EVENTS = ("verification.completed", "verification.reviewed", "inspection.submitted")
-"""Event types a webhook endpoint may subscribe to (section 6). `inspection.submitted` is accepted, never fired."""
+"""Event types a webhook endpoint may subscribe to (section 6); `inspection.submitted` fires when a self-inspection's
+recipient submits their photo."""
 WEBHOOKS = WebhookProfile(
     service="photo",
     events=EVENTS,
@@ -125,6 +126,8 @@ class VerificationCompleted(msgspec.Struct, frozen=True, kw_only=True):
     status: Status
     verdict: Verdict | None = None
     error: str | None = None
+    preview: bool = False
+    """A self-inspection's preview: judged for its recipient's feedback, never billed, listed or announced."""
 
 
 class Verification(msgspec.Struct, kw_only=True):
@@ -146,6 +149,26 @@ class Verification(msgspec.Struct, kw_only=True):
     checks: list[Check]
     metadata: dict[str, Any] | None
     review: Review | None
+
+
+InspectionStatus = Literal["open", "submitted", "cancelled", "expired"]
+
+
+class Inspection(msgspec.Struct, kw_only=True):
+    """A self-inspection session: one recipient asked, by a single-use link, for a photo against a policy. `url` is the
+    link, in the answer to its creation only; `verification` is the verify its submission ran."""
+
+    id: Annotated[str, msgspec.Meta(extra_json_schema={"examples": ["ins_4f1c9a0b7d2e4e8a9c3b5d6f7a8e9b0c"]})]
+    status: InspectionStatus
+    policy: str
+    reference: str | None
+    metadata: dict[str, Any] | None
+    environment: Literal["live", "test"]
+    created_at: Timestamp
+    expires_at: Timestamp
+    submitted_at: Timestamp | None
+    cancelled_at: Timestamp | None
+    verification: Verification | None
 
 
 def channels(prefix: str = "") -> dict[str, Channel]:

@@ -13,6 +13,7 @@ from gateway.photo.auth import PhotoAuthenticator
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import EXCEPTION_HANDLERS
 from gateway.photo.images import ImagesController
+from gateway.photo.inspections import InspectionsController
 from gateway.photo.keys import KeysController
 from gateway.photo.submissions import MAX_JSON_BODY
 from gateway.photo.verifications import VerificationsController
@@ -21,7 +22,14 @@ from gateway.photo.webhooks import WEBHOOK_ROUTES
 
 APP = GatewayApp(
     "photo",
-    [VerifyController, ImagesController, KeysController, WEBHOOK_ROUTES, VerificationsController],
+    [
+        VerifyController,
+        ImagesController,
+        KeysController,
+        WEBHOOK_ROUTES,
+        VerificationsController,
+        InspectionsController,
+    ],
     docs.DOCUMENT,
     EXCEPTION_HANDLERS,
     MAX_JSON_BODY,

@@ -28,6 +28,7 @@ VERIFY = "verify"
 KEYS_READ, KEYS_WRITE = "keys:read", "keys:write"
 WEBHOOKS_READ, WEBHOOKS_WRITE = "webhooks:read", "webhooks:write"
 VERIFICATIONS_READ, VERIFICATIONS_WRITE = "verifications:read", "verifications:write"
+INSPECTIONS_READ, INSPECTIONS_WRITE = "inspections:read", "inspections:write"
 SCOPES = {"full": ("*",), "verify_only": (VERIFY,)}
 """A key's scope (section 5.3) as the scopes it grants: `full` everything, `verify_only` the verify call alone."""
 

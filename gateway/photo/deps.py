@@ -44,8 +44,9 @@ class PhotoGateway:
     wait_s: float
     """How long `POST /v1/verify` waits for its verdict before answering 503 (SIGNALYARD_PHOTO_WAIT_MS)."""
     dashboard: Dashboard
+    public_url: str
 
     @property
     def operations(self) -> Photo:
         """What the operations (operations/photo) are given."""
-        return Photo(self.db, self.urls, self.publish_event)
+        return Photo(self.db, self.urls, self.publish_event, self.public_url)

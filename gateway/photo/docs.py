@@ -10,8 +10,18 @@ from gateway.common import openapi
 from gateway.common.app import ApiDocument
 from gateway.photo.auth import KEY_HEADER
 from gateway.photo.errors import ErrorBody
-from gateway.photo.schemas import CreateKeyRequest, KeyCreated, KeyList, KeyRevoked, ReviewRequest, VerificationList
-from topics.photo import POLICIES, Verification
+from gateway.photo.schemas import (
+    CreateInspectionRequest,
+    CreateKeyRequest,
+    InspectionCreated,
+    InspectionList,
+    KeyCreated,
+    KeyList,
+    KeyRevoked,
+    ReviewRequest,
+    VerificationList,
+)
+from topics.photo import POLICIES, Inspection, Verification
 
 DOCUMENT = ApiDocument(
     "signalyard photo compliance",
@@ -45,10 +55,12 @@ ERRORS: dict[int, tuple[str, list[tuple[str, str]]]] = {
     ),
     404: ("No such object on this account", [("not_found", "No key with that id on this account")]),
     409: (
-        "The verification is not completed yet (review); the account's endpoints are at their limit (webhooks)",
+        "The verification is not completed yet (review); the account's endpoints are at their limit (webhooks); the "
+        "inspection is no longer open (cancel)",
         [
             ("not_completed", "Only a completed verification can be reviewed"),
             ("too_many", "An account can have at most 16 webhook endpoints; delete one first"),
+            ("not_open", "Only an open inspection can be cancelled: this one was submitted already"),
         ],
     ),
     422: (
@@ -202,5 +214,34 @@ REVIEW = openapi.route_docs(
     {200: openapi.response(Verification, "The verification after the review"), **errors(400, 404, 409, *MANAGEMENT)},
     body=ReviewRequest,
     operation=MANAGED_WITH_BODY,
+    status_code=200,
+)
+CREATE_INSPECTION = openapi.route_docs(
+    "createInspection",
+    "Start a self-inspection: a single-use link for one recipient to take or upload a photo",
+    {
+        201: openapi.response(InspectionCreated, "The open inspection, with its `url` shown this once"),
+        **errors(400, *MANAGEMENT),
+    },
+    body=CreateInspectionRequest,
+    operation=MANAGED_WITH_BODY,
+)
+LIST_INSPECTIONS = openapi.route_docs(
+    "listInspections",
+    "This account's inspections in the key's environment, newest first",
+    {200: openapi.response(InspectionList, "A page"), **errors(400, 404, *MANAGEMENT)},
+    operation=MANAGED_WITH_BODY,
+)
+GET_INSPECTION = openapi.route_docs(
+    "getInspection",
+    "One inspection, with its verification once submitted",
+    {200: openapi.response(Inspection, "The inspection"), **errors(404, *MANAGEMENT)},
+    operation=MANAGED,
+)
+CANCEL_INSPECTION = openapi.route_docs(
+    "cancelInspection",
+    "Cancel an open inspection: its link takes nothing more",
+    {200: openapi.response(Inspection, "The cancelled inspection"), **errors(404, 409, *MANAGEMENT)},
+    operation=MANAGED,
     status_code=200,
 )

@@ -5,11 +5,22 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 
 import msgspec
+from litestar.params import Parameter
 
-from topics.photo import Timestamp, Verification
+from topics.photo import Inspection, Timestamp, Verification
 from wire.text import LINE
 
 Scope = Literal["full", "verify_only"]
+PageSize = Annotated[int, Parameter(ge=1, le=100, description="Page size, 1 to 100")]
+
+
+_AFTER = "The `next_cursor` of the previous page ({} id): the page starts after it"
+VerificationCursor = Annotated[
+    str | None, Parameter(description=_AFTER.format("a verification"), pattern=r"^ver_[0-9a-f]{32}$")
+]
+InspectionCursor = Annotated[
+    str | None, Parameter(description=_AFTER.format("an inspection"), pattern=r"^ins_[0-9a-f]{32}$")
+]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=LINE, examples=["Checkout app"])]
 KeyId = Annotated[str, msgspec.Meta(examples=["key_0b6f8a3c9d2e4f1a8b7c6d5e4f3a2b1c"])]
 WebhookId = Annotated[str, msgspec.Meta(examples=["whk_5d2c1b0a9f8e4d7c6b5a4f3e2d1c0b9a"])]
@@ -137,3 +148,44 @@ class VerificationList(msgspec.Struct, kw_only=True):
 class ReviewRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     is_compliant: bool
     note: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+
+
+class CreateInspectionRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A self-inspection for one recipient."""
+
+    policy: Policy
+    reference: Annotated[str, msgspec.Meta(max_length=255, pattern=LINE, examples=["order-7731"])] | None = None
+    """Yours, to tell inspections apart (an order, a customer); echoed back."""
+    metadata: dict[str, Any] | None = None
+    """Free-form, at most 16 KiB as JSON; echoed back in the inspection and its event."""
+    expires_in: (
+        Annotated[
+            float,
+            msgspec.Meta(
+                ge=300,
+                le=2_592_000,
+                multiple_of=1,
+                description="Whole seconds the link stays usable: 5 minutes to 30 days",
+                extra_json_schema={"type": "integer"},
+            ),
+        ]
+        | None
+    ) = None
+    """Default 7 days. (Read as a float that must be whole: JSON says 600.0 is the integer 600.)"""
+
+
+class InspectionCreated(Inspection, kw_only=True):
+    url: Annotated[
+        str,
+        msgspec.Meta(
+            examples=["https://photo.example.com/inspect/pc_inspect_kL2mN3oP4qR5sT6uV7wX8yZ9aB0cD1eF2gH3iJ4kL5m"]
+        ),
+    ]
+    """The recipient's single-use link: shown in this answer only."""
+
+
+class InspectionList(msgspec.Struct, kw_only=True):
+    data: list[Inspection]
+    has_more: bool
+    next_cursor: str | None
+    """Pass as `starting_after` for the next (older) page; null on the last page."""

@@ -5,12 +5,12 @@ verifications.py, which the dashboard's pages call too)."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
 import msgspec
 from litestar import Controller, Request, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromPath, Parameter
+from litestar.params import FromPath
 
 from gateway.common.auth import requires
 from gateway.common.errors import decode_body
@@ -18,7 +18,7 @@ from gateway.photo import docs
 from gateway.photo.auth import VERIFICATIONS_READ, VERIFICATIONS_WRITE, PhotoPrincipal, account_of
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import ERRORS
-from gateway.photo.schemas import ReviewRequest, VerificationList
+from gateway.photo.schemas import PageSize, ReviewRequest, VerificationCursor, VerificationList
 from operations.photo import verifications
 from storage.photo.verifications import verification_of
 from topics.photo import Verification
@@ -35,14 +35,8 @@ class VerificationsController(Controller):
         self,
         request: Request[PhotoPrincipal, Any, Any],
         photo: NamedDependency[PhotoGateway],
-        limit: Annotated[int, Parameter(ge=1, le=100, description="Page size, 1 to 100")] = 20,
-        starting_after: Annotated[
-            str | None,
-            Parameter(
-                description="The `next_cursor` of the previous page (a verification id): the page starts after it",
-                pattern=r"^ver_[0-9a-f]{32}$",
-            ),
-        ] = None,
+        limit: PageSize = 20,
+        starting_after: VerificationCursor = None,
     ) -> VerificationList:
         page = await verifications.history(
             photo.operations, account_of(request.user), limit=limit, starting_after=starting_after

@@ -17,12 +17,13 @@ from gateway.common.auth import requires
 from gateway.common.idempotency import IdempotencyRules, body_hash
 from gateway.common.limits import seconds_to_next_month
 from gateway.photo import docs
-from gateway.photo.auth import VERIFY, PhotoPrincipal, subscribed
+from gateway.photo.auth import VERIFY, PhotoPrincipal, require_subscription, subscribed
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import PhotoError
 from gateway.photo.submissions import Submitted, read_submission
-from storage.photo import verifications
+from storage.photo import customers, verifications
 from storage.photo.customers import KeyOwner
+from topics.common.environment import Environment
 from topics.photo import Verification, VerificationRequested
 from wire.ids import new_id
 
@@ -59,11 +60,12 @@ class VerifyController(Controller):
 
 
 async def verify(
-    photo: PhotoGateway, owner: KeyOwner, submitted: Submitted, idempotency_key: str | None
+    photo: PhotoGateway, owner: KeyOwner, submitted: Submitted, idempotency_key: str | None, *, preview: bool = False
 ) -> Verification:
     """A submission judged: stored with its image (charged for a live key), published, and its verdict once it comes
     within the wait; a PhotoError otherwise (the cap, a replay that does not match, a verdict still pending, an image
-    that could not be judged). `POST /v1/verify` and the dashboard's verify page."""
+    that could not be judged). `POST /v1/verify`, the dashboard's verify page and a self-inspection's submission.
+    `preview`: a self-inspection's preview, judged the same way but never charged, listed or announced."""
     digest = submission_hash(submitted)
     if idempotency_key is not None and (existing := await _by_key(photo, owner, idempotency_key)) is not None:
         return await _replay(photo, owner, existing, digest)
@@ -84,12 +86,13 @@ async def verify(
         "image_type": submitted.content_type,
         "metadata_json": msgspec.json.encode(submitted.metadata) if submitted.metadata is not None else None,
         "state": "pending",
-        "charged": owner.environment == "live",
+        "charged": owner.environment == "live" and not preview,
+        "preview": preview,
         "created_at": now,
         "published_at": now,
     }
     try:
-        accepted = await photo.db.write(verifications.accept, row, _cap(owner))
+        accepted = await photo.db.write(verifications.accept, row, None if preview else _cap(owner))
     except verifications.CapReached:
         await photo.blobs.delete(image_key)
         raise _cap_reached(owner, now) from None
@@ -101,6 +104,26 @@ async def verify(
         return await _replay(photo, owner, existing, digest)
     structlog.contextvars.bind_contextvars(verification_id=verification_id)
     return await _run(photo, verification_id, _message(row))
+
+
+async def owner_for(photo: PhotoGateway, customer_id: str, environment: Environment, key_id: str) -> KeyOwner:
+    """An account as verify sees the owner of a key: its plan and subscription (live needs an active one) in
+    `environment`, and the key its verifications are recorded under. The dashboard's verify form (a session's key, or
+    `dashboard`) and a self-inspection's submission (the key that made it)."""
+    account = await photo.db.read(customers.customer, customer_id)
+    if account is None:
+        raise PhotoError(404, "This account no longer exists")
+    owner = KeyOwner(
+        key_id=key_id,
+        customer_id=account.id,
+        environment=environment,
+        scope="full",
+        rate_limits={},
+        subscription_active=account.subscription_active,
+        monthly_cap=account.monthly_cap,
+    )
+    require_subscription(owner)
+    return owner
 
 
 def _cap(owner: KeyOwner) -> int | None:

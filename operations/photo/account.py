@@ -16,6 +16,8 @@ class Photo:
     db: Database
     urls: SignedUrls
     publish_event: PublishEvent
+    public_url: str
+    """Where people reach the photo gateway (the self-inspection links)."""
 
 
 @dataclass(frozen=True, slots=True)

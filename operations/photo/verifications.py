@@ -11,6 +11,7 @@ import msgspec
 
 from operations.common.changes import announce
 from operations.common.errors import Conflict, NotFound, StaleCursor
+from operations.common.pages import Page
 from operations.photo.account import Account, Photo
 from storage.common.webhooks.events import record_event
 from storage.photo import customers, verifications
@@ -21,24 +22,14 @@ from topics.photo import WEBHOOKS, Review, Verification
 async def own(photo: Photo, account: Account, verification_id: str) -> Any:
     """The account's verification in its environment; anyone else's is as absent as a made-up id."""
     row = (await photo.db.read(verifications.load, [verification_id])).get(verification_id)
-    if row is None or row.customer_id != account.customer_id or row.environment != account.environment:
+    if row is None or row.preview or row.customer_id != account.customer_id or row.environment != account.environment:
         raise NotFound("No verification with that id on this account")
     return row
 
 
-@dataclass(frozen=True, slots=True)
-class Page:
-    items: list[Verification]
-    has_more: bool
-
-    @property
-    def next_cursor(self) -> str | None:
-        return self.items[-1].id if self.has_more else None
-
-
 async def history(
     photo: Photo, account: Account, *, limit: int, starting_after: str | None, filters: Filters = EVERY
-) -> Page:
+) -> Page[Verification]:
     """A page of the account's verifications, newest first, after the `starting_after` one."""
     before = None
     if starting_after is not None:

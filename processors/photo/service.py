@@ -101,7 +101,7 @@ class PhotoProcessor:
         stored: list[tuple[VerificationCompleted, str | None]] = []
         for item in changed:
             row, event_id = item.row, None
-            if row.id in completed:  # the event carries the verification as the API shows it
+            if row.id in completed and not row.preview:  # the event carries the verification as the API shows it
                 data = msgspec.to_builtins(verifications.verification_of(completed[row.id], self.urls))
                 event_id = record_event(connection, WEBHOOKS, row.customer_id, "verification.completed", data)
             message = VerificationCompleted(
@@ -112,6 +112,7 @@ class PhotoProcessor:
                 status="completed" if item.verdict is not None else "failed",
                 verdict=item.verdict,
                 error=item.error,
+                preview=row.preview,
             )
             stored.append((message, event_id))
         return stored

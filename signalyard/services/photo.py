@@ -105,6 +105,7 @@ def gateway(p: Platform, s: PhotoSettings) -> ASGIApp:
         ),
         wait_s=s.wait_ms / 1000,
         dashboard=dashboard,
+        public_url=public_url,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
     return create_photo_app(photo, authenticator, readiness)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, Float, Index, Integer, LargeBinary, String, Text
+from sqlalchemy import Boolean, Float, Index, Integer, LargeBinary, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from storage.common.models import Base
@@ -77,6 +77,36 @@ class Verification(Base):
     confidence: Mapped[float | None] = mapped_column(Float)
     """The verdict's, as judged, beside it: the review queue lists the non-compliant and the least certain first."""
     error: Mapped[str | None] = mapped_column(Text)
+    preview: Mapped[bool] = mapped_column(Boolean, server_default=false())
+    """A self-inspection's preview: judged for its recipient's feedback only (never charged, listed or announced)."""
+
+
+class Inspection(Base):
+    """A self-inspection session: a single-use link (by its token's SHA-256) for one recipient's photo."""
+
+    __tablename__ = "photo_inspections"
+    __table_args__ = (
+        Index("uq_photo_inspections_token", "token_hash", unique=True),
+        Index("ix_photo_inspections_owner", "customer_id", "environment", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    customer_id: Mapped[str] = mapped_column(String(40))
+    environment: Mapped[str] = mapped_column(String(8))
+    key_id: Mapped[str] = mapped_column(String(40))
+    """The key that made it: its submission's verification is that key's."""
+    policy: Mapped[str] = mapped_column(String(32))
+    reference: Mapped[str | None] = mapped_column(String(255))
+    metadata_json: Mapped[bytes | None] = mapped_column(LargeBinary)
+    token_hash: Mapped[str] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16))
+    """open -> submitted | cancelled (an open one past `expires_at` reads as expired)."""
+    previews: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    submitted_at: Mapped[datetime | None]
+    cancelled_at: Mapped[datetime | None]
+    verification_id: Mapped[str | None] = mapped_column(String(40))
 
 
 class DashboardSession(Base):

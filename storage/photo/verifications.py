@@ -143,7 +143,9 @@ def history(
 ) -> list[Row[Any]]:
     """A customer's verifications in one environment, newest first; `before` (created_at, id) is the cursor."""
     v = VERIFICATIONS.c
-    statement = select(VERIFICATIONS).where(v.customer_id == customer_id, v.environment == environment)
+    statement = select(VERIFICATIONS).where(
+        v.customer_id == customer_id, v.environment == environment, v.preview.is_(False)
+    )
     if filters.state is not None:
         statement = statement.where(v.state == filters.state)
     if filters.is_compliant is not None:
@@ -161,7 +163,11 @@ def history(
 def _queued(customer_id: str, environment: str) -> Any:
     v = VERIFICATIONS.c
     return (
-        (v.customer_id == customer_id) & (v.environment == environment) & (v.state == "completed") & v.review.is_(None)
+        (v.customer_id == customer_id)
+        & (v.environment == environment)
+        & (v.state == "completed")
+        & v.review.is_(None)
+        & v.preview.is_(False)
     )
 
 

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, Page, ViewportSize, async_playwright
+from PIL import Image
+from playwright.async_api import Browser, Page, Playwright, ViewportSize, async_playwright
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("SIGNALYARD_CHROMIUM", "/usr/bin/chromium"))
@@ -22,16 +23,54 @@ WIDTHS: dict[str, ViewportSize] = {"desktop": {"width": 1280, "height": 900}, "p
 
 
 @pytest.fixture(scope="session")
-async def chromium() -> AsyncIterator[Browser]:
+async def playwright() -> AsyncIterator[Playwright]:
     if not CHROMIUM.exists():
         message = f"BROWSER TESTS NOT RUN: no Chromium at {CHROMIUM} (apt-get install chromium)"
         if os.environ.get("SIGNALYARD_REQUIRE_BROWSER"):
             pytest.fail(message)
         pytest.skip(message)
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=str(CHROMIUM))
-        yield browser
-        await browser.close()
+    async with async_playwright() as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+async def chromium(playwright: Playwright) -> AsyncIterator[Browser]:
+    browser = await playwright.chromium.launch(executable_path=str(CHROMIUM))
+    yield browser
+    await browser.close()
+
+
+PORTRAIT = ROOT / "node_modules" / "paper-kit-2" / "assets" / "img" / "faces" / "erik-lucatero-2.jpg"
+"""A real portrait (a package's; `npm ci` installs it): what the fake camera films."""
+
+
+def y4m(image: Path, destination: Path, size: int = 480, frames: int = 2) -> Path:
+    """A still photo as a short YUV4MPEG2 (4:2:0) video, the format Chromium's fake camera plays."""
+    frame = Image.open(image).convert("RGB").resize((size, size)).convert("YCbCr")
+    luma, blue, red = frame.split()
+    half = (size // 2, size // 2)
+    planes = luma.tobytes() + blue.resize(half).tobytes() + red.resize(half).tobytes()
+    destination.write_bytes(f"YUV4MPEG2 W{size} H{size} F30:1 Ip A1:1 C420jpeg\n".encode())
+    with destination.open("ab") as out:
+        for _ in range(frames):
+            out.write(b"FRAME\n" + planes)
+    return destination
+
+
+@pytest.fixture(scope="session")
+async def camera_chromium(playwright: Playwright, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Browser]:
+    """Chromium whose camera is its fake device filming PORTRAIT (and which grants the camera without asking)."""
+    video = y4m(PORTRAIT, tmp_path_factory.mktemp("camera") / "portrait.y4m")
+    browser = await playwright.chromium.launch(
+        executable_path=str(CHROMIUM),
+        args=[
+            "--use-fake-device-for-media-stream",
+            "--use-fake-ui-for-media-stream",
+            f"--use-file-for-fake-video-capture={video}",
+        ],
+    )
+    yield browser
+    await browser.close()
 
 
 async def serious_violations(page: Page) -> list[dict[str, Any]]:

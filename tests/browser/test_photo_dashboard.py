@@ -2,10 +2,12 @@
 a sandbox key, signs in with that key, makes and revokes a key, adds a webhook endpoint, verifies a photo, reviews
 it, and the endpoint receives `verification.reviewed`, all by clicking; every page passes axe-core and breaks no rule
 of its Content-Security-Policy. A session made from a key ends with that key, and no page shows another account's
-verification."""
+verification. And a self-inspection's recipient takes their photo with the camera (Chromium's fake device filming a
+portrait), checks it and sends it, and the account's endpoint receives `inspection.submitted`."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from pathlib import Path
@@ -14,14 +16,12 @@ import pytest
 from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from storage.common import mail
-from tests.browser.conftest import ROOT, screenshots, serious_violations
+from tests.browser.conftest import PORTRAIT, screenshots, serious_violations
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import PhotoStack
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 """On the database `signalyard up` serves by default: the pages add no storage of their own."""
-
-PORTRAIT = ROOT / "node_modules" / "paper-kit-2" / "assets" / "img" / "faces" / "erik-lucatero-2.jpg"
 
 
 async def checked(page: Page, name: str) -> None:
@@ -191,4 +191,88 @@ async def test_a_page_never_shows_another_accounts_verification_and_a_form_needs
     assert posted.status == 403
     fetched = (await photo_stack.call(owner.test_key, "GET", f"/api/v1/verifications/{verified['id']}")).json()
     assert fetched["review"] is None
+    await context.close()
+
+
+async def test_a_recipient_takes_checks_and_sends_their_photo_with_the_camera(
+    chromium: Browser, camera_chromium: Browser, photo_stack: PhotoStack, receiver: WebhookReceiver
+) -> None:
+    await photo_stack.wait_for_processors()
+    customer = await photo_stack.new_customer()
+    path = await photo_stack.subscribe(customer.test_key, receiver, ["inspection.submitted"])
+
+    # The account asks for a photo from the dashboard, and copies the link it is shown once.
+    owner, dashboard, _ = await browser(chromium, photo_stack)
+    await sign_in_with_key(dashboard, customer.test_key)
+    await dashboard.get_by_role("link", name="Self-inspections").click()
+    await dashboard.get_by_label("Policy").select_option("profile_photo")
+    await dashboard.get_by_label("Your reference (optional)").fill("guest-12")
+    await dashboard.get_by_role("button", name="Make the link").click()
+    link = await dashboard.get_by_label("Link", exact=True).input_value()
+    await checked(dashboard, "photo-inspections")
+    [inspection] = (await photo_stack.call(customer.test_key, "GET", "/api/v1/inspections")).json()["data"]
+    assert link.startswith(f"{photo_stack.base_url}/inspect/pc_inspect_")
+    inspection["url"] = link
+
+    context = await camera_chromium.new_context(base_url=photo_stack.base_url, permissions=["camera"])
+    page = await context.new_page()
+    refused: list[str] = []
+    page.on("console", lambda m: refused.append(m.text) if "Content Security Policy" in m.text else None)
+    await page.goto(inspection["url"])
+    await expect(page.get_by_role("heading", name="Your photo")).to_be_visible()
+    await expect(page.get_by_role("button", name="Take photo")).to_be_visible()  # the camera answered
+    video = page.get_by_label("What your camera sees")
+    for _ in range(200):  # its first frame (a function waited for in the page would be eval, which the policy forbids)
+        if await video.evaluate("video => video.videoWidth") > 0:
+            break
+        await asyncio.sleep(0.05)
+    await checked(page, "photo-inspection")
+    await page.get_by_role("button", name="Take photo").click()
+    await expect(page.get_by_role("img", name="The photo you took")).to_be_visible()
+    await page.get_by_role("button", name="Check my photo").click()
+    feedback = page.locator("#feedback")
+    await expect(feedback).to_contain_text(re.compile("This photo (passes every check|would not pass yet)"))
+    await checked(page, "photo-inspection-feedback")
+    await page.get_by_role("button", name="Send my photo").click()
+    await expect(page.get_by_role("heading", name="Thank you: your photo is sent")).to_be_visible()
+    await checked(page, "photo-inspection-sent")
+
+    [delivery] = await receiver.wait_for(path, 1)
+    assert delivery.verified
+    assert delivery.json["type"] == "inspection.submitted"
+    data = delivery.json["data"]
+    assert (data["id"], data["status"], data["reference"]) == (inspection["id"], "submitted", "guest-12")
+    assert data["verification"]["status"] == "completed"
+    assert data["verification"]["policy"] == "profile_photo"
+
+    await page.goto(inspection["url"])  # the link is used
+    await expect(page.get_by_role("alert")).to_have_text(
+        "This inspection was submitted already: nothing more can be sent with this link"
+    )
+    assert refused == []
+    await context.close()
+    await dashboard.reload()
+    row = dashboard.get_by_role("row").filter(has_text="guest-12")
+    await expect(row.get_by_role("cell", name="submitted")).to_be_visible()
+    await owner.close()
+
+
+async def test_the_key_sign_in_works_with_the_keyboard_alone(chromium: Browser, photo_stack: PhotoStack) -> None:
+    customer = await photo_stack.new_customer()
+    context, page, _ = await browser(chromium, photo_stack)
+    await page.goto("/dashboard/sign-in")
+    for _ in range(20):  # from the top of the page, by Tab, to the key's field
+        await page.keyboard.press("Tab")
+        if await page.evaluate("document.activeElement.id") == "key":
+            break
+    assert await page.evaluate("document.activeElement.id") == "key"
+    await page.keyboard.type(customer.test_key)
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    for _ in range(20):  # and on to Sign out
+        await page.keyboard.press("Tab")
+        if await page.evaluate("document.activeElement.textContent") == "Sign out":
+            break
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="Sign in or sign up")).to_be_visible()
     await context.close()

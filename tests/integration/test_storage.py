@@ -59,6 +59,7 @@ TABLES = {
     "photo_monthly_usage",
     "photo_verifications",
     "photo_sessions",
+    "photo_inspections",
     "helpdesk_organizations",
     "helpdesk_users",
     "helpdesk_sessions",
@@ -208,7 +209,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"} | (SEARCH_TABLES if url.startswith("sqlite") else set())
-    assert versions == ["0019"]
+    assert versions == ["0020"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"

@@ -22,20 +22,20 @@ from litestar.response import Redirect, Template
 from litestar.router import Router
 
 from gateway.common.pages import assets_router, pages_router
-from gateway.photo.auth import require_subscription
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import PhotoError
+from gateway.photo.pages import inspect
 from gateway.photo.pages.sessions import COOKIE
 from gateway.photo.pages.site import HOME, PRODUCT, SIGN_IN, Form, Site, Visitor
 from gateway.photo.submissions import MAX_IMAGE_BYTES, Submitted, image_type
-from gateway.photo.verify import verify
+from gateway.photo.verify import owner_for, verify
 from operations.common.errors import Forbidden, Invalid
 from operations.common.links import LinkKind
+from operations.photo import inspections as inspection_operations
 from operations.photo import keys as key_operations
 from operations.photo import verifications
 from storage.common.keys import hash_key
 from storage.photo import customers
-from storage.photo.customers import KeyOwner
 from storage.photo.verifications import Filters, verification_of
 from topics.photo import EVENTS, POLICIES
 from wire.text import EMAIL_PATTERN
@@ -320,6 +320,50 @@ def routes(photo: PhotoGateway) -> list[Router]:
 
         return await site.shown(request, render)
 
+    # Self-inspections ---------------------------------------------------------------------------------------------
+
+    async def inspections_page(who: Visitor, status: int = 200, error: str | None = None, **values: Any) -> Template:
+        page = await inspection_operations.listed(
+            ops, who.account, limit=PAGE, starting_after=None, now=datetime.now(UTC)
+        )
+        return site.page(who, "inspections.html", status, items=page.items, policies=POLICIES, error=error, **values)
+
+    @get(f"{HOME}/inspections")
+    async def inspections(request: Request[Any, Any, Any]) -> Template | Redirect:
+        return await site.shown(request, inspections_page)
+
+    @post(f"{HOME}/inspections", status_code=200)
+    async def create_inspection(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
+        policy, reference, days = data.get("policy", ""), data.get("reference", "").strip(), data.get("days", "7")
+
+        async def act(who: Visitor) -> Template:
+            if not days.isdigit() or not 1 <= int(days) <= 30:
+                raise Invalid("The link lasts 1 to 30 days")
+            made, url = await inspection_operations.create(
+                ops,
+                who.account,
+                who.session.key_id or "dashboard",
+                policy=policy,
+                reference=reference or None,
+                metadata=None,
+                expires_in_s=int(days) * 86_400,
+                now=datetime.now(UTC),
+            )
+            return await inspections_page(who, created=made, link=url)
+
+        async def again(who: Visitor, status: int, error: str) -> Template:
+            return await inspections_page(who, status, error, reference=reference)
+
+        return await site.submitted(request, act, again)
+
+    @post(f"{HOME}/inspections/{{inspection_id:str}}/cancel")
+    async def cancel_inspection(request: Request[Any, Any, Any], inspection_id: FromPath[str]) -> Template | Redirect:
+        async def act(who: Visitor) -> Redirect:
+            await inspection_operations.cancel(ops, who.account, inspection_id, datetime.now(UTC))
+            return site.go(f"{HOME}/inspections")
+
+        return await site.submitted(request, act, inspections_page)
+
     # Verify a photo -----------------------------------------------------------------------------------------------
 
     async def verify_page(who: Visitor, status: int = 200, error: str | None = None) -> Template:
@@ -342,13 +386,15 @@ def routes(photo: PhotoGateway) -> list[Router]:
                 raise Invalid("Image too large: the limit is 10 MB")
             if policy not in POLICIES:
                 raise Invalid("Choose a policy")
-            owner = await _owner(photo, who)
+            session = who.session
+            owner = await owner_for(photo, session.customer_id, session.environment, session.key_id or "dashboard")
             verified = await verify(photo, owner, Submitted(image, image_type(image), policy, None), None)
             return site.go(f"{HOME}/verifications/{verified.id}")
 
         return await site.submitted(request, act, verify_page)
 
     handlers = [
+        *inspect.routes(photo),
         sign_in_page,
         sign_in_by_link,
         sign_in_by_key,
@@ -368,6 +414,9 @@ def routes(photo: PhotoGateway) -> list[Router]:
         queue,
         verify_form,
         verify_photo,
+        inspections,
+        create_inspection,
+        cancel_inspection,
     ]
     return [
         pages_router(
@@ -379,25 +428,6 @@ def routes(photo: PhotoGateway) -> list[Router]:
         ),
         assets_router(),
     ]
-
-
-async def _owner(photo: PhotoGateway, who: Visitor) -> KeyOwner:
-    """The account as the verify path sees a key's owner: its plan and subscription, the session's environment, and
-    the key the session was made from (`dashboard` for a mailed link's)."""
-    account = await photo.db.read(customers.customer, who.session.customer_id)
-    if account is None:
-        raise Invalid("This account no longer exists")
-    owner = KeyOwner(
-        key_id=who.session.key_id or "dashboard",
-        customer_id=account.id,
-        environment=who.session.environment,
-        scope="full",
-        rate_limits={},
-        subscription_active=account.subscription_active,
-        monthly_cap=account.monthly_cap,
-    )
-    require_subscription(owner)
-    return owner
 
 
 __all__ = ["COOKIE", "TEMPLATES", "routes"]
