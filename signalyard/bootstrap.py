@@ -29,7 +29,7 @@ from litestar.types import ASGIApp
 from processors.common.outbox import Sweeper, sweep_forever
 from processors.common.webhooks import WebhookDeliverer, events_outbox, fanout_router
 from signalyard.database import database_url
-from signalyard.embedded_broker import EmbeddedBroker, die_with_parent, free_port
+from signalyard.embedded_broker import EmbeddedBroker, die_with_parent
 from signalyard.exits import PortUnavailable
 from signalyard.secrets import secrets_cipher
 from signalyard.settings import PlatformSettings
@@ -234,12 +234,20 @@ def listen(host: str, port: int, variable: str) -> socket.socket:
 
 class Server(uvicorn.Server):
     """uvicorn without its own signal handling: `Stop` decides when a process stops, and `serving` then stops every
-    server in order (uvicorn's would re-raise the signal after its shutdown).
+    server in order (uvicorn's would re-raise the signal after its shutdown); stopping drains the app first.
     tests/unit/test_serving.py fails if uvicorn stops calling `capture_signals` from `serve`."""
 
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Stop accepting, end the app's long-lived answers (gateway/common/app.py `Gateway.drain`), then let the
+        requests in flight finish."""
+        drain = getattr(self.config.app, "drain", None)
+        if drain is not None:
+            drain()
+        await super().shutdown(sockets)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,40 +310,46 @@ class ProcessorsProcess:
     def __init__(self, p: Platform, service: str) -> None:
         self.service = service
         self.host = p.settings.host
-        self.metrics_port = free_port()
-        self.metrics_url = f"http://{p.settings.host}:{self.metrics_port}/metrics"
-        """The processors' own Prometheus endpoint (the gateway's /metrics has only the gateway's metrics)."""
+        self.metrics_url: str | None = None
+        """The processors' own Prometheus endpoint (the gateway's /metrics has only the gateway's metrics), once the
+        child said which port it got."""
         self.env = os.environ | {
             "SIGNALYARD_KAFKA_BOOTSTRAP": p.bootstrap,
             "SIGNALYARD_DATABASE_URL": p.db.url,
             "SIGNALYARD_TOPIC_PARTITIONS": str(p.partitions),
-            "SIGNALYARD_PROCESSOR_METRICS_PORT": str(self.metrics_port),
         }
         self.process: asyncio.subprocess.Process | None = None
+        self._said: int | None = None
 
     async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "signalyard.cli",
-            "processors",
-            self.service,
-            env=self.env,
-            stdin=asyncio.subprocess.DEVNULL,
-            preexec_fn=die_with_parent,
-        )
+        said, say = os.pipe()
+        try:
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "signalyard.cli",
+                "processors",
+                self.service,
+                env=self.env | {READY_FD: str(say)},
+                stdin=asyncio.subprocess.DEVNULL,
+                preexec_fn=die_with_parent,
+                pass_fds=(say,),
+            )
+        except BaseException:
+            os.close(said)
+            raise
+        finally:
+            os.close(say)
+        self._said = said
 
     async def ready(self) -> None:
-        """Return once the processors consume (they open their metrics port last), or once the child has exited."""
-        assert self.process is not None
-        while self.process.returncode is None:
-            try:
-                _, writer = await asyncio.open_connection(self.host, self.metrics_port)
-            except OSError:
-                await asyncio.sleep(0.05)
-                continue
-            writer.close()
-            return
+        """Return once the processors consume: the child then opens its metrics server on a port of its choosing and
+        writes that port to READY_FD (a pipe); or once the child has exited without saying so. (The port is the
+        child's to choose: one chosen here and bound there later could be taken meanwhile.)"""
+        assert self._said is not None
+        line = await asyncio.to_thread(_first_line, self._said)
+        if line.strip().isdigit():
+            self.metrics_url = f"http://{self.host}:{int(line)}/metrics"
 
     async def exited(self) -> int:
         assert self.process is not None
@@ -356,6 +370,17 @@ class ProcessorsProcess:
         # shutdown, but a child killed, crashed or stuck leaves it, and nothing of the stack may outlive `up`.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+
+
+READY_FD = "SIGNALYARD_READY_FD"
+"""Set by `signalyard up` for its processors children (not a setting): the pipe a child writes its metrics port to,
+once it consumes."""
+
+
+def _first_line(fd: int) -> str:
+    """The first line written to the pipe `fd` (empty when its writer closed it first), which is then closed."""
+    with os.fdopen(fd, "r") as pipe:
+        return pipe.readline()
 
 
 @contextlib.asynccontextmanager

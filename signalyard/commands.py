@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -136,14 +137,19 @@ async def processors(settings: Settings, args: argparse.Namespace) -> None:
         background = service.processors(p, group)
         await p.consume()  # returns once every consumer group is joined
         bootstrap.freeze_startup_heap()
-        if port := settings.platform.processor_metrics_port:
-            # Opened last: `signalyard up` takes an open metrics port as the sign that the processors consume.
+        port, ready = settings.platform.processor_metrics_port, os.environ.get(bootstrap.READY_FD)
+        if port or ready:
+            # Opened last: as `signalyard up` starts a child, the port it got (any free one, unless set) tells it that
+            # the processors consume.
             try:
-                start_http_server(port, addr=settings.platform.host)
+                server, _ = start_http_server(port or 0, addr=settings.platform.host)
             except OSError:
                 raise PortUnavailable(
                     f"port {port} is in use; set SIGNALYARD_PROCESSOR_METRICS_PORT to another port"
                 ) from None
+            if ready:
+                with os.fdopen(int(ready), "w") as parent:
+                    parent.write(f"{server.server_port}\n")
         log.info("processors_started", service=service.name)
         running = bootstrap.run_background(background)
         try:
