@@ -4,6 +4,7 @@ own middleware never sees a request that matches no route: those too get a reque
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from litestar.datastructures import State
 from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
-from litestar.types import ASGIApp, ControllerRouterHandler
+from litestar.types import ASGIApp, ControllerRouterHandler, Receive, Scope, Send
 
 from gateway.common import pages
 from gateway.common.auth import AUTHENTICATOR, Authenticator, authentication
@@ -22,6 +23,23 @@ from gateway.common.http import ReadinessCheck, complete_allow, health_routes, o
 from gateway.common.openapi import MsgspecSchemaPlugin, docs_assets, docs_render_plugins
 
 Readiness = Mapping[str, ReadinessCheck]
+DRAINING = "draining"
+"""The app state's `asyncio.Event`, set when the server stops: long-lived answers (server-sent events) end then."""
+
+
+class Gateway:
+    """A gateway's ASGI app, and `drain`, which its server calls as it stops accepting connections: answers that
+    would otherwise stay open (a page's server-sent events) end, so that stopping waits only for real requests."""
+
+    def __init__(self, app: ASGIApp, draining: asyncio.Event) -> None:
+        self.app = app
+        self.draining = draining
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+    def drain(self) -> None:
+        self.draining.set()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +78,14 @@ class GatewayApp:
     ) -> ASGIApp:
         """The gateway as an ASGI app; `given` are the objects its routes take by name (dependencies)."""
         document = self.document
+        draining = asyncio.Event()
         app = Litestar(
             route_handlers=[*self.routes, *health_routes(readiness), docs_assets()],
             dependencies={
                 name: Provide(_value(value), use_cache=True, sync_to_thread=False) for name, value in given.items()
             },
             middleware=[authentication(authenticator)],
-            state=State({AUTHENTICATOR: authenticator}),
+            state=State({AUTHENTICATOR: authenticator, DRAINING: draining}),
             exception_handlers=dict(self.exception_handlers),
             request_max_body_size=self.max_body_bytes,
             plugins=[MsgspecSchemaPlugin()],
@@ -83,7 +102,7 @@ class GatewayApp:
             logging_config=None,  # the launcher configures logging (JSON lines) for the whole process
             template_config=pages.templates(self.templates) if self.templates is not None else None,
         )
-        return observe(self.service, request_ids(self.request_id_prefix))(complete_allow(app))
+        return Gateway(observe(self.service, request_ids(self.request_id_prefix))(complete_allow(app)), draining)
 
 
 def _value(value: Any) -> Callable[[], Any]:

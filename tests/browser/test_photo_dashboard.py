@@ -17,8 +17,10 @@ from playwright.async_api import Browser, BrowserContext, Page, expect
 
 from storage.common import mail
 from tests.browser.conftest import PORTRAIT, screenshots, serious_violations
+from tests.integration.test_photo_outbox import gateway_alone, pending
 from tests.peers.receiver import WebhookReceiver
 from tests.photo_stack import PhotoStack
+from topics.photo import VerificationRequested, partition_key
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 """On the database `signalyard up` serves by default: the pages add no storage of their own."""
@@ -275,4 +277,34 @@ async def test_the_key_sign_in_works_with_the_keyboard_alone(chromium: Browser, 
             break
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", name="Sign in or sign up")).to_be_visible()
+    await context.close()
+
+
+async def test_a_verification_still_being_judged_shows_its_verdict_when_it_comes(
+    chromium: Browser, photo_stack: PhotoStack, broker_bootstrap: str
+) -> None:
+    """A verification left pending by a gateway whose work order never reached the processors (as a slow one is),
+    open on its page; once its work order is published and judged, the page shows the verdict by itself."""
+    await photo_stack.wait_for_processors()
+    customer = await photo_stack.new_customer()
+    async with gateway_alone(photo_stack, broker_bootstrap) as gateway:
+        verification_id = await pending(gateway, customer.test_key, f"slow-{uuid.uuid4()}")
+    context, page, refused = await browser(chromium, photo_stack)
+    await sign_in_with_key(page, customer.test_key)
+    await page.goto(f"/dashboard/verifications/{verification_id}")
+    await expect(page.get_by_role("heading", name="Pending")).to_be_visible()
+    await expect(page.get_by_text("Being judged")).to_be_visible()
+
+    order = VerificationRequested(
+        verification_id=verification_id,
+        customer_id=customer.id,
+        environment="test",
+        policy="icao",
+        image_key=f"photo/{customer.id}/{verification_id}",
+    )
+    await photo_stack.platform.publish(order, photo_stack.topics.requested, partition_key(verification_id))
+    await expect(page.get_by_role("heading", name="Not compliant")).to_be_visible(timeout=15_000)
+    await expect(page.get_by_role("heading", name="Checks")).to_be_visible()
+    await expect(page.get_by_role("status").filter(has_text="The verdict is in.")).to_be_visible()
+    assert refused == []
     await context.close()

@@ -6,7 +6,9 @@ page holds no rule of its own; forms post and are answered by a redirect (or the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -14,22 +16,27 @@ from urllib.parse import urlencode
 import msgspec
 from litestar import Request, get, post
 from litestar.params import FromPath, FromQuery
-from litestar.response import Redirect, Template
+from litestar.response import Redirect, ServerSentEvent, Template
+from litestar.response.sse import ServerSentEventMessage
 from litestar.router import Router
 from litestar.status_codes import HTTP_303_SEE_OTHER
 
+from gateway.common.app import DRAINING
 from gateway.common.pages import assets_router, pages_router
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.signin import SignInWithEmail, SignInWithPassword, password_sign_in, send_sign_in_link
 from gateway.helpdesk.deps import HelpdeskGateway
-from gateway.helpdesk.pages import account, settings, signup
+from gateway.helpdesk.pages import account, people, settings, signup
 from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site
 from gateway.helpdesk.procedures.wire import ProcedureError
+from operations.common.actors import Actor
 from operations.common.errors import OperationError
-from operations.helpdesk import conversations, team
+from operations.helpdesk import conversations, events, team
 from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.conversations import AddConversation, ListConversations
-from operations.helpdesk.tickets import ListTickets, UpdateTicket
+from operations.helpdesk.desk import Helpdesk
+from operations.helpdesk.events import ListTicketEvents
+from operations.helpdesk.tickets import ListTickets, MergeTicketInto, UpdateTicket
 from storage.helpdesk.tickets import INBOX_VIEWS, InboxView
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -38,6 +45,11 @@ INBOX_PAGE = 25
 """Tickets an inbox page lists."""
 THREAD_PAGE = 50
 """Messages a ticket's page shows, newest first."""
+LIVE_EVERY_S = 2.0
+"""How often a ticket's open page is checked for new activity (docs/helpdesk.md, "The agent app")."""
+LIVE_FOR_S = 300.0
+TIMELINE = 50
+"""Events of the ticket (and its conversations) its page shows, newest first."""
 CUSTOMER_TICKETS = 10
 """The customer's other tickets a ticket's page lists beside it, newest first."""
 VIEW_NAMES: dict[InboxView, str] = {
@@ -130,6 +142,7 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
         theirs = await ticket_operations.listing(
             desk, who.actor, ListTickets(customer_id=ticket.customer_id, limit=CUSTOMER_TICKETS + 1)
         )
+        activity = await events.of_ticket(desk, who.actor, ListTicketEvents(ticket_id=ticket.id, limit=TIMELINE))
         return page(
             "ticket.html",
             status=status,
@@ -139,12 +152,46 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
             members=members,
             others=[other for other in theirs.items if other.id != ticket.id][:CUSTOMER_TICKETS],
             me=who.actor.user_id,
+            activity=activity.items,
             **values,
         )
 
     @get("/tickets/{ticket_id:str}", name="ticket")
     async def ticket(request: Request[Any, Any, Any], ticket_id: FromPath[str]) -> Template | Redirect:
         return await site.shown(request, lambda who: ticket_page(who, ticket_id))
+
+    @get("/tickets/{ticket_id:str}/live")
+    async def live(
+        request: Request[Any, Any, Any], ticket_id: FromPath[str], since: FromQuery[str] = ""
+    ) -> ServerSentEvent | Redirect:
+        """Server-sent events for an open ticket's page: `changed` (with the newest activity event's id) whenever the
+        ticket's activity log grows past `since`, the newest event the page showed (a message, a delivery state, a
+        status...; so nothing between the page and this stream is missed), read every LIVE_EVERY_S seconds, for up to
+        LIVE_FOR_S (the browser's EventSource then connects again)."""
+        who = await site.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
+        newest = since or await _newest_event(desk, who.actor, ticket_id)
+
+        draining: asyncio.Event = request.app.state[DRAINING]
+
+        async def changes() -> AsyncIterator[ServerSentEventMessage]:
+            last, loop = newest, asyncio.get_running_loop()
+            until, wait = loop.time() + LIVE_FOR_S, 0.0
+            while loop.time() < until:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(draining.wait(), wait)
+                if draining.is_set():  # the server is stopping: the browser connects again elsewhere or later
+                    return
+                wait = LIVE_EVERY_S
+                now = await _newest_event(desk, who.actor, ticket_id)
+                if now != last:
+                    last = now
+                    yield ServerSentEventMessage(event="changed", data=now or "")
+                else:
+                    yield ServerSentEventMessage(comment="quiet")
+
+        return ServerSentEvent(changes(), headers={"Cache-Control": "no-store"})
 
     @post("/tickets/{ticket_id:str}/conversations", status_code=HTTP_303_SEE_OTHER)
     async def write(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Template | Redirect:
@@ -163,6 +210,8 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
         given: dict[str, Any] = {name: data[name] for name in ("status", "priority") if data.get(name)}
         if "assignee_id" in data:
             given["assignee_id"] = data["assignee_id"] or None
+        if "tags" in data:
+            given["tags"] = [tag for tag in (part.strip() for part in data["tags"].split(",")) if tag]
 
         async def act(who: Member) -> Redirect:
             await ticket_operations.change(desk, who.actor, ticket_id, msgspec.convert(given, UpdateTicket))
@@ -170,19 +219,48 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
         return await site.submitted(request, act, again(ticket_id))
 
+    @post("/tickets/{ticket_id:str}/merge", status_code=HTTP_303_SEE_OTHER)
+    async def merge(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Template | Redirect:
+        """The ticket merged into another of its customer's (chosen on the page): the browser goes to that one."""
+        given = {"into_id": data.get("into_id", "")}
+
+        async def act(who: Member) -> Redirect:
+            into = await ticket_operations.merge(desk, who.actor, ticket_id, msgspec.convert(given, MergeTicketInto))
+            return go(f"/tickets/{into.id}", who.cookies)
+
+        return await site.submitted(request, act, again(ticket_id))
+
     def again(ticket_id: str) -> Callable[..., Awaitable[Template]]:
         """The ticket's page with what was wrong with its form."""
         return lambda who, **values: ticket_page(who, ticket_id, **values)
 
-    handlers = [sign_in_page, sign_in_by_link, sign_in_by_password, sign_out, dashboard, inbox, ticket, write, change]
+    handlers = [
+        sign_in_page,
+        sign_in_by_link,
+        sign_in_by_password,
+        sign_out,
+        dashboard,
+        inbox,
+        ticket,
+        live,
+        write,
+        change,
+        merge,
+    ]
     pages = pages_router(
-        [*handlers, *settings.routes(site), *signup.routes(site), *account.routes(site)],
+        [*handlers, *settings.routes(site), *signup.routes(site), *account.routes(site), *people.routes(site)],
         product=PRODUCT,
         csrf_secret=sessions.tokens.derived("pages-csrf"),
         cookie_name=CSRF_COOKIE,
         secure=sessions.secure,
     )
     return [pages, assets_router()]
+
+
+async def _newest_event(desk: Helpdesk, actor: Actor, ticket_id: str) -> str | None:
+    """The id of the newest event of the ticket and its conversations (a refusal, as for its page, raised)."""
+    found = await events.of_ticket(desk, actor, ListTicketEvents(ticket_id=ticket_id, limit=1))
+    return found.items[0].id if found.items else None
 
 
 def _local(path: str) -> str:

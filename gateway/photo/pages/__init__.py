@@ -7,7 +7,10 @@ page holds no rule of its own."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import re
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,9 +21,11 @@ from litestar import Request, get, post
 from litestar.datastructures import UploadFile
 from litestar.enums import RequestEncodingType
 from litestar.params import Body, FromPath, FromQuery, QueryParameter
-from litestar.response import Redirect, Template
+from litestar.response import Redirect, ServerSentEvent, Template
+from litestar.response.sse import ServerSentEventMessage
 from litestar.router import Router
 
+from gateway.common.app import DRAINING
 from gateway.common.pages import assets_router, pages_router
 from gateway.photo.deps import PhotoGateway
 from gateway.photo.errors import PhotoError
@@ -47,6 +52,9 @@ SIGN_IN_LINK = LinkKind("sign_in", LINK_PATH, "Your sign-in link", "Sign in to t
 LINKS_PER_ADDRESS = limit("5/minute")
 KEYS_PER_CLIENT = limit("30/minute")
 """Keys one client address may try a minute (a key is 160 random bits: this is against noise, not guessing)."""
+LIVE_EVERY_S = 1.0
+"""How often a pending verification's open page is checked for its verdict."""
+LIVE_FOR_S = 120.0
 PAGE = 25
 """Verifications a history or queue page lists."""
 DELIVERIES = 10
@@ -284,6 +292,34 @@ def routes(photo: PhotoGateway) -> list[Router]:
             request, lambda who: verification_page(who, verification_id, from_queue=from_ == "queue")
         )
 
+    @get(f"{HOME}/verifications/{{verification_id:str}}/live")
+    async def verification_live(
+        request: Request[Any, Any, Any], verification_id: FromPath[str]
+    ) -> ServerSentEvent | Redirect:
+        """Server-sent events for a verification's page, which showed it pending: `changed` once it is judged (at
+        once if it was judged before this stream began; read every LIVE_EVERY_S seconds, for up to LIVE_FOR_S)."""
+        who = await site.visitor(request)
+        if isinstance(who, Redirect):
+            return who
+        await verifications.own(ops, who.account, verification_id)  # another account's is not here
+        draining: asyncio.Event = request.app.state[DRAINING]
+
+        async def judged() -> AsyncIterator[ServerSentEventMessage]:
+            loop = asyncio.get_running_loop()
+            until, wait = loop.time() + LIVE_FOR_S, 0.0
+            while loop.time() < until:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(draining.wait(), wait)
+                if draining.is_set():
+                    return
+                wait = LIVE_EVERY_S
+                if (await verifications.own(ops, who.account, verification_id)).state != "pending":
+                    yield ServerSentEventMessage(event="changed", data=verification_id)
+                    return
+                yield ServerSentEventMessage(comment="pending")
+
+        return ServerSentEvent(judged(), headers={"Cache-Control": "no-store"})
+
     @post(f"{HOME}/verifications/{{verification_id:str}}/review")
     async def review(
         request: Request[Any, Any, Any], verification_id: FromPath[str], data: Form
@@ -388,7 +424,12 @@ def routes(photo: PhotoGateway) -> list[Router]:
                 raise Invalid("Choose a policy")
             session = who.session
             owner = await owner_for(photo, session.customer_id, session.environment, session.key_id or "dashboard")
-            verified = await verify(photo, owner, Submitted(image, image_type(image), policy, None), None)
+            try:
+                verified = await verify(photo, owner, Submitted(image, image_type(image), policy, None), None)
+            except PhotoError as slow:  # still being judged: its page shows it when it is
+                if slow.status != 503 or slow.body.verification_id is None:
+                    raise
+                return site.go(f"{HOME}/verifications/{slow.body.verification_id}")
             return site.go(f"{HOME}/verifications/{verified.id}")
 
         return await site.submitted(request, act, verify_page)
@@ -410,6 +451,7 @@ def routes(photo: PhotoGateway) -> list[Router]:
         delete_webhook,
         history,
         verification,
+        verification_live,
         review,
         queue,
         verify_form,

@@ -1,0 +1,99 @@
+"""The agent app's tools beyond the walkthrough (docs/helpdesk.md, "The agent app"), in a browser: a ticket's tags,
+its activity timeline, merging a duplicate, a new customer message shown on the open ticket without a reload
+(server-sent events), the customers and their page, search, and the inbox by keyboard."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.async_api import Browser, expect
+
+from tests.browser.test_helpdesk_agent_app import checked, signed_in_page
+from tests.helpdesk_stack import HelpdeskStack
+from tests.helpers import signed_up
+
+pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+
+
+async def test_an_agent_tags_merges_and_sees_a_new_message_arrive_on_the_open_ticket(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    async with signed_up(helpdesk_stack) as org:
+        first = (
+            await org.rest("POST", "/tickets", json={"subject": "Refund", "customer_email": "cy@example.com"})
+        ).json()
+        duplicate = await org.rest(
+            "POST", "/tickets", json={"subject": "Refund again", "customer_email": "cy@example.com"}
+        )
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+        await page.goto(f"/tickets/{first['id']}")
+        await expect(page.get_by_role("heading", name=f"#{first['number']} Refund")).to_be_visible()
+
+        await page.get_by_label("Tags (separated by commas)").fill("billing, vip")
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.get_by_label("Tags (separated by commas)")).to_have_value("billing, vip")
+        activity = page.get_by_role("list", name="Activity")
+        await expect(activity).to_contain_text("tagged it billing, vip")
+
+        # A message from the customer arrives while the page is open: it shows without a reload, the draft kept.
+        await page.get_by_label("Message").fill("A draft in progress")
+        added = await org.rest(
+            "POST",
+            f"/tickets/{first['id']}/conversations",
+            json={"body": "Any news on my refund?", "author_type": "customer"},
+        )
+        assert added.status_code == 201, added.text
+        await expect(page.locator("#thread")).to_contain_text("Any news on my refund?", timeout=15_000)
+        await expect(page.get_by_label("Message")).to_have_value("A draft in progress")
+        await expect(page.get_by_role("status").filter(has_text="New activity")).to_be_visible()
+        await checked(page, "helpdesk-ticket-tools")
+
+        # The duplicate merged into the first: the browser lands on the ticket kept.
+        await page.goto(f"/tickets/{duplicate.json()['id']}")
+        await page.get_by_label("Merge this ticket into").select_option(first["id"])
+        await page.get_by_role("button", name="Merge").click()
+        await expect(page).to_have_url(re.compile(f"/tickets/{first['id']}$"))
+        merged = (await org.rest("GET", f"/tickets/{duplicate.json()['id']}")).json()
+        assert (merged["status"], merged["merged_into_id"]) == ("closed", first["id"])
+        assert (await org.rest("GET", f"/tickets/{first['id']}")).json()["tags"] == ["billing", "vip"]
+        assert refused == []
+        await page.context.close()
+
+
+async def test_customers_search_and_the_inbox_by_keyboard(chromium: Browser, helpdesk_stack: HelpdeskStack) -> None:
+    async with signed_up(helpdesk_stack) as org:
+        for subject, email in (("Broken zipper", "dee@example.com"), ("Late delivery", "eve@example.com")):
+            made = await org.rest("POST", "/tickets", json={"subject": subject, "customer_email": email})
+            assert made.status_code == 201
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+
+        await page.get_by_role("link", name="Customers").click()
+        await expect(page.get_by_role("link", name="dee")).to_be_visible()
+        await page.get_by_label("Find by email address").fill("eve@example.com")
+        await page.get_by_role("button", name="Find").click()
+        await expect(page.get_by_role("cell", name="dee@example.com")).to_have_count(0)
+        await checked(page, "helpdesk-customers")
+        await page.get_by_role("link", name="eve").click()
+        await expect(page.get_by_role("link", name="Late delivery")).to_be_visible()
+        await checked(page, "helpdesk-customer")
+
+        await page.keyboard.press("/")  # the shortcut to the search box
+        await page.keyboard.type("zipper")
+        await page.keyboard.press("Enter")
+        await expect(page.get_by_role("heading", name="Search")).to_be_visible()
+        await page.get_by_role("link", name="Broken zipper").click()
+        await expect(page.get_by_role("heading", name=re.compile("Broken zipper"))).to_be_visible()
+
+        await page.get_by_role("link", name="Inbox").click()
+        await page.get_by_role("link", name=re.compile(r"^Unassigned \(2\)")).click()
+        await page.locator("body").click(position={"x": 5, "y": 300})  # nothing focused: the keys are the page's
+        await page.keyboard.press("j")
+        await expect(page.get_by_role("link", name="Late delivery")).to_be_focused()
+        await page.keyboard.press("j")
+        await expect(page.get_by_role("link", name="Broken zipper")).to_be_focused()
+        await page.keyboard.press("k")
+        await page.keyboard.press("Enter")
+        await expect(page.get_by_role("heading", name=re.compile("Late delivery"))).to_be_visible()
+        assert refused == []
+        await page.context.close()
