@@ -80,6 +80,13 @@ async def get(desk: Helpdesk, actor: Actor, customer_id: str) -> CustomerRecord:
     return await own(desk, actor, customer_id)
 
 
+async def orders_of(desk: Helpdesk, actor: Actor, customer_id: str) -> list[orders.OrderRecord]:
+    """The orders a commerce store or a marketplace told of for this customer (their facts: docs/helpdesk.md,
+    "Commerce" and "Marketplace"), oldest first."""
+    await own(desk, actor, customer_id)
+    return await desk.db.read(orders.of_customer, actor.organization_id, customer_id)
+
+
 async def change(desk: Helpdesk, actor: Actor, customer_id: str, given: UpdateCustomer) -> CustomerRecord:
     await own(desk, actor, customer_id)
     fields = given_fields(given, UpdateCustomer)

@@ -10,6 +10,7 @@ import msgspec
 from operations.common.actors import Actor
 from operations.common.webhooks import Trial
 from operations.helpdesk.desk import Helpdesk
+from storage.common.webhooks.deliveries import DeliveryRecord
 from storage.common.webhooks.endpoints import Endpoint
 from topics.helpdesk import EventType
 from wire.text import LINE
@@ -74,6 +75,12 @@ async def update(desk: Helpdesk, actor: Actor, webhook_id: str, given: UpdateWeb
 async def delete(desk: Helpdesk, actor: Actor, webhook_id: str) -> None:
     actor.require_admin(MANAGE)
     await desk.webhooks.delete(actor.organization_id, webhook_id)
+
+
+async def deliveries(desk: Helpdesk, actor: Actor, webhook_id: str, limit: int = 10) -> list[DeliveryRecord]:
+    """The subscription's newest deliveries, each with its last attempt's answer."""
+    actor.require_admin(MANAGE)
+    return await desk.webhooks.deliveries(actor.organization_id, webhook_id, limit)
 
 
 async def test(desk: Helpdesk, actor: Actor, webhook_id: str) -> Trial:

@@ -189,7 +189,25 @@ async def test_an_admin_invites_an_agent_makes_and_revokes_a_key_and_tests_a_web
         [delivery] = plain_receiver.received(path)
         assert delivery.verified
         assert delivery.json["event"] == "webhook.test"
+        await page.goto("/settings/webhooks")  # the delivery in the subscription's recent deliveries
+        recent = page.get_by_role("table", name="Recent deliveries")
+        await expect(recent.get_by_role("row").filter(has_text="webhook.test")).to_contain_text("HTTP 200")
         await checked(page, "helpdesk-settings-webhooks")
+
+        # A subscription turned off (over the API here) is turned on again from the page.
+        off = await org.rest(
+            "POST",
+            "/webhooks",
+            json={"url": plain_receiver.url(plain_receiver.new_path()), "events": ["ticket.created"], "enabled": False},
+        )
+        assert off.status_code == 201, off.text
+        await page.goto("/settings/webhooks")
+        await page.get_by_role("button", name=f"Turn on the webhook to {off.json()['url']} again").click()
+        await expect(
+            page.get_by_role("button", name=f"Turn on the webhook to {off.json()['url']} again")
+        ).to_have_count(0)
+        listed = (await org.rest("GET", "/webhooks")).json()["data"]
+        assert [hook["status"] for hook in listed if hook["id"] == off.json()["id"]] == ["active"]
         assert refused == []
         await page.context.close()
 

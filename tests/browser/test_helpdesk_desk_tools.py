@@ -1,6 +1,6 @@
-"""The agent app's tools beyond the walkthrough (docs/helpdesk.md, "The agent app"), in a browser: a ticket's tags,
-its activity timeline, merging a duplicate, a new customer message shown on the open ticket without a reload
-(server-sent events), the customers and their page, search, and the inbox by keyboard."""
+"""The agent app's tools beyond the walkthrough (docs/helpdesk.md, "The agent app"), in a browser: a reply with a
+file attached, a ticket's tags, its activity timeline, merging a duplicate, a new customer message shown on the open
+ticket without a reload (server-sent events), the customers and their page, search, and the inbox by keyboard."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from playwright.async_api import Browser, expect
 
 from tests.browser.test_helpdesk_agent_app import checked, signed_in_page
 from tests.helpdesk_stack import HelpdeskStack
-from tests.helpers import signed_up
+from tests.helpers import joined_agent, signed_up
 
 pytestmark = pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 
@@ -29,6 +29,16 @@ async def test_an_agent_tags_merges_and_sees_a_new_message_arrive_on_the_open_ti
         page, refused = await signed_in_page(chromium, helpdesk_stack, org)
         await page.goto(f"/tickets/{first['id']}")
         await expect(page.get_by_role("heading", name=f"#{first['number']} Refund")).to_be_visible()
+
+        await page.get_by_label("Message").fill("Here is the return label.")
+        await page.get_by_label("Attach files (up to 10, 10 MB each)").set_input_files(
+            [{"name": "label.txt", "mimeType": "text/plain", "buffer": b"RETURN LABEL 42"}]
+        )
+        await page.get_by_role("button", name="Send reply").click()
+        attached = page.get_by_role("list", name="Attachments").get_by_role("link", name="label.txt")
+        await expect(attached).to_be_visible()
+        fetched = await page.request.get(await attached.get_attribute("href") or "")
+        assert (fetched.status, await fetched.body()) == (200, b"RETURN LABEL 42")
 
         await page.get_by_label("Tags (separated by commas)").fill("billing, vip")
         await page.get_by_role("button", name="Save").click()
@@ -95,5 +105,37 @@ async def test_customers_search_and_the_inbox_by_keyboard(chromium: Browser, hel
         await page.keyboard.press("k")
         await page.keyboard.press("Enter")
         await expect(page.get_by_role("heading", name=re.compile("Late delivery"))).to_be_visible()
+        assert refused == []
+        await page.context.close()
+
+
+async def test_an_admin_changes_a_role_and_deactivates_and_reactivates_a_member_by_clicking(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    async with signed_up(helpdesk_stack) as org, helpdesk_stack.browser() as agent_browser:
+        agent = await joined_agent(org, agent_browser)
+        made = await org.rest(
+            "POST",
+            "/tickets",
+            json={"subject": "Agent's ticket", "customer_email": "fay@example.com", "assignee_id": agent["id"]},
+        )
+        assert made.status_code == 201, made.text
+        ticket_id = made.json()["id"]
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+        await page.goto("/settings/team")
+        name = agent["name"]
+
+        await page.get_by_label(f"Role of {name}", exact=True).select_option("admin")
+        await page.get_by_role("button", name=f"Change the role of {name}").click()
+        await expect(page.get_by_label(f"Role of {name}", exact=True)).to_have_value("admin")
+        await checked(page, "helpdesk-settings-team-roles")
+
+        await page.get_by_label(f"Give {name}'s open tickets to").select_option(label="Their tickets to nobody")
+        await page.get_by_role("button", name=f"Deactivate {name}").click()
+        await expect(page.get_by_role("button", name=f"Reactivate {name}")).to_be_visible()
+        assert (await agent_browser.query("auth.getUser")).status_code == 401  # signed out at once
+        assert (await org.rest("GET", f"/tickets/{ticket_id}")).json()["assignee_id"] is None
+        await page.get_by_role("button", name=f"Reactivate {name}").click()
+        await expect(page.get_by_role("button", name=f"Deactivate {name}")).to_be_visible()
         assert refused == []
         await page.context.close()

@@ -12,9 +12,11 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
+from uuid import uuid4
 
 import msgspec
 from litestar import Request, get, post
+from litestar.datastructures import UploadFile
 from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, ServerSentEvent, Template
 from litestar.response.sse import ServerSentEventMessage
@@ -30,8 +32,8 @@ from gateway.helpdesk.pages import account, people, settings, signup
 from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site
 from gateway.helpdesk.procedures.wire import ProcedureError
 from operations.common.actors import Actor
-from operations.common.errors import OperationError
-from operations.helpdesk import conversations, events, team
+from operations.common.errors import OperationError, TooLarge
+from operations.helpdesk import attachments, conversations, customers, events, team
 from operations.helpdesk import tickets as ticket_operations
 from operations.helpdesk.conversations import AddConversation, ListConversations
 from operations.helpdesk.desk import Helpdesk
@@ -45,6 +47,8 @@ INBOX_PAGE = 25
 """Tickets an inbox page lists."""
 THREAD_PAGE = 50
 """Messages a ticket's page shows, newest first."""
+COMPOSER_MAX_BYTES = 25 * 1024 * 1024
+"""A reply or note written on the page, its files included (each at most 10 MiB, at most 10 of them)."""
 LIVE_EVERY_S = 2.0
 """How often a ticket's open page is checked for new activity (docs/helpdesk.md, "The agent app")."""
 LIVE_FOR_S = 300.0
@@ -143,6 +147,8 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
             desk, who.actor, ListTickets(customer_id=ticket.customer_id, limit=CUSTOMER_TICKETS + 1)
         )
         activity = await events.of_ticket(desk, who.actor, ListTicketEvents(ticket_id=ticket.id, limit=TIMELINE))
+        bought = await customers.orders_of(desk, who.actor, ticket.customer_id)
+        files = {message.id: attachments.shown(desk, message) for message in thread.items}
         return page(
             "ticket.html",
             status=status,
@@ -153,6 +159,8 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
             others=[other for other in theirs.items if other.id != ticket.id][:CUSTOMER_TICKETS],
             me=who.actor.user_id,
             activity=activity.items,
+            orders=bought,
+            files=files,
             **values,
         )
 
@@ -193,13 +201,38 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
         return ServerSentEvent(changes(), headers={"Cache-Control": "no-store"})
 
-    @post("/tickets/{ticket_id:str}/conversations", status_code=HTTP_303_SEE_OTHER)
-    async def write(request: Request[Any, Any, Any], ticket_id: FromPath[str], data: Form) -> Template | Redirect:
-        """A reply (`kind=reply`) or an internal note (`kind=note`) on the ticket."""
-        given = {"body": data.get("body", ""), "internal": data.get("kind") == "note"}
+    @post(
+        "/tickets/{ticket_id:str}/conversations",
+        status_code=HTTP_303_SEE_OTHER,
+        request_max_body_size=COMPOSER_MAX_BYTES,
+    )
+    async def write(request: Request[Any, Any, Any], ticket_id: FromPath[str]) -> Template | Redirect:
+        """A reply (`kind=reply`) or an internal note (`kind=note`) on the ticket, with the files chosen (`files`),
+        each kept as an upload (operations/helpdesk/attachments.py) and attached."""
+        form = await request.form()
+        given: dict[str, Any] = {"body": str(form.get("body", "")), "internal": form.get("kind") == "note"}
+        files = [item for item in form.getall("files", []) if isinstance(item, UploadFile) and item.filename]
 
         async def act(who: Member) -> Redirect:
-            await conversations.add(desk, who.actor, ticket_id, msgspec.convert(given, AddConversation))
+            # The message as it will be (placeholder ids: as many as files) is checked before any file is kept, and
+            # every file's size too, so that a refused message leaves no upload behind.
+            wanted = msgspec.convert({**given, "attachment_ids": [str(uuid4())] * len(files)}, AddConversation)
+            chosen = [(item, await item.read()) for item in files]
+            for item, data in chosen:
+                if len(data) > attachments.MAX_UPLOAD_BYTES:
+                    raise TooLarge(f"{item.filename} is over {attachments.MAX_UPLOAD_BYTES // (1024 * 1024)} MiB")
+            kept = [
+                await attachments.upload(
+                    desk,
+                    who.actor,
+                    name=item.filename,
+                    content_type=item.content_type or "application/octet-stream",
+                    data=data,
+                )
+                for item, data in chosen
+            ]
+            wanted = msgspec.structs.replace(wanted, attachment_ids=[upload.id for upload in kept])
+            await conversations.add(desk, who.actor, ticket_id, wanted)
             return go(f"/tickets/{ticket_id}", who.cookies)
 
         return await site.submitted(request, act, again(ticket_id), draft=given["body"])

@@ -61,7 +61,8 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             theirs = await ticket_operations.listing(
                 desk, who.actor, ListTickets(customer_id=person.id, limit=THEIR_TICKETS)
             )
-            return site.page("customer.html", cookies=who.cookies, customer=person, tickets=theirs.items)
+            bought = await customers.orders_of(desk, who.actor, person.id)
+            return site.page("customer.html", cookies=who.cookies, customer=person, tickets=theirs.items, orders=bought)
 
         return await site.shown(request, render)
 

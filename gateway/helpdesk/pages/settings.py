@@ -18,11 +18,13 @@ from litestar.types import ControllerRouterHandler
 from gateway.helpdesk.pages.site import Form, Member, Site
 from operations.helpdesk import keys, team, webhooks
 from operations.helpdesk.keys import CreateKey
-from operations.helpdesk.team import Invite
-from operations.helpdesk.webhooks import CreateWebhook
+from operations.helpdesk.team import ChangeRole, Deactivate, Invite
+from operations.helpdesk.webhooks import CreateWebhook, UpdateWebhook
 from storage.helpdesk.keys import RESOURCES
 from topics.helpdesk import EVENTS
 
+DELIVERIES = 10
+"""A subscription's newest deliveries its settings show."""
 READ_ONLY = [f"{resource}:read" for resource in RESOURCES]
 """The scopes of a read-only key: every resource's `:read`."""
 
@@ -34,7 +36,13 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
         members = await team.members(desk, who.actor)
         pending = [one for one in await team.invitations(desk, who.actor) if one.accepted_at is None]
         return site.page(
-            "settings_team.html", status=status, cookies=who.cookies, members=members, invitations=pending, **values
+            "settings_team.html",
+            status=status,
+            cookies=who.cookies,
+            members=members,
+            invitations=pending,
+            me=who.actor.user_id,
+            **values,
         )
 
     async def keys_page(who: Member, status: int = 200, **values: Any) -> Template:
@@ -43,8 +51,15 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
     async def webhooks_page(who: Member, status: int = 200, **values: Any) -> Template:
         listed = await webhooks.listing(desk, who.actor)
+        recent = {hook.id: await webhooks.deliveries(desk, who.actor, hook.id, DELIVERIES) for hook in listed}
         return site.page(
-            "settings_webhooks.html", status=status, cookies=who.cookies, webhooks=listed, events=EVENTS, **values
+            "settings_webhooks.html",
+            status=status,
+            cookies=who.cookies,
+            webhooks=listed,
+            deliveries=recent,
+            events=EVENTS,
+            **values,
         )
 
     @get("/settings", status_code=HTTP_303_SEE_OTHER)
@@ -64,6 +79,36 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             return site.go(f"/settings/team?{urlencode({'invited': email})}", who.cookies)
 
         return await site.submitted(request, act, team_page, email=email)
+
+    @post("/settings/team/{user_id:str}/role", status_code=HTTP_303_SEE_OTHER)
+    async def change_role(request: Request[Any, Any, Any], user_id: FromPath[str], data: Form) -> Template | Redirect:
+        given = {"role": data.get("role", "")}
+
+        async def act(who: Member) -> Redirect:
+            await team.change_role(desk, who.actor, user_id, msgspec.convert(given, ChangeRole))
+            return site.go("/settings/team", who.cookies)
+
+        return await site.submitted(request, act, team_page)
+
+    @post("/settings/team/{user_id:str}/deactivate", status_code=HTTP_303_SEE_OTHER)
+    async def deactivate(request: Request[Any, Any, Any], user_id: FromPath[str], data: Form) -> Template | Redirect:
+        """The member signed out everywhere and kept out; their open and pending tickets go to `reassign_to`
+        (empty: nobody)."""
+        given = {"reassign_to": data.get("reassign_to") or None}
+
+        async def act(who: Member) -> Redirect:
+            await team.deactivate(desk, who.actor, user_id, msgspec.convert(given, Deactivate))
+            return site.go("/settings/team", who.cookies)
+
+        return await site.submitted(request, act, team_page)
+
+    @post("/settings/team/{user_id:str}/reactivate", status_code=HTTP_303_SEE_OTHER)
+    async def reactivate(request: Request[Any, Any, Any], user_id: FromPath[str]) -> Template | Redirect:
+        async def act(who: Member) -> Redirect:
+            await team.reactivate(desk, who.actor, user_id)
+            return site.go("/settings/team", who.cookies)
+
+        return await site.submitted(request, act, team_page)
 
     @get("/settings/keys")
     async def key_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
@@ -118,6 +163,16 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
         return await site.submitted(request, act, webhooks_page)
 
+    @post("/settings/webhooks/{webhook_id:str}/enable", status_code=HTTP_303_SEE_OTHER)
+    async def enable_webhook(request: Request[Any, Any, Any], webhook_id: FromPath[str]) -> Template | Redirect:
+        """A subscription that failed (or was turned off) turned on again: its deliveries start anew."""
+
+        async def act(who: Member) -> Redirect:
+            await webhooks.update(desk, who.actor, webhook_id, UpdateWebhook(enabled=True))
+            return site.go("/settings/webhooks", who.cookies)
+
+        return await site.submitted(request, act, webhooks_page)
+
     @post("/settings/webhooks/{webhook_id:str}/delete", status_code=HTTP_303_SEE_OTHER)
     async def delete_webhook(request: Request[Any, Any, Any], webhook_id: FromPath[str]) -> Template | Redirect:
         async def act(who: Member) -> Redirect:
@@ -130,11 +185,15 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
         settings,
         team_settings,
         invite,
+        change_role,
+        deactivate,
+        reactivate,
         key_settings,
         create_key,
         revoke_key,
         webhook_settings,
         create_webhook,
         test_webhook,
+        enable_webhook,
         delete_webhook,
     ]

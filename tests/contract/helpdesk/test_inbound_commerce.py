@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import json
 import random
+import re
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -398,3 +399,29 @@ async def test_a_shop_redaction_erases_every_customer_the_shop_named(helpdesk_st
     assert erased["outcome"].startswith("erased: 2 customer(s), 0 ticket(s), 1 order(s), 3 inbound event(s)")
     needles = [first.email, first.phone, second.email, second.phone, first.last_name, second.last_name]
     assert await helpdesk_stack.db.read(_rows_mentioning, needles) == []
+
+
+async def test_the_agent_app_shows_a_customers_orders_beside_their_ticket(helpdesk_stack: HelpdeskStack) -> None:
+    """What the shop told of an order, on the customer's page and beside their ticket in the agent app."""
+    domain = f"tea-{uuid.uuid4().hex[:8]}.myshop.example"
+    secrets = {"webhook_secret": f"whs-{uuid.uuid4().hex}", "api_secret": f"api-{uuid.uuid4().hex}"}
+    channel = {"kind": "commerce", "name": "Tea shop", "addresses": [domain], "secrets": secrets}
+    async with signed_up(helpdesk_stack) as org:
+        made = await org.rest("POST", "/channels", json=channel)
+        assert made.status_code == 201, made.text
+        store = Shop(
+            helpdesk_stack, org.key, org.id, domain, secrets["webhook_secret"], secrets["api_secret"], made.json()["id"]
+        )
+        person, order_id = Person.new(), random.randint(10**11, 10**12)
+        assert (await store.post("orders/create", person.order(order_id, status="pending"))).status_code == 200
+        await store.processed(1)
+        customer = await store.customer(person.email)
+        assert customer is not None
+        ticket = await org.rest("POST", "/tickets", json={"subject": "Where is my tea?", "customer_id": customer["id"]})
+        assert ticket.status_code == 201, ticket.text
+        for path in (f"/customers/{customer['id']}", f"/tickets/{ticket.json()['id']}"):
+            page = await org.browser.client.get(path)
+            assert page.status_code == 200, path
+            listed = re.sub(r"\s+", " ", page.text)
+            assert f"Order #{order_id % 100000}</strong>: 59.90 EUR · pending · not shipped" in listed, path
+            assert "2 \u00d7 Teapot" in listed, path  # 2 times Teapot
