@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, FilePayload, expect
 
 from tests.browser.test_helpdesk_agent_app import checked, signed_in_page
 from tests.helpdesk_stack import HelpdeskStack
@@ -31,9 +31,8 @@ async def test_an_agent_tags_merges_and_sees_a_new_message_arrive_on_the_open_ti
         await expect(page.get_by_role("heading", name=f"#{first['number']} Refund")).to_be_visible()
 
         await page.get_by_label("Message").fill("Here is the return label.")
-        await page.get_by_label("Attach files (up to 10, 10 MB each)").set_input_files(
-            [{"name": "label.txt", "mimeType": "text/plain", "buffer": b"RETURN LABEL 42"}]
-        )
+        label: FilePayload = {"name": "label.txt", "mimeType": "text/plain", "buffer": b"RETURN LABEL 42"}
+        await page.get_by_label("Attach files (up to 10, 10 MB each)").set_input_files([label])
         await page.get_by_role("button", name="Send reply").click()
         attached = page.get_by_role("list", name="Attachments").get_by_role("link", name="label.txt")
         await expect(attached).to_be_visible()
