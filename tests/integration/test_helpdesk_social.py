@@ -334,3 +334,31 @@ async def test_without_a_provider_the_callback_is_refused(db: Database) -> None:
         answer = await client.get("/auth/callback?code=x&state=y")
         assert answer.status_code == 400
         assert answer.json()["error"]["code"] == "not_configured"
+
+
+async def test_the_sign_in_page_offers_the_provider_and_its_link_signs_in_where_the_page_was_going(
+    browser: Browser,
+) -> None:
+    """The agent app's sign-in page (docs/helpdesk.md, "The agent app"): a link to the same flow as
+    auth.signInWithSocial, which ends where the page was asked to go."""
+    address = f"Page.{uuid.uuid4().hex[:8]}@Example.com"
+    browser.provider.approve(address, name="Page Person")
+    page = await browser.client.get("/sign-in?next=/customers")
+    assert page.status_code == 200
+    assert 'href="/sign-in/social?next=/customers"' in page.text
+    started = await browser.client.get("/sign-in/social?next=/customers")
+    assert started.status_code == 303
+    assert started.headers["location"].startswith(f"{browser.provider.issuer}/authorize?")
+    assert "HttpOnly" in flow_cookie(started)
+    opened = await browser.client.get(await browser.at_provider(started.headers["location"]))
+    assert (opened.status_code, opened.headers["location"]) == (303, "/customers")
+    assert data(await browser.client.get("/api/trpc/auth.getUser"))["email"] == address.lower()
+
+
+async def test_without_a_provider_the_sign_in_page_offers_none(db: Database) -> None:
+    async with helpdesk(db, secrets.token_bytes(32), None) as client:
+        page = await client.get("/sign-in")
+        assert "/sign-in/social" not in page.text
+        refused = await client.get("/sign-in/social")
+        assert refused.status_code == 412
+        assert "Social sign-in is not configured here" in refused.text

@@ -257,6 +257,26 @@ async def replace_password(deps: Accounts, user: accounts.UserRecord, given: Cha
     await deps.db.write(accounts.replace_password, user.id, new_hash, "password_changed", deps.clock(), keep=keep)
 
 
+async def start_social_sign_in(deps: Accounts, redirect_to: str | None, client: str) -> tuple[str, Cookie]:
+    """Where to send the browser to sign in with the configured provider, and the cookie that keeps the flow's state;
+    5 a minute per client address (section 8), PRECONDITION_FAILED when no provider is configured.
+    `auth.signInWithSocial` and the sign-in page."""
+    await deps.limits.hit(f"helpdesk:signInWithSocial:{client}", [SIGN_IN_LIMIT])
+    if deps.social is None:
+        raise ProcedureError(
+            "PRECONDITION_FAILED", "Social sign-in is not configured here: sign in with an email link or a password"
+        )
+    try:
+        return await deps.social.start(redirect_to)
+    except ProviderUnavailable as error:
+        log.warning("social_provider_unavailable", reason=error.message)
+        raise ProcedureError(
+            "INTERNAL_SERVER_ERROR",
+            "Social sign-in is unavailable: the sign-in provider's configuration could not be read. Retry later, "
+            "or sign in with an email link or a password",
+        ) from None
+
+
 def procedures(deps: Accounts) -> Mapping[str, Procedure]:
     db, sessions = deps.db, deps.sessions
 
@@ -271,20 +291,7 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
         return Success()
 
     async def sign_in_with_social(call: Call, given: SignInWithSocial) -> SocialStart:
-        await deps.limits.hit(f"helpdesk:signInWithSocial:{_client(call)}", [SIGN_IN_LIMIT])  # section 8: per IP
-        if deps.social is None:
-            raise ProcedureError(
-                "PRECONDITION_FAILED", "Social sign-in is not configured here: sign in with an email link or a password"
-            )
-        try:
-            url, cookie = await deps.social.start(given.redirectTo)
-        except ProviderUnavailable as error:
-            log.warning("social_provider_unavailable", reason=error.message)
-            raise ProcedureError(
-                "INTERNAL_SERVER_ERROR",
-                "Social sign-in is unavailable: the sign-in provider's configuration could not be read. Retry later, "
-                "or sign in with an email link or a password",
-            ) from None
+        url, cookie = await start_social_sign_in(deps, given.redirectTo, _client(call))
         call.cookies.append(cookie)
         return SocialStart(url)
 

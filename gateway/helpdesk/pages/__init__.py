@@ -26,7 +26,13 @@ from litestar.status_codes import HTTP_303_SEE_OTHER
 from gateway.common.app import DRAINING
 from gateway.common.pages import assets_router, pages_router
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
-from gateway.helpdesk.accounts.signin import SignInWithEmail, SignInWithPassword, password_sign_in, send_sign_in_link
+from gateway.helpdesk.accounts.signin import (
+    SignInWithEmail,
+    SignInWithPassword,
+    password_sign_in,
+    send_sign_in_link,
+    start_social_sign_in,
+)
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.pages import account, people, settings, signup
 from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site
@@ -75,7 +81,18 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
     @get(SIGN_IN, name="sign_in")
     async def sign_in_page(next: FromQuery[str] = "/") -> Template:
-        return page("sign_in.html", next=_local(next))
+        return site.sign_in(next=_local(next))
+
+    @get(f"{SIGN_IN}/social")
+    async def sign_in_by_social(request: Request[Any, Any, Any], next: FromQuery[str] = "/") -> Template | Redirect:
+        """Off to the configured provider (a link, not a form: the pages' forms may only lead to this site); its
+        callback signs the browser in and goes on to `next`."""
+        client = request.client.host if request.client else "unknown"
+        try:
+            url, cookie = await start_social_sign_in(deps, _local(next), client)
+        except ProcedureError as refused:
+            return site.sign_in(refused.status, next=_local(next), error=refused.message)
+        return Redirect(path=url, status_code=HTTP_303_SEE_OTHER, cookies=[cookie])
 
     @post(f"{SIGN_IN}/link", status_code=200)
     async def sign_in_by_link(data: Form) -> Template:
@@ -84,11 +101,11 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
             given = msgspec.convert({"email": email, "redirectTo": next_}, SignInWithEmail)
         except msgspec.ValidationError:
             error = "Give the address you sign in with, such as ada@example.com"
-            return page("sign_in.html", status=400, next=next_, email=email, error=error)
+            return site.sign_in(400, next=next_, email=email, error=error)
         try:
             await send_sign_in_link(deps, given.email, given.redirectTo)
         except ProcedureError as refused:
-            return page("sign_in.html", status=refused.status, next=next_, email=email, error=refused.message)
+            return site.sign_in(refused.status, next=next_, email=email, error=refused.message)
         return page("link_sent.html", email=email)
 
     @post(f"{SIGN_IN}/password", status_code=HTTP_303_SEE_OTHER)
@@ -98,11 +115,11 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
             given = msgspec.convert({"email": email, "password": data.get("password", "")}, SignInWithPassword)
         except msgspec.ValidationError:
             error = "Give your address and your password (at least 6 characters)"
-            return page("sign_in.html", status=400, next=next_, email=email, error=error)
+            return site.sign_in(400, next=next_, email=email, error=error)
         try:
             _, started = await password_sign_in(deps, given, request.client.host if request.client else "unknown")
         except ProcedureError as refused:
-            return page("sign_in.html", status=refused.status, next=next_, email=email, error=refused.message)
+            return site.sign_in(refused.status, next=next_, email=email, error=refused.message)
         return go(next_, started.cookies)
 
     @post("/sign-out", status_code=HTTP_303_SEE_OTHER)
@@ -210,7 +227,9 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
         """A reply (`kind=reply`) or an internal note (`kind=note`) on the ticket, with the files chosen (`files`),
         each kept as an upload (operations/helpdesk/attachments.py) and attached."""
         form = await request.form()
-        given: dict[str, Any] = {"body": str(form.get("body", "")), "internal": form.get("kind") == "note"}
+        # a browser sends a textarea's line breaks as CRLF (HTML's form submission): kept as the text's own \n
+        body = str(form.get("body", "")).replace("\r\n", "\n")
+        given: dict[str, Any] = {"body": body, "internal": form.get("kind") == "note"}
         files = [item for item in form.getall("files", []) if isinstance(item, UploadFile) and item.filename]
 
         async def act(who: Member) -> Redirect:
@@ -269,6 +288,7 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
 
     handlers = [
         sign_in_page,
+        sign_in_by_social,
         sign_in_by_link,
         sign_in_by_password,
         sign_out,

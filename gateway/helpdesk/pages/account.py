@@ -74,9 +74,9 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             await send_reset_link(deps, msgspec.convert({"email": email}, SendPasswordReset).email)
         except msgspec.ValidationError:
             error = "Give the address you sign in with, such as ada@example.com"
-            return site.page("sign_in.html", status=400, next="/", reset_email=email, error=error)
+            return site.sign_in(400, next="/", reset_email=email, error=error)
         except ProcedureError as refused:
-            return site.page("sign_in.html", status=refused.status, next="/", reset_email=email, error=refused.message)
+            return site.sign_in(refused.status, next="/", reset_email=email, error=refused.message)
         return site.page("reset_sent.html", email=email)
 
     return [password_page, save_password, mail_reset_link]

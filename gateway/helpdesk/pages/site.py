@@ -130,6 +130,10 @@ class Site:
         context = {"product": PRODUCT, **PLACES, **values}
         return Template(template, context=context, status_code=status, cookies=list(cookies))
 
+    def sign_in(self, status: int = 200, **values: Any) -> Template:
+        """The sign-in page (with the social sign-in button when a provider is configured)."""
+        return self.page("sign_in.html", status=status, social=self.helpdesk.accounts.social is not None, **values)
+
     def go(self, to: str, cookies: Sequence[Cookie] = ()) -> Redirect:
         return Redirect(path=to, status_code=HTTP_303_SEE_OTHER, cookies=list(cookies))
 
