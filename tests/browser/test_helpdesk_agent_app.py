@@ -14,7 +14,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.browser.conftest import screenshots, serious_violations
-from tests.helpdesk_stack import HelpdeskStack, data
+from tests.helpdesk_stack import HelpdeskStack
 from tests.helpers import Organization, joined_agent, signed_up, until
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 
@@ -278,11 +278,21 @@ async def test_the_walkthrough_from_signup_to_a_resolved_mailed_in_ticket_by_cli
     await page.get_by_role("button", name="Make workspace").click()
     await expect(page.get_by_role("link", name=re.compile(r"^Unassigned \(0\)"))).to_be_visible()
 
-    async with helpdesk_stack.browser() as admin:  # the same admin through the procedures: a mailbox to write to
-        await admin.sign_in(email)
-        support = f"help-{uuid.uuid4().hex[:8]}@example.com"
-        made = await admin.call("channels.create", {"kind": "email", "name": "Support", "addresses": [support]})
-        secret = data(made)["secrets"]["forwarder_secret"]
+    # The admin adds the support address as an email channel, and gives its forwarder the secret shown once.
+    support = f"help-{uuid.uuid4().hex[:8]}@example.com"
+    await page.get_by_role("link", name="Settings").click()
+    await page.get_by_role("link", name="Channels").click()
+    await page.get_by_text("Email (inbound mail)", exact=True).click()
+    email_form = page.locator("details").filter(has_text="Email (inbound mail)")
+    await email_form.get_by_label("Name").fill("Support")
+    await email_form.get_by_label("What routes to it").fill(support)
+    await email_form.get_by_role("button", name="Add Email (inbound mail) channel").click()
+    await expect(page.get_by_role("heading", name="Support is ready")).to_be_visible()
+    ready = page.get_by_role("status").filter(has_text="Support is ready")
+    await expect(ready).to_contain_text(f"{helpdesk_stack.base_url}/api/webhooks/inbound-email")
+    secret = await page.get_by_label("forwarder_secret", exact=True).input_value()
+    await checked(page, "helpdesk-settings-channels")
+    await page.get_by_role("link", name="Inbox").click()
     mail = EmailMessage()
     mail["From"], mail["To"], mail["Subject"] = "Grace Hopper <grace@example.com>", support, "Printer on fire"
     mail["Message-ID"] = make_msgid(domain="example.com")

@@ -34,7 +34,7 @@ from gateway.helpdesk.accounts.signin import (
     start_social_sign_in,
 )
 from gateway.helpdesk.deps import HelpdeskGateway
-from gateway.helpdesk.pages import account, people, settings, signup
+from gateway.helpdesk.pages import account, channels, people, settings, signup
 from gateway.helpdesk.pages.site import PRODUCT, SIGN_IN, Form, Member, Site
 from gateway.helpdesk.procedures.wire import ProcedureError
 from operations.common.actors import Actor
@@ -301,7 +301,14 @@ def routes(helpdesk: HelpdeskGateway) -> list[Router]:
         merge,
     ]
     pages = pages_router(
-        [*handlers, *settings.routes(site), *signup.routes(site), *account.routes(site), *people.routes(site)],
+        [
+            *handlers,
+            *settings.routes(site),
+            *signup.routes(site),
+            *account.routes(site),
+            *people.routes(site),
+            *channels.routes(site),
+        ],
         product=PRODUCT,
         csrf_secret=sessions.tokens.derived("pages-csrf"),
         cookie_name=CSRF_COOKIE,
