@@ -91,10 +91,16 @@ async def sent_reply(org: Organization, ticket_id: str, body: str) -> dict[str, 
     and written its `delivery_changed` event, so that the reply's events stay as they are from here on."""
     made = await org.rest("POST", f"/tickets/{ticket_id}/conversations", json={"body": body})
     assert made.status_code == 201, made.text
+    return await reply_sent(org, ticket_id, made.json()["id"])
+
+
+async def reply_sent(org: Organization, ticket_id: str, conversation_id: str) -> dict[str, Any]:
+    """The reply `conversation_id`, once the stack's reply sender has sent it and written its `delivery_changed`
+    event."""
 
     async def sent() -> dict[str, Any] | None:
         listed = await org.rest("GET", f"/tickets/{ticket_id}/conversations", params={"limit": 100})
-        found = next(item for item in listed.json()["data"] if item["id"] == made.json()["id"])
+        found = next(item for item in listed.json()["data"] if item["id"] == conversation_id)
         return found if found["delivery"]["state"] == "sent" else None
 
     return await until(sent, "the reply sent")

@@ -327,6 +327,12 @@ def erase(
             if kind in ("email", "phone", "sms", "whatsapp") and len(value) >= MIN_NEEDLE
         )
     ticket_ids = _ticket_ids(connection, organization_id, customer_ids)
+    # Their replies' messages first: a queued one is never sent, a sent one's copy goes. First, because deleting them
+    # waits for a reply sender recording a send of theirs (it holds their rows while it writes the `delivery_changed`
+    # event naming the recipient), so that its event is committed before the events below are scrubbed; a sender
+    # that comes later finds the rows gone and records nothing (storage/helpdesk/outbound.py `record`).
+    sent_to = [*([OUTBOUND.c.ticket_id.in_(ticket_ids)] if ticket_ids else []), OUTBOUND.c.recipient.in_(wanted)]
+    connection.execute(delete(OUTBOUND).where(OUTBOUND.c.organization_id == organization_id, or_(*sent_to)))
     written = _written_by(connection, organization_id, customer_ids)
     if written:  # their messages on tickets no longer theirs (a merge moved them)
         connection.execute(
@@ -361,11 +367,6 @@ def erase(
             .where(CALLS.c.organization_id == organization_id, CALLS.c.ticket_id.in_(ticket_ids))
             .values(details={}, transcription=None, recording_url=None)
         )
-
-    sent_to = [*([OUTBOUND.c.ticket_id.in_(ticket_ids)] if ticket_ids else []), OUTBOUND.c.recipient.in_(wanted)]
-    connection.execute(  # their replies' messages: a queued one is never sent, a sent one's copy goes
-        delete(OUTBOUND).where(OUTBOUND.c.organization_id == organization_id, or_(*sent_to))
-    )
 
     orders_gone = 0
     if customer_ids:

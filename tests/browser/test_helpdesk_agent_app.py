@@ -334,7 +334,14 @@ async def test_a_member_sets_a_password_signs_in_with_it_and_resets_it_by_mail_b
 ) -> None:
     async with signed_up(helpdesk_stack) as org:
         page, refused = await signed_in_page(chromium, helpdesk_stack, org)
-        await page.get_by_role("link", name="Password").click()
+        await page.get_by_role("link", name="Profile").click()
+        await page.get_by_label("Your name (customers see it on your replies)").fill("Ada Admin")
+        await page.get_by_role("button", name="Save profile").click()
+        await expect(page.get_by_role("status")).to_have_text("Your profile is saved.")
+        await expect(page.get_by_label("Your name (customers see it on your replies)")).to_have_value("Ada Admin")
+        await checked(page, "helpdesk-profile")
+        assert (await org.browser.query("auth.getUser")).json()["result"]["data"]["json"]["name"] == "Ada Admin"
+        await page.get_by_role("link", name="Change your password").click()
         await expect(page.get_by_role("heading", name="Set a password")).to_be_visible()
         await page.get_by_label("New password").fill("first long password")
         await page.get_by_role("button", name="Save password").click()

@@ -5,6 +5,9 @@ ticket without a reload (server-sent events), the customers and their page, sear
 from __future__ import annotations
 
 import re
+import uuid
+from email.message import EmailMessage
+from email.utils import make_msgid
 
 import pytest
 from playwright.async_api import Browser, FilePayload, expect
@@ -138,3 +141,44 @@ async def test_an_admin_changes_a_role_and_deactivates_and_reactivates_a_member_
         await expect(page.get_by_role("button", name=f"Deactivate {name}")).to_be_visible()
         assert refused == []
         await page.context.close()
+
+
+async def test_an_admin_adds_a_channel_then_makes_its_forwarder_secret_anew_by_clicking(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    async with signed_up(helpdesk_stack) as org:
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+        await page.goto("/settings/channels")
+        support = f"desk-{uuid.uuid4().hex[:8]}@example.com"
+        await page.get_by_text("Email (inbound mail)", exact=True).click()
+        adding = page.locator("details").filter(has_text="Email (inbound mail)")
+        await adding.get_by_label("Name").fill("Desk")
+        await adding.get_by_label("What routes to it").fill(support)
+        await adding.get_by_role("button", name="Add Email (inbound mail) channel").click()
+        old = await page.get_by_label("forwarder_secret", exact=True).input_value()
+
+        desk = page.locator(".thread > li").filter(has_text="Desk · Email (inbound mail)")
+        await desk.get_by_text("Change Desk", exact=True).click()
+        await desk.get_by_label("Acknowledgement (empty: none)").fill("We have your message.")
+        await desk.get_by_label("forwarder secret").check()
+        await desk.get_by_role("button", name="Save Desk").click()
+        await expect(page.get_by_role("status").filter(has_text="Desk is changed")).to_be_visible()
+        new = await page.get_by_label("forwarder_secret", exact=True).input_value()
+        assert new != old
+        await checked(page, "helpdesk-settings-channel-changed")
+        assert refused == []
+        await page.context.close()
+
+    async def forward(secret: str) -> int:
+        mail = EmailMessage()
+        mail["From"], mail["To"], mail["Subject"] = "Hal <hal@example.com>", support, "Hello"
+        mail["Message-ID"] = make_msgid(domain="example.com")
+        mail.set_content("Hi.")
+        headers = {"Content-Type": "message/rfc822", "x-forwarder-secret": secret}
+        answer = await helpdesk_stack.client.post(
+            "/api/webhooks/inbound-email", content=mail.as_bytes(), headers=headers
+        )
+        return answer.status_code
+
+    assert await forward(old) == 401  # the old secret stopped working
+    assert await forward(new) == 200

@@ -277,6 +277,17 @@ async def start_social_sign_in(deps: Accounts, redirect_to: str | None, client: 
         ) from None
 
 
+async def change_profile(deps: Accounts, user: accounts.UserRecord, given: UpdateProfile) -> accounts.UserRecord:
+    """The person's name, avatar or preferences changed (what is not given stays; preferences at most
+    MAX_PREFERENCES_BYTES as JSON). `auth.updateProfile` and the profile page."""
+    changes = {name: value for name, value in msgspec.structs.asdict(given).items() if value is not msgspec.UNSET}
+    if len(msgspec.json.encode(changes.get("preferences", {}))) > MAX_PREFERENCES_BYTES:
+        raise ProcedureError("BAD_REQUEST", f"preferences must encode to at most {MAX_PREFERENCES_BYTES} bytes")
+    if not changes:
+        return user
+    return await deps.db.write(accounts.update_profile, user.id, changes, deps.clock())
+
+
 def procedures(deps: Accounts) -> Mapping[str, Procedure]:
     db, sessions = deps.db, deps.sessions
 
@@ -324,12 +335,7 @@ def procedures(deps: Accounts) -> Mapping[str, Procedure]:
         return Success()
 
     async def update_profile(call: Call, given: UpdateProfile) -> User:
-        user = await current(call)
-        changes = {name: value for name, value in msgspec.structs.asdict(given).items() if value is not msgspec.UNSET}
-        if len(msgspec.json.encode(changes.get("preferences", {}))) > MAX_PREFERENCES_BYTES:
-            raise ProcedureError("BAD_REQUEST", f"preferences must encode to at most {MAX_PREFERENCES_BYTES} bytes")
-        updated = await db.write(accounts.update_profile, user.id, changes, deps.clock()) if changes else user
-        return User.of(updated)
+        return User.of(await change_profile(deps, await current(call), given))
 
     return {
         "auth.signInWithEmail": Procedure("mutation", SignInWithEmail, sign_in_with_email, "public"),

@@ -17,7 +17,7 @@ from litestar.types import ControllerRouterHandler
 from gateway.helpdesk.inbound.routes import REGISTER
 from gateway.helpdesk.pages.site import Member, Site
 from operations.helpdesk import channels
-from operations.helpdesk.channels import CreateChannel
+from operations.helpdesk.channels import ChangeChannel, CreateChannel
 from storage.helpdesk.channels import KINDS
 from topics.helpdesk.inbound import CHANNEL_KINDS
 
@@ -45,6 +45,7 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             status=status,
             cookies=who.cookies,
             channels=listed,
+            specs=KINDS,
             kinds=[(kind, LABELS[kind], KINDS[kind]) for kind in CHANNEL_KINDS],
             labels=LABELS,
             register=REGISTER,
@@ -82,6 +83,24 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
         return await site.submitted(request, act, again)
 
+    @post("/settings/channels/{channel_id:str}", status_code=200)
+    async def change_channel(request: Request[Any, Any, Any], channel_id: FromPath[str]) -> Template | Redirect:
+        """New provider secrets (a field left empty keeps its secret), settings (an empty one is removed), and secrets
+        the helpdesk made for it made anew (`rotate`), shown once."""
+        form = await request.form()
+        kind = str(form.get("kind", ""))
+        spec = KINDS.get(kind)  # type: ignore[call-overload]
+        given: dict[str, Any] = {"kind": kind, "rotate": [str(name) for name in form.getall("rotate", [])]}
+        if spec is not None:
+            given["secrets"] = {name: str(form[f"secret_{name}"]) for name in spec.given if form.get(f"secret_{name}")}
+            given["settings"] = {name: str(form.get(f"setting_{name}", "")) for name in spec.settings}
+
+        async def act(who: Member) -> Template:
+            changed, secrets = await channels.change(desk, who.actor, channel_id, msgspec.convert(given, ChangeChannel))
+            return await channels_page(who, changed=changed, secrets=secrets)
+
+        return await site.submitted(request, act, channels_page)
+
     @post("/settings/channels/{channel_id:str}/remove", status_code=HTTP_303_SEE_OTHER)
     async def remove_channel(request: Request[Any, Any, Any], channel_id: FromPath[str]) -> Template | Redirect:
         async def act(who: Member) -> Redirect:
@@ -90,4 +109,4 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
         return await site.submitted(request, act, channels_page)
 
-    return [channel_settings, add_channel, remove_channel]
+    return [channel_settings, add_channel, change_channel, remove_channel]

@@ -22,7 +22,7 @@ from sqlalchemy.engine import Connection
 from storage.common.webhooks.models import EVENTS as WEBHOOK_EVENTS
 from storage.helpdesk import customers, events, tickets
 from tests.helpdesk_stack import HelpdeskStack, data, new_email
-from tests.helpers import Organization, signed_up
+from tests.helpers import Organization, reply_sent, signed_up
 
 UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 TICKET_FIELDS = {
@@ -656,6 +656,7 @@ async def test_a_reply_and_an_internal_note_are_added(org: Organization) -> None
     )
     assert note.status_code == 201, note.text
     assert (note.json()["author_type"], note.json()["internal"]) == ("agent", True)
+    await reply_sent(org, ticket["id"], reply.json()["id"])  # its events stay as they are from here on
     written = [
         event
         for event in await ticket_events(org, ticket["id"])
