@@ -16,7 +16,7 @@ from operations.common.actors import ROLES, Actor, Role
 from operations.common.errors import Conflict, Invalid, NotFound
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.fields import Email, Uuid, is_uuid
-from storage.helpdesk import team, tickets
+from storage.helpdesk import team, tickets, workspaces
 from storage.helpdesk.accounts import UserRecord
 from storage.helpdesk.team import InvitationRecord, MemberRecord
 from wire.tokens import digest, opaque
@@ -49,6 +49,15 @@ class Deactivate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     unassigned."""
 
     reassign_to: Uuid | None = None
+
+
+async def organization(desk: Helpdesk, actor: Actor) -> workspaces.OrganizationRecord:
+    """The actor's organization: its name, address (slug), plan and billing status."""
+    actor.require_admin(MANAGE)
+    found = await desk.db.read(workspaces.organization, actor.organization_id)
+    if found is None:
+        raise NotFound("This organization no longer exists")
+    return found
 
 
 async def members(desk: Helpdesk, actor: Actor) -> list[MemberRecord]:

@@ -215,6 +215,11 @@ class OrganizationRecord:
     created_at: datetime
 
 
+def organization(connection: Connection, organization_id: str) -> OrganizationRecord | None:
+    r = connection.execute(select(ORGANIZATIONS).where(ORGANIZATIONS.c.id == organization_id)).first()
+    return OrganizationRecord(r.id, r.name, r.slug, r.plan, r.billing_status, r.created_at) if r else None
+
+
 def organizations(connection: Connection) -> list[OrganizationRecord]:
     """Every organization, oldest first (for operators)."""
     rows = connection.execute(select(ORGANIZATIONS).order_by(ORGANIZATIONS.c.created_at, ORGANIZATIONS.c.id))

@@ -215,7 +215,13 @@ async def test_an_admin_invites_an_agent_makes_and_revokes_a_key_and_tests_a_web
 async def test_an_agent_is_told_that_only_an_admin_manages_settings(helpdesk_stack: HelpdeskStack) -> None:
     async with signed_up(helpdesk_stack) as org, helpdesk_stack.browser() as browser:
         await joined_agent(org, browser)
-        for path in ("/settings/team", "/settings/keys", "/settings/webhooks"):
+        for path in (
+            "/settings/organization",
+            "/settings/team",
+            "/settings/keys",
+            "/settings/webhooks",
+            "/settings/channels",
+        ):
             shown = await browser.client.get(path)
             assert shown.status_code == 403, path
             assert "Only an admin of the organization may" in shown.text
@@ -255,6 +261,11 @@ async def test_a_new_person_signs_in_by_link_and_makes_their_workspace_by_clicki
     await page.goto("/signup/complete")  # made once: signup is behind them
     await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
     await page.get_by_role("link", name="Settings").click()
+    await page.get_by_role("link", name="Organization").click()
+    await expect(page.get_by_role("heading", name="Fay's Bikes")).to_be_visible()
+    await expect(page.get_by_role("definition").filter(has_text="none (a free plan)")).to_be_visible()
+    await checked(page, "helpdesk-settings-organization")
+    await page.get_by_role("link", name="Team").click()
     await expect(page.get_by_role("cell", name="Fay Founder (you)")).to_be_visible()
     await expect(page.get_by_label("Role of Fay Founder", exact=True)).to_have_value("admin")
     await context.close()

@@ -110,6 +110,14 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
         return await site.submitted(request, act, team_page)
 
+    @get("/settings/organization")
+    async def organization_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
+        async def render(who: Member) -> Template:
+            found = await team.organization(desk, who.actor)
+            return site.page("settings_organization.html", cookies=who.cookies, organization=found)
+
+        return await site.shown(request, render)
+
     @get("/settings/keys")
     async def key_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
         return await site.shown(request, keys_page)
@@ -184,6 +192,7 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
     return [
         settings,
         team_settings,
+        organization_settings,
         invite,
         change_role,
         deactivate,
