@@ -25,7 +25,7 @@ import aiosmtplib
 import httpx
 import structlog
 
-from operations.common.mail import KeptMail, SmtpServer
+from operations.common.mail import SmtpServer
 from operations.helpdesk.mail import OUR_HEADER
 from processors.helpdesk.inbound.mail import MAIL_POLICY
 from storage.common.blobs import BlobStore
@@ -52,8 +52,9 @@ WINDOW_CLOSED = (
 
 
 class Transport(Protocol):
-    async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
-        """Send it; what people should know of it (a note), or None. Raises Undeliverable or a transient error."""
+    async def send(self, message: EmailMessage, sender: str, recipient: str, outbound_id: str) -> str | None:
+        """Send it (the message `outbound_id`); what people should know of it (a note), or None. Raises Undeliverable
+        or a transient error."""
         ...
 
 
@@ -76,7 +77,7 @@ class SmtpTransport:
         self.timeout_s = timeout_s
         self.idle: list[aiosmtplib.SMTP] = []
 
-    async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
+    async def send(self, message: EmailMessage, sender: str, recipient: str, outbound_id: str) -> str | None:
         await self._over(self._kept() or await self._connected(), message, sender, recipient)
         return None
 
@@ -144,14 +145,21 @@ class SmtpTransport:
 
 
 class KeptTransport:
-    """The embedded default: no SMTP server, so the mail's text is kept with the sign-in mail (operations' KeptMail)."""
+    """The embedded default: no SMTP server, so the mail's text is kept with the sign-in mail (the kept-mail outbox),
+    only while its message is still to be sent: one erased with its customer meanwhile leaves nothing kept
+    (storage/helpdesk/outbound.py `keep`)."""
 
-    def __init__(self, kept: KeptMail) -> None:
-        self.kept = kept
+    def __init__(self, db: Database, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self.db = db
+        self.clock = clock
 
-    async def send(self, message: EmailMessage, sender: str, recipient: str) -> str | None:
+    async def send(self, message: EmailMessage, sender: str, recipient: str, outbound_id: str) -> str | None:
         body = message.get_body(("plain",))
-        await self.kept.send(recipient, str(message["Subject"])[:255], body.get_content() if body is not None else "")
+        text = body.get_content() if body is not None else ""
+        subject = str(message["Subject"])[:255]
+        kept = await self.db.write(outbound.keep, outbound_id, recipient, subject=subject, body=text, now=self.clock())
+        if not kept:
+            raise Undeliverable("the message was withdrawn before it was sent (its customer was erased)")
         return KEPT_NOTE
 
 
@@ -449,7 +457,7 @@ class ReplySender:
             message = await compose(reply, self.blobs)
             # an acknowledgement goes with a null envelope sender (RFC 3834 5.1): nothing answers or bounces to it
             envelope = "" if reply.auto_submitted == "auto-replied" else reply.sender
-            note = await transport.send(message, envelope, reply.recipient)
+            note = await transport.send(message, envelope, reply.recipient, reply.id)
         except Undeliverable as refused:
             return Result(reply.id, error=str(refused), final=True)
         except Exception as error:  # a transient failure: retried after its backoff

@@ -27,7 +27,7 @@ from operations.common.changes import PublishEvent
 from operations.common.mail import SmtpServer
 from operations.helpdesk.attachments import ATTACHMENTS_PATH
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.mail import account_mailer, kept_mail
+from operations.helpdesk.mail import account_mailer
 from processors.common.outbox import Sweeper, relay_forever
 from processors.helpdesk.activity import RELAY_EVERY_S, activity_relay
 from processors.helpdesk.inbound.handlers import HANDLERS
@@ -185,7 +185,7 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         ensure_topics=p.ensure_topics,
         timeout_s=p.settings.publish_timeout_s,
     )
-    transport = KeptTransport(kept_mail(p.db)) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
+    transport = KeptTransport(p.db) if s.smtp_url is None else SmtpTransport(SmtpServer.parse(s.smtp_url))
     lease = timedelta(seconds=s.reply_lease_s)
     senders: dict[str, Sender] = {
         "sms": SmsSender(s.sms_api_url, f"{_public_url(p, s)}{SMS_STATUS_PATH}"),

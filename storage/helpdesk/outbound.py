@@ -17,12 +17,14 @@ from cryptography.fernet import InvalidToken
 from sqlalchemy import Select, and_, bindparam, func, insert, literal, or_, select, union_all, update
 from sqlalchemy.engine import Connection
 
+from storage.common import mail
 from storage.common.models import among
 from storage.common.secrets import Cipher, unseal
 from storage.helpdesk import events, tickets
 from storage.helpdesk.channels import ADDRESSES, CHANNELS, organization_addresses
 from storage.helpdesk.customers import CUSTOMERS
 from storage.helpdesk.inbound import EVENTS as INBOUND
+from storage.helpdesk.keys import SERVICE
 from storage.helpdesk.tickets import CONVERSATIONS, OUTBOUND, TICKETS, Delivery, TicketRecord
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from wire.ids import new_uuid
@@ -813,3 +815,13 @@ def _changed(
         now=now,
         ticket_id=row.ticket_id,
     )
+
+
+def keep(connection: Connection, outbound_id: str, recipient: str, *, subject: str, body: str, now: datetime) -> bool:
+    """A reply's mail kept in the kept-mail outbox (the embedded default's sending), while its message is still there:
+    False, nothing kept, when an erasure deleted it meanwhile. The message's row stays locked until this commits, so
+    an erasure deleting it waits, then forgets this mail with the rest (storage/helpdesk/orders.py `erase`)."""
+    if connection.execute(select(OUTBOUND.c.id).where(OUTBOUND.c.id == outbound_id).with_for_update()).first() is None:
+        return False
+    mail.keep_mail(connection, SERVICE, recipient, subject=subject, body=body, now=now)
+    return True
