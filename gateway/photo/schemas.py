@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from litestar.params import Parameter
 
+from operations.photo.verifications import MAX_NOTE
 from topics.photo import Inspection, Timestamp, Verification
 from wire.text import LINE
 
@@ -147,7 +148,7 @@ class VerificationList(msgspec.Struct, kw_only=True):
 
 class ReviewRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     is_compliant: bool
-    note: Annotated[str, msgspec.Meta(max_length=1000)] | None = None
+    note: Annotated[str, msgspec.Meta(max_length=MAX_NOTE)] | None = None
 
 
 class CreateInspectionRequest(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -10,13 +10,16 @@ from typing import Any
 import msgspec
 
 from operations.common.changes import announce
-from operations.common.errors import Conflict, NotFound, StaleCursor
+from operations.common.errors import Conflict, Invalid, NotFound, StaleCursor
 from operations.common.pages import Page
 from operations.photo.account import Account, Photo
 from storage.common.webhooks.events import record_event
 from storage.photo import customers, verifications
 from storage.photo.verifications import EVERY, Filters
 from topics.photo import WEBHOOKS, Review, Verification
+
+MAX_NOTE = 1000
+"""A review's note, at most (the REST body's schema says the same: gateway/photo/schemas.py ReviewRequest)."""
 
 
 async def own(photo: Photo, account: Account, verification_id: str) -> Any:
@@ -62,6 +65,8 @@ async def review(
     """A human review, recorded with its note (it leaves the review queue). One that changes the verdict makes it
     certain, keeps the original in `review`, and fires `verification.reviewed`; one that agrees changes the verdict
     in nothing and fires nothing."""
+    if note is not None and len(note) > MAX_NOTE:
+        raise Invalid(f"note is at most {MAX_NOTE:,} characters")
     row = await own(photo, account, verification_id)
     if row.state != "completed" or row.verdict is None:
         raise Conflict("Only a completed verification can be reviewed")

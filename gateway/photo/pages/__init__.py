@@ -329,8 +329,6 @@ def routes(photo: PhotoGateway) -> list[Router]:
         async def act(who: Visitor) -> Redirect:
             if verdict not in ("compliant", "not_compliant"):
                 raise Invalid("Choose whether the photo is compliant")
-            if len(note) > 1000:
-                raise Invalid("The note is at most 1,000 characters")
             await verifications.review(
                 ops,
                 who.account,
