@@ -12,7 +12,10 @@ from email.utils import make_msgid
 
 import pytest
 from playwright.async_api import Browser, Page, expect
+from sqlalchemy import select
 
+from storage.helpdesk.channels import ADDRESSES
+from storage.helpdesk.inbound import EVENTS
 from tests.browser.conftest import screenshots, serious_violations
 from tests.helpdesk_stack import HelpdeskStack
 from tests.helpers import Organization, joined_agent, signed_up, until
@@ -318,7 +321,10 @@ async def test_the_walkthrough_from_signup_to_a_resolved_mailed_in_ticket_by_cli
         await page.reload()
         return await page.get_by_role("link", name=re.compile(r"^Unassigned \(1\)")).count() == 1
 
-    await until(arrived, "the mailed-in ticket in the inbox", timeout_s=30, every_s=0.3)
+    try:
+        await until(arrived, "the mailed-in ticket in the inbox", timeout_s=30, every_s=0.3)
+    except AssertionError as late:  # say where the mail is: stored but not published (pending), or what it became
+        raise AssertionError(f"{late}; the mail's inbound event: {await mailed_in(helpdesk_stack, support)}") from None
     await page.get_by_role("link", name=re.compile(r"^Unassigned \(1\)")).click()
     await page.get_by_role("link", name="Printer on fire").click()
     await expect(page.locator(".thread li").filter(has_text="Customer")).to_contain_text("It is on fire. Again.")
@@ -381,3 +387,12 @@ async def test_a_member_sets_a_password_signs_in_with_it_and_resets_it_by_mail_b
         await expect(page.get_by_role("heading", name="Inbox")).to_be_visible()
         assert refused == []
         await page.context.close()
+
+
+async def mailed_in(stack: HelpdeskStack, address: str) -> list[dict[str, object]]:
+    """The inbound events that came to `address`: their state, outcome and times, as the table holds them."""
+    columns = (EVENTS.c.state, EVENTS.c.outcome, EVENTS.c.created_at, EVENTS.c.published_at, EVENTS.c.processed_at)
+    channel = select(ADDRESSES.c.channel_id).where(ADDRESSES.c.address == address).scalar_subquery()
+    query = select(*columns).where(EVENTS.c.channel_id == channel)
+    rows = await stack.db.read(lambda connection: connection.execute(query).all())
+    return [dict(row._mapping) for row in rows]
