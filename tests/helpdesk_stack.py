@@ -33,6 +33,7 @@ from storage.common import mail as mail_store
 from storage.common.webhooks.endpoints import create_endpoint
 from storage.common.webhooks.events import first_attempt, record_event
 from tests.conftest import KEEP_ALIVE_BELOW_THE_SERVER_S, ServiceStack, SharedStacks, running_stack, stack_settings
+from tests.peers.commerce import CommercePlatform
 from tests.peers.graph import GraphPeer
 from tests.peers.receiver import WebhookReceiver
 from tests.peers.sms import SmsPeer
@@ -234,6 +235,18 @@ def graph_provider() -> Iterator[GraphPeer]:
         yield peer
 
 
+COMMERCE_CLIENT_ID = "helpdesk-commerce-app"
+COMMERCE_CLIENT_SECRET = "the commerce app's secret"
+
+
+@pytest.fixture(scope="session")
+def commerce_platform() -> Iterator[CommercePlatform]:
+    """The commerce platform at which the shared helpdesk stacks' app is registered: admins connect their test shops
+    (each test's own) by its app install."""
+    with CommercePlatform(COMMERCE_CLIENT_ID, COMMERCE_CLIENT_SECRET) as peer:
+        yield peer
+
+
 @pytest.fixture
 async def helpdesk_stack(
     request: pytest.FixtureRequest,
@@ -243,6 +256,7 @@ async def helpdesk_stack(
     tmp_path_factory: pytest.TempPathFactory,
     sms_provider: SmsPeer,
     graph_provider: GraphPeer,
+    commerce_platform: CommercePlatform,
 ) -> AsyncIterator[HelpdeskStack]:
     """The helpdesk stack on the session's database, shared by the tests that use it (`SharedStacks`)."""
 
@@ -253,6 +267,9 @@ async def helpdesk_stack(
             None,
             helpdesk_sms_api_url=sms_provider.base_url,
             helpdesk_graph_api_url=graph_provider.base_url,
+            helpdesk_commerce_client_id=COMMERCE_CLIENT_ID,
+            helpdesk_commerce_client_secret=COMMERCE_CLIENT_SECRET,
+            helpdesk_commerce_shop_url=commerce_platform.shop_url,
         )
         return running_stack(settings, broker_bootstrap, HelpdeskStack)
 

@@ -55,6 +55,7 @@ REFUSED: Mapping[Kind, int] = {
     "precondition": 412,
     "too_large": 413,
     "stale_cursor": 404,
+    "provider": 502,
 }
 """The HTTP status of each kind of refusal an operation raises (operations.common.errors)."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-Kind = Literal["invalid", "not_found", "forbidden", "conflict", "precondition", "too_large", "stale_cursor"]
+Kind = Literal["invalid", "not_found", "forbidden", "conflict", "precondition", "too_large", "stale_cursor", "provider"]
 
 
 class OperationError(Exception):
@@ -64,3 +64,10 @@ class TooLarge(OperationError):
     """Over a documented size (413, PAYLOAD_TOO_LARGE)."""
 
     kind = "too_large"
+
+
+class ProviderRefused(OperationError):
+    """An outside party the operation needed refused it, or could not be reached (502; procedures:
+    INTERNAL_SERVER_ERROR): a commerce platform that would not exchange a code or register a subscription."""
+
+    kind = "provider"

@@ -13,6 +13,7 @@ from cryptography.fernet import MultiFernet
 from operations.common.changes import Changes, PublishEvent
 from operations.common.mail import Mailer
 from operations.common.webhooks import Endpoints, Words
+from operations.helpdesk.commerce_app import CommerceApp
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
 from topics.helpdesk import WEBHOOKS
@@ -41,6 +42,9 @@ class Helpdesk:
     """Where attachments are kept."""
     files: SignedUrls | None = None
     """Signs attachment URLs (operations/helpdesk/attachments.py)."""
+    commerce: CommerceApp | None = None
+    """The helpdesk's app at the commerce platform, by which admins connect their stores (operations/helpdesk/
+    stores.py); None: not configured, stores are added by hand."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     @functools.cached_property

@@ -15,7 +15,7 @@ import msgspec
 from operations.common.actors import ROLES, Actor, Role
 from operations.common.errors import Conflict, Invalid, NotFound
 from operations.helpdesk.desk import Helpdesk
-from operations.helpdesk.fields import Email, Uuid, is_uuid
+from operations.helpdesk.fields import Email, PersonName, Uuid, is_uuid
 from storage.helpdesk import team, tickets, workspaces
 from storage.helpdesk.accounts import UserRecord
 from storage.helpdesk.team import InvitationRecord, MemberRecord
@@ -55,6 +55,24 @@ async def organization(desk: Helpdesk, actor: Actor) -> workspaces.OrganizationR
     """The actor's organization: its name, address (slug), plan and billing status."""
     actor.require_admin(MANAGE)
     found = await desk.db.read(workspaces.organization, actor.organization_id)
+    if found is None:
+        raise NotFound("This organization no longer exists")
+    return found
+
+
+class RenameOrganization(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """The organization's new name: one line of 1 to 255 characters, as at signup (`organizationName`)."""
+
+    name: PersonName
+
+
+async def rename_organization(desk: Helpdesk, actor: Actor, given: RenameOrganization) -> workspaces.OrganizationRecord:
+    """The organization under its new name (admins); its address (slug) stays, so links to it keep working."""
+    actor.require_admin(MANAGE)
+    name = given.name.strip()
+    if not name:
+        raise Invalid("The organization's name: give at least one letter or digit")
+    found = await desk.db.write(workspaces.rename, actor.organization_id, name)
     if found is None:
         raise NotFound("This organization no longer exists")
     return found

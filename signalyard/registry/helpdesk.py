@@ -11,6 +11,14 @@ from signalyard.settings import at_least, port, positive, setting, text, url
 from topics.helpdesk.inbound import CHANNEL_KINDS
 
 
+def shop_url(raw: str) -> str:
+    """An http(s) URL template holding `{shop}`."""
+    url("http", "https")(raw)
+    if "{shop}" not in raw:
+        raise ValueError("a URL holding {shop}, where the shop's domain goes (https://{shop})")
+    return raw
+
+
 @dataclass(frozen=True)
 class HelpdeskSettings:
     port: int = setting("SIGNALYARD_HELPDESK_PORT", 8003, port)
@@ -70,6 +78,15 @@ class HelpdeskSettings:
     """This helpdesk's client id at that provider (its redirect URI: PUBLIC_URL/auth/callback)."""
     oidc_client_secret: str | None = setting("SIGNALYARD_HELPDESK_OIDC_CLIENT_SECRET", None, text)
     """Its client secret."""
+    commerce_client_id: str | None = setting("SIGNALYARD_HELPDESK_COMMERCE_CLIENT_ID", None, text)
+    """The helpdesk's app at the commerce platform: its client id (API key). With the client secret, admins connect a
+    store by its app install (its redirect URL: PUBLIC_URL/settings/channels/commerce/callback); unset: commerce
+    channels are added by hand."""
+    commerce_client_secret: str | None = setting("SIGNALYARD_HELPDESK_COMMERCE_CLIENT_SECRET", None, text)
+    """That app's client secret (API secret key), which signs the install's answers and the shops' webhooks."""
+    commerce_shop_url: str = setting("SIGNALYARD_HELPDESK_COMMERCE_SHOP_URL", "https://{shop}", shop_url)
+    """Where a shop's admin answers, `{shop}` standing for its domain (tea-shop.myshopify.com): the app-install pages,
+    the token exchange and the webhooks API are under it (tests: http://127.0.0.1:PORT/{shop})."""
 
 
 ORGANIZATION_ID = "an organization's id, as `helpdesk organizations` lists it"

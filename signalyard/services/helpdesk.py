@@ -26,6 +26,7 @@ from gateway.helpdesk.inbound.sms import STATUS_PATH as SMS_STATUS_PATH
 from operations.common.changes import PublishEvent
 from operations.common.mail import SmtpServer
 from operations.helpdesk.attachments import ATTACHMENTS_PATH
+from operations.helpdesk.commerce_app import CommerceApp
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.mail import account_mailer
 from processors.common.outbox import Sweeper, relay_forever
@@ -149,7 +150,15 @@ def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
         public_url=_public_url(p, s),
         blobs=blobs,
         files=_files(p, s),
+        commerce=_commerce(s),
     )
+
+
+def _commerce(s: HelpdeskSettings) -> CommerceApp | None:
+    """The app admins connect their stores by, when its credentials are set."""
+    if s.commerce_client_id and s.commerce_client_secret:
+        return CommerceApp(s.commerce_client_id, s.commerce_client_secret, s.commerce_shop_url)
+    return None
 
 
 def _files(p: Platform, s: HelpdeskSettings) -> SignedUrls:

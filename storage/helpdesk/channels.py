@@ -69,7 +69,9 @@ KINDS: dict[ChannelKindName, ChannelKind] = {
         routed_by_secret=("verify_token",),
     ),
     "voice": ChannelKind("voice_number", generated=("webhook_secret",)),
-    "commerce": ChannelKind("shop", given=("webhook_secret", "api_secret")),
+    # the webhook secret checks the shop's events, the api secret its privacy topics (both the app's secret when the
+    # store was connected by its app install); the access token is the one the install gave (docs: "Commerce")
+    "commerce": ChannelKind("shop", given=("webhook_secret", "api_secret", "access_token")),
     "payments": ChannelKind("account"),
     # the signing secret checks the chat's calls; the bot token posts the replies and fetches the files
     "chat": ChannelKind("team", given=("signing_secret", "bot_token")),

@@ -296,6 +296,24 @@ SMS_ONLY = "provider = 'sms'"
 """The partial index's condition: a query that would use it says it too (a literal, not a bound parameter)."""
 
 
+class CommerceInstall(Base):
+    """An admin's connection of a commerce store under way (docs/helpdesk.md, "Commerce"): the app-install flow's
+    `state`, stored as its SHA-256 only, bound to the session that started it and to the shop it was made for; spent by
+    the first callback that presents it (a conditional update), and good for 10 minutes."""
+
+    __tablename__ = "helpdesk_commerce_installs"
+    __table_args__ = (Index("ix_helpdesk_commerce_installs_expires", "expires_at"),)
+
+    state_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    organization_id: Mapped[str] = mapped_column(String(36))
+    user_id: Mapped[str] = mapped_column(String(36))
+    session_id: Mapped[str] = mapped_column(String(36))
+    shop: Mapped[str] = mapped_column(String(255))
+    created_at: Mapped[datetime]
+    expires_at: Mapped[datetime]
+    used_at: Mapped[datetime | None]
+
+
 class InboundEvent(Base):
     """A provider's call as it came, stored (with its de-duplication key) before it is acknowledged; the outbox of
     `helpdesk.inbound.received`, and then the record of what it became."""

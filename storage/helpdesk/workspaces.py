@@ -220,6 +220,12 @@ def organization(connection: Connection, organization_id: str) -> OrganizationRe
     return OrganizationRecord(r.id, r.name, r.slug, r.plan, r.billing_status, r.created_at) if r else None
 
 
+def rename(connection: Connection, organization_id: str, name: str) -> OrganizationRecord | None:
+    """The organization under its new name (its address, the slug, stays); None when there is no such one."""
+    connection.execute(update(ORGANIZATIONS).where(ORGANIZATIONS.c.id == organization_id).values(name=name))
+    return organization(connection, organization_id)
+
+
 def organizations(connection: Connection) -> list[OrganizationRecord]:
     """Every organization, oldest first (for operators)."""
     rows = connection.execute(select(ORGANIZATIONS).order_by(ORGANIZATIONS.c.created_at, ORGANIZATIONS.c.id))

@@ -71,6 +71,7 @@ TABLES = {
     "helpdesk_customer_identities",
     "helpdesk_channels",
     "helpdesk_channel_addresses",
+    "helpdesk_commerce_installs",
     "helpdesk_inbound_events",
     "helpdesk_calls",
     "helpdesk_orders",
@@ -209,7 +210,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"} | (SEARCH_TABLES if url.startswith("sqlite") else set())
-    assert versions == ["0020"]
+    assert versions == ["0021"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"

@@ -1,23 +1,29 @@
 """The agent app's channel settings (admins; docs/helpdesk.md, "Inbound channels"): the organization's channels with
 the URLs to give each provider, a channel of any kind added (its addresses, the secrets its provider issued, its
 settings; the secrets the helpdesk makes shown once), and one removed. Through the operations the procedures and
-REST call (operations/helpdesk/channels.py)."""
+REST call (operations/helpdesk/channels.py). And a commerce store connected by the platform's app install
+(operations/helpdesk/stores.py): the admin names the shop, follows a link to the platform (a link, as the pages' forms
+may only lead to this site), and comes back to the callback, which saves the store's channel."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 import msgspec
 from litestar import Request, get, post
-from litestar.params import FromPath
+from litestar.params import FromPath, FromQuery
 from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.types import ControllerRouterHandler
 
+from gateway.common.errors import REFUSED
 from gateway.helpdesk.inbound.routes import REGISTER
 from gateway.helpdesk.pages.site import Member, Site
-from operations.helpdesk import channels
+from operations.common.errors import OperationError
+from operations.helpdesk import channels, stores
 from operations.helpdesk.channels import ChangeChannel, CreateChannel
+from operations.helpdesk.commerce_app import SCOPES
 from storage.helpdesk.channels import KINDS
 from topics.helpdesk.inbound import CHANNEL_KINDS
 
@@ -50,12 +56,49 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
             labels=LABELS,
             register=REGISTER,
             public_url=desk.public_url.rstrip("/"),
+            commerce=desk.commerce is not None,
+            commerce_topics=stores.TOPICS,
+            commerce_scopes=SCOPES,
             **values,
         )
 
     @get("/settings/channels")
-    async def channel_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
-        return await site.shown(request, channels_page)
+    async def channel_settings(request: Request[Any, Any, Any], connected: FromQuery[str] = "") -> Template | Redirect:
+        """`connected`: the shop a callback just connected, said on the page."""
+        return await site.shown(request, lambda who: channels_page(who, connected=connected))
+
+    @post("/settings/channels/commerce/connect", status_code=200)
+    async def connect_store(request: Request[Any, Any, Any]) -> Template | Redirect:
+        """The shop named: the page again with the link to the platform's authorize page (a form's answer may not
+        redirect to another site: the pages' `form-action 'self'` applies to a form's redirects too)."""
+        form = await request.form()
+        shop = str(form.get("shop", ""))
+
+        async def act(who: Member) -> Template:
+            named, url = await stores.start(desk, who.actor, who.session_id, shop)
+            return await channels_page(who, connect_url=url, connect_shop=named)
+
+        async def again(who: Member, status: int, error: str) -> Template:
+            return await channels_page(who, status, commerce_error=error, shop=shop)
+
+        return await site.submitted(request, act, again)
+
+    @get(stores.CALLBACK_PATH)
+    async def store_connected(request: Request[Any, Any, Any]) -> Template | Redirect:
+        """Where the platform sends the admin back: the store's channel saved, then the channels page saying so; or
+        the page with what failed, nothing saved."""
+        who = await site.signed_in(request)
+        if isinstance(who, Redirect):
+            return who
+        query = {name: str(value) for name, value in request.query_params.items()}
+        try:
+            made = await stores.finish(desk, who.actor, who.session_id, query)
+        except OperationError as refusal:
+            try:
+                return await channels_page(who, REFUSED[refusal.kind], commerce_error=refusal.message)
+            except OperationError as shown:
+                return site.refused(who, shown)
+        return site.go(f"/settings/channels?{urlencode({'connected': made.channel.name})}", who.cookies)
 
     @post("/settings/channels", status_code=200)
     async def add_channel(request: Request[Any, Any, Any]) -> Template | Redirect:
@@ -109,4 +152,4 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
         return await site.submitted(request, act, channels_page)
 
-    return [channel_settings, add_channel, change_channel, remove_channel]
+    return [channel_settings, connect_store, store_connected, add_channel, change_channel, remove_channel]

@@ -18,7 +18,7 @@ from litestar.types import ControllerRouterHandler
 from gateway.helpdesk.pages.site import Form, Member, Site
 from operations.helpdesk import keys, team, webhooks
 from operations.helpdesk.keys import CreateKey
-from operations.helpdesk.team import ChangeRole, Deactivate, Invite
+from operations.helpdesk.team import ChangeRole, Deactivate, Invite, RenameOrganization
 from operations.helpdesk.webhooks import CreateWebhook, UpdateWebhook
 from storage.helpdesk.keys import RESOURCES
 from topics.helpdesk import EVENTS
@@ -110,13 +110,26 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
         return await site.submitted(request, act, team_page)
 
-    @get("/settings/organization")
-    async def organization_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
-        async def render(who: Member) -> Template:
-            found = await team.organization(desk, who.actor)
-            return site.page("settings_organization.html", cookies=who.cookies, organization=found)
+    async def organization_page(who: Member, status: int = 200, **values: Any) -> Template:
+        found = await team.organization(desk, who.actor)
+        return site.page("settings_organization.html", status=status, cookies=who.cookies, organization=found, **values)
 
-        return await site.shown(request, render)
+    @get("/settings/organization")
+    async def organization_settings(
+        request: Request[Any, Any, Any], renamed: FromQuery[str] = ""
+    ) -> Template | Redirect:
+        return await site.shown(request, lambda who: organization_page(who, renamed=renamed == "1"))
+
+    @post("/settings/organization", status_code=HTTP_303_SEE_OTHER)
+    async def rename_organization(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
+        """The organization's new name (its address stays)."""
+        name = data.get("name", "")
+
+        async def act(who: Member) -> Redirect:
+            await team.rename_organization(desk, who.actor, msgspec.convert({"name": name}, RenameOrganization))
+            return site.go("/settings/organization?renamed=1", who.cookies)
+
+        return await site.submitted(request, act, organization_page, name=name)
 
     @get("/settings/keys")
     async def key_settings(request: Request[Any, Any, Any]) -> Template | Redirect:
@@ -193,6 +206,7 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
         settings,
         team_settings,
         organization_settings,
+        rename_organization,
         invite,
         change_role,
         deactivate,

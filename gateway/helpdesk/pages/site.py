@@ -39,6 +39,8 @@ class Member:
 
     actor: Actor
     cookies: Sequence[Cookie]
+    session_id: str = ""
+    """The signed-in session (what a commerce store's connection is bound to)."""
 
 
 class SignInFirst(Exception):
@@ -68,7 +70,7 @@ class Site:
         if found is None or found.organization_id is None or found.role is None:
             raise SignInFirst(SIGNUP, resolved.cookies)
         actor = Actor(found.organization_id, resolved.signed_in.user_id, found.role)  # type: ignore[arg-type]
-        return Member(actor, resolved.cookies)
+        return Member(actor, resolved.cookies, resolved.signed_in.session_id)
 
     async def session(self, request: Request[Any, Any, Any]) -> tuple[SignedIn, Sequence[Cookie]] | Redirect:
         """Whoever the request's session signs in, member or not yet, and the cookies to set; or the redirect that

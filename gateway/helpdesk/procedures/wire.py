@@ -81,6 +81,7 @@ REFUSED: Mapping[Kind, Code] = {
     "precondition": "PRECONDITION_FAILED",
     "too_large": "PAYLOAD_TOO_LARGE",
     "stale_cursor": "BAD_REQUEST",
+    "provider": "INTERNAL_SERVER_ERROR",
 }
 """An operation's refusal as a procedure answers it; another organization's entity (`NotFound.elsewhere`) is
 FORBIDDEN, as section 7 has it for the events procedures."""
