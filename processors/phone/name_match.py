@@ -119,6 +119,20 @@ CNAM is read again with two neighbouring words joined where the join is a whole 
 different generational suffixes on both sides (JR/SR, II/III) is father and son: at most ``partial_match`` with
 ``generation_mismatch``; a suffix on one side only says nothing.
 
+Issue 33 kinds. Nicknames include the Spanish and Portuguese diminutives of ``diminutives.py`` (Memo/Guillermo,
+Chema/José María), and a cut-off last word of 3+ letters that begins a name the supplied given name is a nickname of
+(or that is a nickname of it) is that name cut: "FITZPATRICK JAM" for Jim (``nickname`` and ``cnam_truncated``); cut
+to two letters ("CHRISTIANSEN RO" for Bob) it is an initial. A particle alone is never the surname ("DEL CASTILLO PE"
+is not Juan del Rio), and a run of particles alone is no double surname. An ABD name (ABD + a name of God) written
+apart is joined and every ABD name spelled one way (``_abd_key``), on both sides. A whole middle name written after the
+given name that contradicts every supplied middle name (``_middle_name_conflicts``) is ``partial_match`` with
+``middle_name_mismatch``, as a contradicting initial is. A person compared with a CNAM that ends in a store number
+("DENNYS 3321") is a ``mismatch`` with ``store_number`` unless both names agree with no typo; a two-word reading that
+found the surname is swapped only to reach a ``match``. For businesses, a trailing store number the supplied name lacks
+is set aside, and the CNAM words left that begin the supplied name are a ``match`` ("STARBUCKS 1123"); FT, MT, PT and
+ST abbreviate Fort, Mount, Point or Port and Saint; and a CNAM starting with one of them whose other words include a
+business word (``_BUSINESS_WORDS``; a cut-off start of one counts) is a name, not a rate centre ("FT MYERS DENTAL").
+
 ``cnam_truncated`` and ``typo_tolerated`` are added when a truncated prefix or a typo carried
 the evidence. A nickname, truncation or typo lowers the score a little but not the state. A
 two-word supplied name is also tried reversed ("Smith Bob"), and that reading is kept only when it
@@ -193,6 +207,7 @@ from nicknames import NickNamer
 from rapidfuzz import fuzz
 from rapidfuzz.distance import OSA
 
+from processors.phone.diminutives import DIMINUTIVES
 from topics.phone import CallerIdState, NameMatchState, SubjectType
 
 __all__ = ["REASONS", "SCORE_BANDS", "CallerId", "NameMatch", "match_name", "read_caller_id"]
@@ -227,7 +242,7 @@ REASONS: dict[str, str] = {
     "initial_only": "One side gives only an initial for a name part; the initial is consistent.",
     "surname_only": "The caller-ID name holds the surname and nothing else.",
     "given_name_only": "The caller-ID name holds the given name and nothing else.",
-    "middle_name_mismatch": "The caller-ID middle initial contradicts the supplied middle name.",
+    "middle_name_mismatch": "The caller-ID middle name or initial contradicts the supplied middle name.",
     "no_name_overlap": "No word of the supplied name corresponds to a word of the caller-ID name.",
     "business_name_match": "The business names are equal once legal forms, THE, &/AND and word order are ignored.",
     "business_name_similar": "The business names are similar but not equal.",
@@ -240,6 +255,7 @@ REASONS: dict[str, str] = {
     "generation_mismatch": "The two names carry different generational suffixes (JR/SR, II/III): father and son.",
     "business_abbreviation": "A word abbreviates the other name's word (MFG) or is an acronym of its words (GE).",
     "professional_name": "A person with a professional suffix (CPA, DDS) whose name or trade the business name holds.",
+    "store_number": "The caller-ID is a chain's branch: a name and a store number, which is no part of the name.",
 }
 
 SCORE_BANDS: dict[str, tuple[int, int]] = {
@@ -357,6 +373,8 @@ _PLACE_WORDS = _word_set(
 # COLLINS CO", "MT AIRY MD", "PT PLEASANT NJ"). N, S, E and W (USPS Publication 28's directionals) may be a person's
 # initial ("S MARTINEZ"), and ST begins surnames ("ST JOHN MARY"), so they count only beside more evidence.
 _PLACE_ABBREVIATIONS = _word_set("ft mt pt")
+# Abbreviated first words of places that also begin businesses' names (FT MYERS DENTAL, ST LUKES CLINIC).
+_ABBREVIATED_STARTS = _PLACE_ABBREVIATIONS | {"st"}
 _DIRECTIONS = _word_set("n s e w")
 # Words after which a given name is part of a place name: saints ("PORT ST LUCIE", "E ST LOUIS") and SAN/SANTA.
 _SAINT_WORDS = _word_set("st saint ste sainte san santa santo")
@@ -422,6 +440,8 @@ def _is_rate_centre(place: tuple[str, ...], state: str, *, spelled: bool, cut: b
     text = " ".join(place)
     if text in _GENERIC_PHRASES or (text, state) in _RATE_CENTRES:
         return True
+    if len(place) >= 2 and place[0] in _ABBREVIATED_STARTS and _has_business_word(place[1:], cut=False):
+        return False  # "FT MYERS DENTAL FL", "ST JOHNS DELI NY": a business named after its town or saint
     if len(place) >= 2 and place[0] in _PLACE_ABBREVIATIONS:  # before (2): "FT COLLINS CO", "MT AIRY MD"
         return True
     if not spelled and (state in _DESIGNATION_CODES or state in _GIVEN_NAMES):
@@ -495,7 +515,7 @@ def _is_cut_place(words: tuple[str, ...]) -> bool:
     ("PORT ST LUCIE F"). A single-letter direction counts only before another place word ("S SAN FRANCISCO"), as a
     person's initial stands there too ("S MARTINEZ-LOPE").
     """
-    if len(words) < 2 or words[0] not in _PLACE_WORDS:
+    if len(words) < 2 or words[0] not in _PLACE_WORDS or _has_business_word(words[1:], cut=True):
         return False
     if words[0] in _DIRECTIONS:
         if _is_listed_city(words[1:]):  # "N LITTLE ROCK A"
@@ -505,6 +525,14 @@ def _is_cut_place(words: tuple[str, ...]) -> bool:
     return not any(
         word in _GIVEN_NAMES and words[index - 1] not in _SAINT_WORDS for index, word in enumerate(words) if index
     )
+
+
+def _has_business_word(words: tuple[str, ...], *, cut: bool) -> bool:
+    """Whether a word names a trade or a kind of business (DENTAL, CLINIC, HOSPITAL, DELI, INC), or, with `cut`, the
+    last word is the cut-off start of one (HOSPIT), so the words are a business's name, not a place's."""
+    if not _BUSINESS_WORDS.isdisjoint(words):
+        return True
+    return cut and words[-1] in _BUSINESS_WORD_STARTS
 
 
 def _is_listed_city(place: tuple[str, ...]) -> bool:
@@ -579,15 +607,20 @@ def _similar(a: str, b: str) -> bool:
 
 _HONORIFICS = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "rev"})
 _GENERATIONAL = frozenset({"jr", "sr", "ii", "iii", "iv"})
+# Surname particles: Romance (de, del, de la, da, dos, di, du), Dutch and German (van, van der, von), Arabic (al, el,
+# bin, ibn, bint) and ST. A particle joins the surname after it; alone it names no family ("DEL CASTILLO" is not
+# "del Rio"), so it never counts as the surname by itself.
 _PARTICLES = frozenset(
-    {"de", "del", "della", "der", "den", "di", "da", "dos", "das", "du", "la", "le", "van", "von", "st"}
+    {"de", "del", "della", "der", "den", "di", "da", "do", "dos", "das", "du", "la", "le", "van", "von", "st"}
+    | {"al", "el", "bin", "ibn", "bint"}
 )
 # Legal forms that mark a caller-ID as a business; deliberately short and US-centred.
 _LEGAL_MARKERS = frozenset({"inc", "incorporated", "llc", "pllc", "llp", "corp", "corporation", "ltd", "co", "company"})
 
-_NONE, _INITIAL, _TYPO, _NICKNAME, _TRUNCATED, _EXACT = range(6)
-_PENALTY = {_EXACT: 0, _TRUNCATED: 5, _NICKNAME: 8, _TYPO: 10}
-_MODIFIER_REASON = {_TRUNCATED: "cnam_truncated", _TYPO: "typo_tolerated"}
+_NONE, _INITIAL, _TYPO, _CUT_NICKNAME, _NICKNAME, _TRUNCATED, _EXACT = range(7)
+_PENALTY = {_EXACT: 0, _TRUNCATED: 5, _NICKNAME: 8, _CUT_NICKNAME: 13, _TYPO: 10}
+_MODIFIER_REASON = {_TRUNCATED: "cnam_truncated", _CUT_NICKNAME: "cnam_truncated", _TYPO: "typo_tolerated"}
+_NICKNAME_RELATIONS = (_NICKNAME, _CUT_NICKNAME)
 # Letters a cut-off given name must keep to count as truncated once the surname is matched in full.
 _GIVEN_STUB_MIN = 2
 
@@ -618,6 +651,8 @@ class _Cnam(NamedTuple):
     business_like: bool
     text: str
     generation: str | None = None
+    store_number: bool = False
+    """The CNAM ends in a store number: a chain's branch, whose words are the chain's name."""
 
 
 def _part(pieces: list[str]) -> _Part:
@@ -642,6 +677,7 @@ def _parse_person(supplied: str) -> _Person | None:
     if not words:
         return None
     text = " ".join(chain.from_iterable(words))
+    words = _join_arabic_names(words, cut=False)
     if len(words) == 1:
         return _Person(None, _part(words[0]), (), False, text, generation)
     # Particles belong to the surname: "Juan de la Cruz" has surname "de la cruz" / "delacruz".
@@ -658,13 +694,90 @@ def _parse_person(supplied: str) -> _Person | None:
 
 @lru_cache(maxsize=4096)
 def _parse_cnam(name: str) -> _Cnam:
-    words = [word for word in _words(name) if not word.isdigit() and word != "and"]
+    every_word = _words(name)
+    words = [word for word in every_word if not word.isdigit() and word != "and"]
     business_like = any(word in _LEGAL_MARKERS for word in words)
     tokens = tuple(word for word in words if word not in _LEGAL_MARKERS and word not in _GENERATIONAL)
     generations = [word for word in words if word in _GENERATIONAL]
     truncated = _is_cut(name)
     generation = generations[-1] if generations and len(tokens) > 1 else None
-    return _Cnam(tokens or tuple(words), truncated, business_like, " ".join(words), generation)
+    if any(token.startswith("abd") for token in tokens):
+        tokens = tuple(chain.from_iterable(_join_arabic_names([[token] for token in tokens], cut=truncated)))
+    return _Cnam(
+        tokens or tuple(words), truncated, business_like, " ".join(words), generation, _has_store_number(every_word)
+    )
+
+
+def _has_store_number(words: list[str]) -> bool:
+    """A chain's branch listing: a name followed by a store number of 2+ digits ("WALGREENS 04521", "DENNYS 3321")."""
+    number = words[-1] if words else ""
+    return number.isdigit() and len(number) >= _STORE_NUMBER_DIGITS and any(word.isalpha() for word in words[:-1])
+
+
+_STORE_NUMBER_DIGITS = 2
+
+# Arabic theophoric names, "servant of" (ABD) one of the names of God, written joined or apart: ABDULRAHMAN, ABD AL
+# RAHMAN, ABDEL RAHMAN, ABDUR RAHMAN, ABDURRAHMAN are one name. The first word of such a name written apart...
+_ABD_HEADS = _word_set("abd abdu abdul abdel abdal abdil abdol abdur abdus abdun abdush abder abdes abdi abdou")
+# ... and the article between, when it stands alone (ABD AL RAHMAN, ABD EL AZIZ).
+_ARABIC_ARTICLES = _word_set("al el ul ol")
+# The names that follow ABD: the 99 names of God (as in the hadith list of al-Tirmidhi) in their common English
+# spellings, with ALLAH and the two non-divine names that take the same form (MUTTALIB, NABI).
+_DIVINE_NAMES = _word_set(
+    "allah llah lah rahman rehman rahim raheem malik malek quddus salam salaam mumin muhaymin aziz azeez jabbar "
+    "mutakabbir khaliq khaleq bari musawwir ghaffar ghafar ghafur ghafoor qahhar wahhab wahab razzaq razak razaq "
+    "fattah alim aleem qabid basit baset khafid rafi muizz sami samee basir hakam adl latif lateef khabir halim "
+    "haleem azim azeem shakur shakoor ali kabir hafiz hafeez muqit hasib jalil jaleel karim kareem raqib mujib "
+    "mujeeb wasi hakim hakeem wadud wadood majid majeed shahid haqq haq wakil qawi matin mateen wali hamid hameed "
+    "muhsi mubdi muid muhyi hayy qayyum qayoom wajid wahid waheed ahad samad qadir qader kader kadir muqtadir awwal "
+    "akhir zahir batin barr tawwab afuw rauf raouf nur noor hadi badi baqi warith rashid rasheed sabur sattar "
+    "ghani mannan nasser nasir muttalib nabi"
+)
+# Where ABD meets the name: a vowel and L (ABDUL, ABDEL, ABDAL), or a vowel and a doubled letter (ABDURRAHMAN,
+# ABDUSSALAM, ABDUSH SHAKUR), the Arabic article assimilated to the name's first letter.
+_ABD_JOIN = re.compile(r"abd(?:[aeiou](sh|[rsntdzl])(?=\1)|[aeiou]l)?")
+
+
+def _abd_key(word: str) -> str:
+    """One spelling for an ABD name: ABD, then the name without the article or a leading vowel (ABDULRAHMAN,
+    ABDELRAHMAN, ABDURRAHMAN and ABDIRAHMAN are all ABDRAHMAN; ABDULLAH and ABDALLAH are ABDLAH)."""
+    join = _ABD_JOIN.match(word)
+    if join is None:
+        return word
+    rest = word[join.end() :].lstrip("aeiou")
+    return "abd" + rest if len(rest) >= _ABD_NAME_MIN else word
+
+
+_ABD_NAME_MIN = 2
+
+
+def _join_arabic_names(words: list[list[str]], *, cut: bool) -> list[list[str]]:
+    """`words` (each a list of its hyphen pieces) with an ABD name written apart joined into one word and every ABD
+    name spelled as `_abd_key` spells it. A head joins the next word when an article stands between (ABD AL RAHMAN)
+    or the next word is a name of God (ABDEL RAHMAN; in a CNAM cut at 15, the cut-off start of one: ABDUL RAHM);
+    ABDUL SMITH stays two words."""
+    if not any(word[0].startswith("abd") for word in words):
+        return words
+    flat = ["".join(word) for word in words]
+    joined: list[list[str]] = []
+    index = 0
+    while index < len(words):
+        end = index + 1
+        if flat[index] in _ABD_HEADS and end < len(words):
+            after = flat[end]
+            if after in _ARABIC_ARTICLES and end + 1 < len(words):
+                end += 2
+            elif after in _DIVINE_NAMES or (
+                cut
+                and end == len(words) - 1
+                and len(after) >= 3
+                and any(name.startswith(after) for name in _DIVINE_NAMES)
+            ):
+                end += 1
+        text = "".join(flat[index:end])
+        joined.append([_abd_key(text)] if text.startswith("abd") else words[index])
+        index = end
+    return joined
 
 
 def _nickname_of(token: str, forms: tuple[str, ...]) -> bool:
@@ -672,9 +785,21 @@ def _nickname_of(token: str, forms: tuple[str, ...]) -> bool:
     return related is not None and any(form in related for form in forms)
 
 
+def _cut_full_form(stub: str, forms: tuple[str, ...]) -> bool:
+    """Whether a cut-off CNAM word begins a name that one of `forms` is a nickname of, or a nickname of it: the
+    CNAM holds the full form (or another nickname) of the supplied nickname, cut at 15 characters."""
+    return any(name.startswith(stub) for form in forms for name in _NICKNAMES.get(form, ()))
+
+
+# A cut-off word must keep this many letters to be read as a nickname's full form (JAM for JAMES).
+_CUT_NICKNAME_MIN = 3
+
+
 def _relation(token: str, part: _Part, *, given: bool, truncated: bool) -> int:
     """How strongly one CNAM word supports one supplied name part."""
     forms = part.forms
+    if token in _PARTICLES and token != part.first:
+        return _NONE  # "del" of "del Rio" is no surname by itself
     if token in forms:
         return _EXACT
     if truncated and any(form.startswith(token) for form in forms):
@@ -683,10 +808,14 @@ def _relation(token: str, part: _Part, *, given: bool, truncated: bool) -> int:
         # A cut-off two-letter stub says no more than an initial does, unless the surname is
         # matched in full (`_person_outcome`).
         return _INITIAL
+    if given and truncated and len(token) == _GIVEN_STUB_MIN and _cut_full_form(token, forms):
+        return _INITIAL  # "CHRISTIANSEN RO" for Bob: RO may begin ROBERT, as an initial may
     if given and _nickname_of(token, forms):
         if any(_gendered_pair(token, form) for form in forms):
             return _NONE  # Louis and Louise: the nicknames package relates them, but they are two people
         return _NICKNAME
+    if given and truncated and len(token) >= _CUT_NICKNAME_MIN and _cut_full_form(token, forms):
+        return _CUT_NICKNAME  # "FITZPATRICK JAM" for Jim: JAMES, the full form of Jim, cut at 15 characters
     if len(token) == 1 or len(part.first) == 1:
         return _INITIAL if token[0] == part.first[0] else _NONE
     if any(_similar(token, form) for form in forms):
@@ -774,7 +903,12 @@ def _surname_span(person: _Person, tokens: tuple[str, ...], last: int) -> tuple[
                         break
                     relation = _TRUNCATED
                 size += 1
-            if size > 1 and (not to_cut or start + size - 1 == last) and (best is None or size > len(best[0])):
+            if (
+                size > 1
+                and (not to_cut or start + size - 1 == last)
+                and (best is None or size > len(best[0]))
+                and not _PARTICLES.issuperset(tokens[start : start + size])  # "DE LA" is not "de la Cruz"
+            ):
                 best = range(start, start + size), relation
     return best
 
@@ -812,24 +946,30 @@ def _person_outcome(person: _Person, cnam: _Cnam, span: tuple[range, int] | None
         ranks = stub_rel if surname == _EXACT else given_rel
         given_at = max(rest, key=ranks.__getitem__, default=None)
         leftover = [tokens[index] for index in rest if index != given_at]
+        # CNAM writes a middle name after the given name (LAST FIRST MIDDLE, FIRST MIDDLE LAST); a word before it
+        # is a second surname ("GARCIA CRUZ MARIA").
+        after_given = [tokens[index] for index in rest if given_at is not None and index > given_at]
         given = ranks[given_at] if given_at is not None else None
-        outcome = _decide_person(surname, given, leftover, person, cnam)
+        outcome = _decide_person(surname, given, leftover, person, cnam, after_given=after_given)
         if best is None or outcome.rank > best.rank:
             best = outcome
     assert best is not None
     return best
 
 
-def _decide_person(surname: int, given: int | None, leftover: list[str], person: _Person, cnam: _Cnam) -> _Verdict:
-    """The evidence table of the module docstring. `given` is None when no CNAM word was left."""
+def _decide_person(
+    surname: int, given: int | None, leftover: list[str], person: _Person, cnam: _Cnam, *, after_given: list[str]
+) -> _Verdict:
+    """The evidence table of the module docstring. `given` is None when no CNAM word was left; `after_given` holds
+    the leftover words that follow the given name in the CNAM."""
     surname_ok = surname >= _TYPO
     given_ok = given is not None and given >= _TYPO
     modifiers = [_MODIFIER_REASON[rel] for rel in (surname, given) if rel in _MODIFIER_REASON]
-    given_code = "nickname" if given == _NICKNAME else "given_name_match"
+    given_code = "nickname" if given in _NICKNAME_RELATIONS else "given_name_match"
     if surname_ok and given_ok:
         assert given is not None
         score = 100 - _PENALTY[surname] - _PENALTY[given]
-        if _middle_initial_conflicts(leftover, person.middles):
+        if _middle_initial_conflicts(leftover, person.middles) or _middle_name_conflicts(after_given, person, cnam):
             return _verdict("partial_match", 80, "surname_match", given_code, "middle_name_mismatch", *modifiers)
         return _verdict("match", score, "surname_match", given_code, *modifiers)
     if surname_ok and given == _INITIAL:
@@ -861,6 +1001,27 @@ def _middle_initial_conflicts(leftover: list[str], middles: tuple[_Part, ...]) -
     return any(all(middle.first[0] != initial for middle in middles) for initial in initials)
 
 
+def _middle_name_conflicts(after_given: list[str], person: _Person, cnam: _Cnam) -> bool:
+    """A whole CNAM middle name contradicting every supplied middle name ("FOX MARY LOUISE" vs "Mary Ann Fox").
+
+    Only a word that follows the given name and is a given name in gender-guesser's table, or the cut-off end of a
+    15-character CNAM there ("MILLER SARAH KA"), counts as a middle name, so a second surname ("GARCIA LOPEZ MARIA")
+    never does; a nickname, a cut-off start or the initial of a supplied middle name agrees with it.
+    """
+    if not person.middles:
+        return False
+    cut = cnam.tokens[-1] if cnam.truncated else None
+    return any(
+        len(token) > 1
+        and (token == cut or _GENDERS.get_gender(token) in _GIVEN_NAME_GENDERS)
+        and all(_relation(token, middle, given=True, truncated=token == cut) == _NONE for middle in person.middles)
+        for token in after_given
+    )
+
+
+_GIVEN_NAME_GENDERS = _MALE | _FEMALE
+
+
 def _single_word_outcome(person: _Person, cnam: _Cnam) -> _Verdict:
     assert person.surname is not None
     last = len(cnam.tokens) - 1 if cnam.truncated else -1
@@ -885,6 +1046,16 @@ def _match_person(supplied: str, cnam: _Cnam) -> _Verdict:
     person = _parse_person(supplied)
     if person is None:
         return _verdict("ambiguous", 40, "supplied_name_unusable")
+    outcome = _person_verdict(person, cnam)
+    if cnam.store_number and (outcome.state != "match" or "typo_tolerated" in outcome.reasons):
+        # A chain's branch ("DENNYS 3321", "ROSS 0452") holds the chain's name: a word of it that is also the
+        # person's given name or surname, or one letter off it (DENNYS is Denny's), is no evidence for the person.
+        similarity = fuzz.token_sort_ratio(person.text, cnam.text)
+        return _verdict("mismatch", _in_band("mismatch", similarity), "store_number")
+    return outcome
+
+
+def _person_verdict(person: _Person, cnam: _Cnam) -> _Verdict:
     if person.given is None:
         return _single_word_outcome(person, cnam)
     outcome = _person_reading(person, cnam)
@@ -914,17 +1085,34 @@ def _person_reading(person: _Person, cnam: _Cnam) -> _Verdict:
         # for given-name evidence (nicknames); it must win on state, not on score alone, or it
         # would recast "JOHN" vs "John Smith" as a surname-only reading. A double surname found
         # whole in the CNAM settles the order ("FERNANDEZ-GONZA" is no given name).
+        # A reading that found the surname settles the order unless the swap reaches a match: "CHRISTIANSEN RO"
+        # for Bob Christiansen is the surname and a stub, not a married Christiansen.
         swapped = _Person(person.surname, person.given, (), False, person.text)
-        outcome = outcome.or_better_state(_person_outcome(swapped, cnam, None))
+        alternative = _person_outcome(swapped, cnam, None)
+        if alternative.state == "match" or "surname_match" not in outcome.reasons:
+            outcome = outcome.or_better_state(alternative)
     return outcome
+
+
+def _diminutive_pairs() -> list[tuple[str, str]]:
+    """(diminutive, full form) pairs of `diminutives.DIMINUTIVES`, folded; a two-word full form joined."""
+    pairs: list[tuple[str, str]] = []
+    for text in DIMINUTIVES.values():
+        for entry in _phrases(text):
+            nicks, _, full = entry.partition(":")
+            pairs.extend(("".join(_words(nick)), "".join(_words(full))) for nick in nicks.split())
+    return pairs
 
 
 def _build_nicknames() -> dict[str, frozenset[str]]:
     related: dict[str, set[str]] = {}
-    for canonical, nicks in _NICKNAMER.nickname_lookup.items():
-        for nick in nicks:
-            related.setdefault(canonical, set()).add(nick)
-            related.setdefault(nick, set()).add(canonical)
+    pairs = chain(
+        ((nick, canonical) for canonical, nicks in _NICKNAMER.nickname_lookup.items() for nick in nicks),
+        _diminutive_pairs(),
+    )
+    for nick, canonical in pairs:
+        related.setdefault(canonical, set()).add(nick)
+        related.setdefault(nick, set()).add(canonical)
     return {name: frozenset(names) for name, names in related.items()}
 
 
@@ -973,6 +1161,7 @@ _CARRIER_ABBREVIATIONS_TEXT = """
     dntl dent: dental|chiro: chiropractic|clnc clin: clinic|hlth: health|ins: insurance|mtr: motor|mtrs: motors
     elect electr: electric|sply supp suppl: supply|splys: supplies|whse: warehouse|whsl whsle: wholesale
     dist: distributors|dist: distributing|dist: distribution|distr: distribution|distrs: distributors
+    ft: fort|mt: mount|pt: point|pt: port|st: saint
     trkg: trucking|trans transp: transportation|lndscp lndscpg: landscaping|rstrnt: restaurant|comm: communications
     comms: communications|telecom: telecommunications|amer: american|ch chr chrch: church|min: ministries
     fdn: foundation|cntr: center|ofc: office|indl: industrial|inds: industries|prods: products|ther: therapy
@@ -1063,6 +1252,20 @@ def _match_business(supplied: str, cnam_name: str, truncated: bool) -> _Verdict:
     ours, theirs = _parse_business(supplied), _parse_business(cnam_name)
     if not ours.key:
         return _verdict("ambiguous", 40, "supplied_name_unusable")
+    number = theirs.words[-1] if theirs.words else ""
+    if len(theirs.words) < 2 or not _has_store_number(list(theirs.words)) or number in ours.words:
+        return _compare_business(ours, theirs, truncated)
+    # A chain's branch: the store number is no part of the name, and the CNAM may keep only the brand's first words
+    # ("STARBUCKS 1123" for Starbucks Coffee).
+    words = theirs.words[:-1]
+    theirs = _Business(words, _strip_legal_forms(words))
+    outcome = _compare_business(ours, theirs, truncated=False)
+    if outcome.state != "match" and ours.key[: len(theirs.key)] == theirs.key and len("".join(theirs.key)) >= 4:
+        outcome = _verdict("match", 90, "business_name_match")
+    return _Verdict(outcome.state, outcome.score, (*outcome.reasons, "store_number"))
+
+
+def _compare_business(ours: _Business, theirs: _Business, truncated: bool) -> _Verdict:
     if not theirs.key:
         return _verdict("mismatch", 0, "business_name_mismatch")
     outcome = _compare_business_keys(ours.key, theirs.key)
@@ -1078,6 +1281,8 @@ def _match_business(supplied: str, cnam_name: str, truncated: bool) -> _Verdict:
         alternative = _compare_business_keys(ours.key, spelled)
         if alternative.state == "match":
             return _verdict("match", 92, "business_name_match", "business_abbreviation")
+        if truncated and _truncated_business_match(ours, _Business(spelled, spelled)):  # "MT SINAI HOSPIT"
+            return _verdict("match", 90, "business_name_match", "business_abbreviation", "cnam_truncated")
         outcome = outcome.or_better_state(
             _verdict(alternative.state, alternative.score, *alternative.reasons, "business_abbreviation")
         )
@@ -1214,6 +1419,35 @@ def _professional_reading(ours: tuple[str, ...], cnam_words: tuple[str, ...]) ->
 
 # At most this many words of a CNAM before a professional suffix are read as a person's name.
 _PERSON_WORDS_MAX = 3
+_STATE_CODE_LENGTH = 2
+_BUSINESS_STUB_MIN = 4
+
+# Words that name a trade or a kind of business, so that a CNAM holding one is a business's name even when it starts
+# like a place (FT MYERS DENTAL, ST LUKES CLINIC, MT SINAI HOSPIT): the meanings of the abbreviation table above, the
+# trades of the professional suffixes, the legal forms, and the storefront words below (ours: carriers' business
+# listings that the other tables lack). Words that also name places (CENTER, PARK, POINT, FORT, SAINT, ...) are left
+# out, or PORT ST LUCIE F would read as a business.
+_STOREFRONT_WORDS = _word_set(
+    "deli pizza pizzeria cafe grill bakery salon spa barber auto autos motors tire tires pharmacy drug drugs "
+    "dentistry dental clinic clinics hospital church school academy restaurant diner market liquor cleaners "
+    "laundry hardware florist nursery pets vet insurance bank realty plumbing heating cooling roofing"
+)
+_NOT_BUSINESS_WORDS = _PLACE_WORDS | _CITY_WORDS | _word_set("fort mount mountain port point saint street of the and")
+_BUSINESS_WORDS = (
+    frozenset(
+        chain(
+            chain.from_iterable(_ABBREVIATIONS.values()),
+            chain.from_iterable(_TRADES.values()),
+            (word for word in _LEGAL_WORDS if len(word) > _STATE_CODE_LENGTH),
+            _STOREFRONT_WORDS,
+        )
+    )
+    - _NOT_BUSINESS_WORDS
+)
+# Cut-off starts (4+ letters) of business words that start no place word: HOSPIT, DENTA, but not BEAC (BEACH).
+_BUSINESS_WORD_STARTS = frozenset(
+    word[:size] for word in _BUSINESS_WORDS for size in range(_BUSINESS_STUB_MIN, len(word))
+) - frozenset(word[:size] for word in _NOT_BUSINESS_WORDS for size in range(_BUSINESS_STUB_MIN, len(word) + 1))
 
 
 # --------------------------------------------------------------------------- entry point

@@ -1,12 +1,16 @@
 """Caller-ID/name pairs labelled as a careful reviewer would, one kind of hard case each (issue 14).
 
 Every pair says what a reviewer who knows US caller-ID data would call it and why; `judge` runs the pair through the
-same calls as the service (read_caller_id, then match_name), so a placeholder CNAM is judged ``unavailable``. The kinds
-are the name-match misses of issue 14: gendered forms of one name, generational suffixes, business abbreviations and
-acronyms, a person's name with a professional suffix on a business line, abbreviated rate centres, surnames that begin
-another surname, and romanised names written with or without spaces. Each kind holds near misses too: the pairs that
-must not be pulled along (an abbreviation of another word, a real person whose CNAM starts with ST). CNAM strings are
-at most 15 characters, as carriers send them.
+same calls as the service (read_caller_id, then match_name), so a placeholder CNAM is judged ``unavailable``. The
+first kinds are the name-match misses of issue 14: gendered forms of one name, generational suffixes, business
+abbreviations and acronyms, a person's name with a professional suffix on a business line, abbreviated rate centres,
+surnames that begin another surname, and romanised names written with or without spaces. Each kind holds near misses
+too: the pairs that must not be pulled along (an abbreviation of another word, a real person whose CNAM starts with
+ST). CNAM strings are at most 15 characters, as carriers send them.
+
+The later kinds are the misses of issue 33: Spanish and Portuguese diminutives (and a nickname whose full form the CNAM
+cut at 15), store numbers in a chain's CNAM, businesses whose names begin FT, MT, PT or ST, a surname particle shared
+alone, Arabic ABD names written joined or apart, conflicting middle names, and a given name that is a chain's name.
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ KINDS = (
     "rate_centre",
     "surname_prefix",
     "romanised",
+    "diminutive",
+    "store_number",
+    "place_word_business",
+    "particle",
+    "arabic_compound",
+    "middle_name",
+    "business_word_given_name",
 )
 
 
@@ -63,6 +74,13 @@ _PROFESSIONAL = "professional_suffix"
 _RATE_CENTRE = "rate_centre"
 _PREFIX = "surname_prefix"
 _ROMANISED = "romanised"
+_DIMINUTIVE = "diminutive"
+_STORE = "store_number"
+_PLACE_BUSINESS = "place_word_business"
+_PARTICLE = "particle"
+_ARABIC = "arabic_compound"
+_MIDDLE = "middle_name"
+_CHAIN_WORD = "business_word_given_name"
 
 _SIBLING = "The male and the female form of one given name on the same surname: a sibling or spouse, not a typo."
 
@@ -352,4 +370,131 @@ CASES: list[NamePair] = [
     _person(_ROMANISED, "Jianguo Wang", "WANG JIAN HUA", "partial_match", "Jianhua is another given name: a relative."),
     _person(_ROMANISED, "Xiaoming Li", "LI XIAO HONG", "partial_match", "Xiaohong is another given name: a relative."),
     _person(_ROMANISED, "Mingyu Zhang", "ZHANG MING HUI", "partial_match", "Minghui is another name: a relative."),
+    # ------------------------------------------------------------------ Spanish and Portuguese diminutives
+    _person(_DIMINUTIVE, "Guillermo Soto", "SOTO MEMO", "match", "Memo is the Mexican diminutive of Guillermo."),
+    _person(_DIMINUTIVE, "Lalo Medina", "MEDINA EDUARDO", "match", "Lalo is Eduardo; the CNAM has the full name."),
+    _person(_DIMINUTIVE, "Quique Navarro", "NAVARRO ENRIQUE", "match", "Quique is Enrique."),
+    _person(_DIMINUTIVE, "Toño Reyes", "REYES ANTONIO", "match", "Toño is Antonio, the tilde lost or not."),
+    _person(_DIMINUTIVE, "Antonio Reyes", "REYES TONO", "match", "TONO is Toño without its tilde: Antonio."),
+    _person(_DIMINUTIVE, "Concepcion Ortiz", "ORTIZ CONCHA", "match", "Concha is Concepción."),
+    _person(
+        _DIMINUTIVE, "Concha Ibarra", "IBARRA CONCEPCI", "match", "Concepción, cut at 15: the full form of Concha."
+    ),
+    _person(_DIMINUTIVE, "Jose Morales", "MORALES PEPE", "match", "Pepe is José."),
+    _person(_DIMINUTIVE, "Paco Jimenez", "JIMENEZ FRANCIS", "match", "FRANCIS is Francisco cut at 15: Paco."),
+    _person(_DIMINUTIVE, "Francisco Luna", "LUNA PANCHO", "match", "Pancho is Francisco."),
+    _person(_DIMINUTIVE, "Jesus Salazar", "SALAZAR CHUCHO", "match", "Chucho is Jesús."),
+    _person(_DIMINUTIVE, "Chuy Salazar", "SALAZAR JESUS", "match", "Chuy is Jesús."),
+    _person(_DIMINUTIVE, "Guadalupe Vargas", "VARGAS LUPE", "match", "Lupe is Guadalupe."),
+    _person(_DIMINUTIVE, "Jose Maria Ruiz", "RUIZ CHEMA", "match", "Chema is José María, the double given name."),
+    _person(_DIMINUTIVE, "Rosario Campos", "CAMPOS CHARO", "match", "Charo is Rosario."),
+    _person(_DIMINUTIVE, "Dolores Pena", "PENA LOLA", "match", "Lola is Dolores (not only Delores)."),
+    _person(_DIMINUTIVE, "Antonio Carvalho", "CARVALHO TONHO", "match", "Tonho is the Brazilian Antônio."),
+    _person(_DIMINUTIVE, "Beatriz Souza", "SOUZA BIA", "match", "Bia is Beatriz."),
+    _person(_DIMINUTIVE, "Memo Castillo", "CASTILLO GUILLE", "match", "Guillermo cut at 15: the full form of Memo."),
+    _person(_DIMINUTIVE, "Jim Fitzpatrick", "FITZPATRICK JAM", "match", "JAMES cut at 15: the full form of Jim."),
+    _person(_DIMINUTIVE, "Peggy Vanderbilt", "VANDERBILT MARG", "match", "MARGARET cut at 15: Peggy."),
+    _person(
+        _DIMINUTIVE,
+        "Bob Christiansen",
+        "CHRISTIANSEN RO",
+        "ambiguous",
+        "RO may be Robert cut to two letters, or Rose or Ronald: consistent with Bob, no more than an initial.",
+    ),
+    _person(_DIMINUTIVE, "Pepe Morales", "MORALES FRANCIS", "partial_match", "Pepe is José, not Francisco."),
+    _person(_DIMINUTIVE, "Paco Jimenez", "JIMENEZ JOSE", "partial_match", "Paco is Francisco, not José."),
+    _person(_DIMINUTIVE, "Lupe Vargas", "VARGAS LUIS", "partial_match", "Lupe is Guadalupe, not Luis."),
+    _person(_DIMINUTIVE, "Concha Ortiz", "ORTIZ CONSUELO", "partial_match", "Concha is Concepción; Consuelo is Chelo."),
+    _person(_DIMINUTIVE, "Toño Reyes", "REYES ANTONIA", "partial_match", "Toño is Antonio; Antonia is Toña."),
+    _person(_DIMINUTIVE, "Jim Fitzpatrick", "FITZPATRICK JOH", "partial_match", "JOH begins John, not James."),
+    _person(_DIMINUTIVE, "Memo Soto", "SOTO GUSTAVO", "partial_match", "Memo is Guillermo, not Gustavo."),
+    _person(_DIMINUTIVE, "Paco Jimenez", "JIMENEZ PAQUITA", "partial_match", "Paquita is Francisca: a sister or wife."),
+    # ------------------------------------------------------------------ store numbers in a chain's CNAM
+    _business(_STORE, "Walgreens", "WALGREENS 04521", "match", "Walgreens store 04521: the number is no name."),
+    _business(_STORE, "Subway", "SUBWAY 31890", "match", "A Subway branch and its store number."),
+    _business(_STORE, "Starbucks Coffee", "STARBUCKS 1123", "match", "The brand's first word and a store number."),
+    _business(_STORE, "Starbucks Coffee Company", "STARBUCKS 1123", "match", "The same, with a legal form."),
+    _business(_STORE, "Chipotle Mexican Grill", "CHIPOTLE 2291", "match", "The brand's first word and a store."),
+    _business(_STORE, "CVS Pharmacy", "CVS PHARMACY 00", "match", "CVS store 00..., its number cut at 15."),
+    _business(_STORE, "Dollar General", "DOLLAR GEN 1234", "match", "GEN abbreviates General; then a store."),
+    _business(_STORE, "7-Eleven", "7-ELEVEN 34567", "match", "The name holds a digit; the store number does not."),
+    _business(_STORE, "Studio 54", "STUDIO 54", "match", "The number is the supplied name's own: no store."),
+    _business(_STORE, "Walgreens", "WALMART 04521", "mismatch", "Another chain's store."),
+    _business(_STORE, "Starbucks Coffee", "DUNKIN 1123", "mismatch", "Another coffee chain's store."),
+    _business(_STORE, "Panera Bread", "SUBWAY 31890", "mismatch", "Another chain's store."),
+    _business(_STORE, "Coffee Bean", "STARBUCKS 1123", "mismatch", "Starbucks is not the Coffee Bean."),
+    _business(_STORE, "Home Depot", "HOME GOODS 0452", "mismatch", "HomeGoods is not Home Depot."),
+    # ------------------------------------------------------------------ businesses that begin FT, MT, PT, ST
+    _business(_PLACE_BUSINESS, "Fort Myers Dental", "FT MYERS DENTAL", "match", "A dental practice, not a city."),
+    _business(_PLACE_BUSINESS, "St. Luke's Clinic", "ST LUKES CLINIC", "match", "A clinic named after a saint."),
+    _business(_PLACE_BUSINESS, "Saint Lukes Clinic", "ST LUKES CLINIC", "match", "ST is Saint."),
+    _business(_PLACE_BUSINESS, "Mount Sinai Hospital", "MT SINAI HOSPIT", "match", "MT is Mount; HOSPIT cut."),
+    _business(_PLACE_BUSINESS, "Point Loma Dental", "PT LOMA DENTAL", "match", "PT is Point here."),
+    _business(_PLACE_BUSINESS, "St Joseph Church", "ST JOSEPH CHURC", "match", "A church, cut at 15."),
+    _business(_PLACE_BUSINESS, "Fort Wayne Pizza", "FT WAYNE PIZZA", "match", "A pizzeria named after its town."),
+    _business(_PLACE_BUSINESS, "Mount Vernon Auto", "MT VERNON AUTO", "match", "A garage named after its town."),
+    _business(_PLACE_BUSINESS, "Fort Myers Dental", "FT MYERS DELI", "partial_match", "Another business of the town."),
+    _business(_PLACE_BUSINESS, "Saint Lukes Clinic", "ST MARYS CLINIC", "mismatch", "Another saint's clinic."),
+    _business(_PLACE_BUSINESS, "Acme Plumbing", "FT MYERS FL", "unavailable", "Fort Myers, FL: a rate centre."),
+    _business(_PLACE_BUSINESS, "Acme Plumbing", "FT WALTON BEACH", "unavailable", "Fort Walton Beach, state cut."),
+    _business(_PLACE_BUSINESS, "Acme Plumbing", "ST CLOUD MN", "unavailable", "Saint Cloud, MN: a rate centre."),
+    _business(_PLACE_BUSINESS, "Acme Plumbing", "PT ARTHUR TX", "unavailable", "Port Arthur, TX: a rate centre."),
+    # ------------------------------------------------------------------ a particle alone is no surname
+    _person(_PARTICLE, "Juan del Rio", "DEL CASTILLO PE", "mismatch", "DEL is all they share: Castillo, not Rio."),
+    _person(_PARTICLE, "Maria de la Cruz", "DE LA ROSA ANA", "mismatch", "DE LA is all they share: Rosa, Ana."),
+    _person(_PARTICLE, "Pieter van Dijk", "VAN DER BERG PI", "mismatch", "VAN and a P: another surname."),
+    _person(_PARTICLE, "Omar al Hashimi", "AL MASRI OMAR", "partial_match", "Omar, but al-Masri is not al-Hashimi."),
+    _person(_PARTICLE, "Hans von Trapp", "VON BRAUN HANS", "partial_match", "Hans, but von Braun, not von Trapp."),
+    _person(_PARTICLE, "Khalid bin Zayed", "BIN SAUD KHALID", "partial_match", "Khalid, but bin Saud, not Zayed."),
+    _person(_PARTICLE, "Paulo da Silva", "DA COSTA PAULO", "partial_match", "Paulo, but da Costa, not da Silva."),
+    _person(_PARTICLE, "Juan del Rio", "DEL RIO JUAN", "match", "The whole particle surname."),
+    _person(_PARTICLE, "Juan del Rio", "RIO JUAN", "match", "The surname without its particle."),
+    _person(_PARTICLE, "Maria de la Cruz", "DE LA CRUZ MARI", "match", "Maria cut at 15."),
+    _person(_PARTICLE, "Pieter van Dijk", "VAN DIJK PIETER", "match", "The whole particle surname."),
+    _person(_PARTICLE, "Omar al Hashimi", "AL HASHIMI OMAR", "match", "The whole surname with its article."),
+    _person(_PARTICLE, "Ana de Souza", "DE SOUZA LUCIA", "partial_match", "De Souza shared: another given name."),
+    # ------------------------------------------------------------------ Arabic ABD names joined or apart
+    _person(_ARABIC, "Abdulrahman Khan", "KHAN ABD AL RAH", "match", "Abd al-Rahman apart, cut at 15."),
+    _person(_ARABIC, "Abd al Rahman Khan", "KHAN ABDULRAHMA", "match", "Abdulrahman joined, cut at 15."),
+    _person(_ARABIC, "Abdel Rahman Hassan", "HASSAN ABDULRAH", "match", "Abdel Rahman is Abdulrahman."),
+    _person(_ARABIC, "Abdurrahman Ali", "ALI ABDELRAHMAN", "match", "Abdurrahman: the article assimilated."),
+    _person(_ARABIC, "Abdulaziz Saleh", "SALEH ABDEL AZI", "match", "Abdel Aziz apart, cut at 15."),
+    _person(_ARABIC, "Abdul Aziz Saleh", "SALEH ABDULAZIZ", "match", "Abdul Aziz joined."),
+    _person(_ARABIC, "Abdullah Omar", "OMAR ABDALLAH", "match", "Abdallah and Abdullah: one name."),
+    _person(_ARABIC, "Abd Allah Omar", "OMAR ABDULLAH", "match", "Abd Allah written joined."),
+    _person(_ARABIC, "Abdel Karim Nasser", "NASSER ABDULKAR", "match", "Abdulkarim cut at 15."),
+    _person(_ARABIC, "Mohamed Abdelrahman", "ABDUL RAHMAN MO", "match", "The surname apart, Mohamed cut."),
+    _person(_ARABIC, "Abdulrahman Khan", "KHAN ABDULKARIM", "partial_match", "Abdulkarim is another name."),
+    _person(_ARABIC, "Abdullah Omar", "OMAR ABDUL AZIZ", "partial_match", "Abdul Aziz is another name."),
+    _person(_ARABIC, "Abdul Smith", "SMITH ABDUL", "match", "Abdul alone as a given name: the same."),
+    _person(_ARABIC, "Abdelrahman Khan", "KHAN RAHMAN", "partial_match", "Rahman alone is another name."),
+    # ------------------------------------------------------------------ conflicting middle names
+    _person(_MIDDLE, "Mary Ann Fox", "FOX MARY LOUISE", "partial_match", "Mary Ann, Mary Louise: two women."),
+    _person(_MIDDLE, "John Paul Stone", "STONE JOHN PETE", "partial_match", "John Paul, John Peter: two men."),
+    _person(_MIDDLE, "Mary A Fox", "FOX MARY LOUISE", "partial_match", "Middle initial A against Louise."),
+    _person(_MIDDLE, "James Robert Lee", "LEE JAMES", "match", "No middle name on file: nothing contradicts."),
+    _person(_MIDDLE, "Mary Ann Fox", "FOX MARY ANN", "match", "The same middle name."),
+    _person(_MIDDLE, "Mary Ann Fox", "FOX MARY A", "match", "The middle initial agrees."),
+    _person(_MIDDLE, "Mary L Fox", "FOX MARY LOUISE", "match", "The supplied initial agrees with Louise."),
+    _person(_MIDDLE, "Mary Fox", "FOX MARY LOUISE", "match", "No middle name supplied: nothing contradicts."),
+    _person(_MIDDLE, "Mary Elizabeth Fox", "FOX MARY BETH", "match", "Beth is Elizabeth."),
+    _person(_MIDDLE, "James Robert Lee", "LEE JAMES BOB", "match", "Bob is Robert."),
+    _person(_MIDDLE, "Sarah Jane Miller", "MILLER SARAH KA", "partial_match", "KA is no Jane: another middle name."),
+    _person(_MIDDLE, "Maria Elena Garcia", "GARCIA CRUZ MAR", "match", "Cruz is her second surname, not a middle."),
+    # ------------------------------------------------------------------ a given name that is a chain's name
+    _person(_CHAIN_WORD, "Denny Ross", "DENNYS 3321", "mismatch", "A Denny's restaurant, not Denny Ross."),
+    _person(_CHAIN_WORD, "Wendy Clark", "WENDYS 0457", "mismatch", "A Wendy's restaurant, not Wendy Clark."),
+    _person(_CHAIN_WORD, "Ross Denny", "ROSS 0452", "mismatch", "A Ross store, not a man named Ross."),
+    _person(_CHAIN_WORD, "Jimmy John", "JIMMY JOHNS 012", "mismatch", "A Jimmy John's branch."),
+    _person(_CHAIN_WORD, "Arby Wells", "ARBYS 7781", "mismatch", "An Arby's restaurant."),
+    _person(
+        _CHAIN_WORD,
+        "Denny Ross",
+        "DENNYS 3321",
+        "ambiguous",
+        "The provider calls the line a business: perhaps his work phone, but the name is the chain's.",
+        caller_type="BUSINESS",
+    ),
+    _person(_CHAIN_WORD, "Wendy Clark", "CLARK WENDY", "match", "Her own name, no chain."),
+    _person(_CHAIN_WORD, "Chris Dennys", "DENNYS CHRIS", "match", "Dennys is his surname."),
 ]

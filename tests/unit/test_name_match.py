@@ -70,6 +70,12 @@ READ_CASES = [
     pytest.param("WASHINGTON GEOR", "available", id="person-truncated"),
     pytest.param("MCDONALDS CORPO", "available", id="business-truncated"),
     pytest.param("NUÑEZ JOSÉ", "available", id="person-diacritics"),
+    pytest.param("FT MYERS DENTAL", "available", id="business-starting-ft"),
+    pytest.param("ST LUKES CLINIC", "available", id="business-starting-st"),
+    pytest.param("MT SINAI HOSPIT", "available", id="cut-business-starting-mt"),
+    pytest.param("MT AIRY DELI MD", "available", id="business-starting-mt-with-state"),
+    pytest.param("FT WALTON BEACH", "placeholder", id="cut-rate-centre-starting-ft"),
+    pytest.param("FT MYERS FL", "placeholder", id="rate-centre-starting-ft"),
 ]
 
 
@@ -431,6 +437,53 @@ MATCH_CASES = [
     business("biz-mismatch", "Globex Corp", "INITECH LLC", "mismatch", "business_name_mismatch"),
     business("biz-shared-word-only", "Acme Widgets", "ACME PLUMBING", "mismatch", "business_name_mismatch"),
     business("biz-legal-form-only", "Inc.", "ACME INC", "mismatch", "business_name_mismatch"),
+    # Diminutives beyond the nicknames package, and a nickname's full form cut at 15.
+    person("diminutive-memo", "Guillermo Soto", "SOTO MEMO", "match", SUR, NICK),
+    person("diminutive-double-given", "Jose Maria Ruiz", "RUIZ CHEMA", "match", SUR, NICK),
+    person("diminutive-other-name", "Pepe Morales", "MORALES FRANCIS", "partial_match", SUR, GIVEN_X),
+    person("nickname-full-form-cut", "Jim Fitzpatrick", "FITZPATRICK JAM", "match", SUR, NICK, "cnam_truncated"),
+    person("nickname-full-form-stub", "Bob Christiansen", "CHRISTIANSEN RO", "ambiguous", SUR, "initial_only"),
+    # Store numbers: not part of a chain's name; a person's name in a chain's CNAM is the chain's.
+    business("store-number", "Walgreens", "WALGREENS 04521", "match", BIZ, "store_number"),
+    business("store-number-brand-word", "Starbucks Coffee", "STARBUCKS 1123", "match", BIZ, "store_number"),
+    business(
+        "store-number-other-chain", "Walgreens", "WALMART 04521", "mismatch", "business_name_mismatch", "store_number"
+    ),
+    business("number-of-the-name", "Studio 54", "STUDIO 54", "match", BIZ),
+    person("store-number-given-name", "Denny Ross", "DENNYS 3321", "mismatch", "store_number"),
+    person(
+        "store-number-work-phone",
+        "Denny Ross",
+        "DENNYS 3321",
+        "ambiguous",
+        "caller_type_business",
+        "store_number",
+        caller_type="BUSINESS",
+    ),
+    # Businesses that begin with FT, MT, PT or ST.
+    business("place-word-business", "Fort Myers Dental", "FT MYERS DENTAL", "match", BIZ, ABBR),
+    business("saint-business", "Saint Lukes Clinic", "ST LUKES CLINIC", "match", BIZ, ABBR),
+    business(
+        "place-word-business-cut", "Mount Sinai Hospital", "MT SINAI HOSPIT", "match", BIZ, "cnam_truncated", ABBR
+    ),
+    # A particle alone is no shared surname.
+    person("particle-only", "Juan del Rio", "DEL CASTILLO PE", "mismatch", SUR_X, GIVEN_X),
+    person("particles-only", "Maria de la Cruz", "DE LA ROSA ANA", "mismatch", SUR_X, GIVEN_X),
+    person("particle-same-given", "Hans von Trapp", "VON BRAUN HANS", "partial_match", SUR_X, GIVEN),
+    person("particle-st-only", "Mary St John", "ST CLAIR MARY", "partial_match", SUR_X, GIVEN),
+    # Arabic ABD names joined or apart.
+    person("abd-apart-cut", "Abdulrahman Khan", "KHAN ABD AL RAH", "match", SUR, GIVEN, "cnam_truncated"),
+    person("abd-joined", "Abdel Rahman Ali", "ALI ABDURRAHMAN", "match", SUR, GIVEN),
+    person("abd-allah", "Abdullah Omar", "OMAR ABDALLAH", "match", SUR, GIVEN),
+    person("abd-other-name", "Abdullah Omar", "OMAR ABDUL AZIZ", "partial_match", SUR, GIVEN_X),
+    person("abdul-alone", "Abdul Smith", "SMITH ABDUL", "match", SUR, GIVEN),
+    # Whole middle names that contradict each other.
+    person(
+        "middle-name-conflict", "Mary Ann Fox", "FOX MARY LOUISE", "partial_match", SUR, GIVEN, "middle_name_mismatch"
+    ),
+    person("middle-initial-vs-name", "Mary L Fox", "FOX MARY LOUISE", "match", SUR, GIVEN),
+    person("middle-name-nickname", "Mary Elizabeth Fox", "FOX MARY BETH", "match", SUR, GIVEN),
+    person("second-surname-not-middle", "Maria Elena Garcia", "GARCIA CRUZ MAR", "match", SUR, GIVEN, "cnam_truncated"),
 ]
 
 
