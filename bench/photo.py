@@ -70,6 +70,11 @@ def multipart(image: bytes) -> bytes:
     )
 
 
+def log(message: str) -> None:
+    """Progress, to stderr (bench/breakdown.py follows it)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 def percentile(ordered: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
@@ -160,9 +165,11 @@ def main() -> None:
                 break
             time.sleep(0.5)
         print("verdict of the benchmark image:", json.dumps(warm.json()["violation_reasons"]), flush=True)
-        stack = [
-            asyncio.run(closed_loop(base, key, images, int(c), args.duration)) for c in args.concurrency.split(",")
-        ]
+        stack = []
+        for concurrency in args.concurrency.split(","):
+            log(f"closed loop: stack, concurrency {concurrency}, {args.duration:g}s")
+            stack.append(asyncio.run(closed_loop(base, key, images, int(concurrency), args.duration)))
+            log(f"  {stack[-1]['ok_per_s']} ok/s, p50 {stack[-1]['p50_ms']} ms, p99 {stack[-1]['p99_ms']} ms")
         floor = subprocess.run(
             [sys.executable, str(HERE / "kafka_floor.py"), "--bootstrap", bootstrap[1] if bootstrap else "",
              "--concurrency", args.concurrency, "--duration", str(args.duration)],
