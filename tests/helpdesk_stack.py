@@ -20,12 +20,12 @@ import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from litestar.types import ASGIApp
 
-from gateway.helpdesk.accounts.billing import Billing
 from gateway.helpdesk.accounts.signin import Accounts
 from gateway.helpdesk.app import create_helpdesk_app
 from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.inbound.common import Inbound
+from operations.helpdesk.billing import Billing
 from operations.helpdesk.desk import Helpdesk
 from signalyard.registry import helpdesk
 from signalyard.service import Service

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gateway.helpdesk.accounts.billing import Billing
 from gateway.helpdesk.accounts.signin import Accounts
 from gateway.helpdesk.inbound.common import Inbound
+from operations.helpdesk.billing import Billing
 from operations.helpdesk.desk import Helpdesk
 
 

@@ -13,6 +13,7 @@ from cryptography.fernet import MultiFernet
 from operations.common.changes import Changes, PublishEvent
 from operations.common.mail import Mailer
 from operations.common.webhooks import Endpoints, Words
+from operations.helpdesk.billing import Billing
 from operations.helpdesk.commerce_app import CommerceApp
 from storage.common.blobs import BlobStore
 from storage.common.db import Database
@@ -45,6 +46,9 @@ class Helpdesk:
     commerce: CommerceApp | None = None
     """The helpdesk's app at the commerce platform, by which admins connect their stores (operations/helpdesk/
     stores.py); None: not configured, stores are added by hand."""
+    billing: Billing | None = None
+    """The payment provider of paid plans (Stripe), by which admins change their organization's plan (operations/
+    helpdesk/plans.py); None: not configured, plans stay as signup made them."""
     clock: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
 
     @functools.cached_property

@@ -56,6 +56,12 @@ class HelpdeskSettings:
         "SIGNALYARD_HELPDESK_STRIPE_API_BASE", "https://api.stripe.com", url("http", "https")
     )
     """Base URL of the Stripe API."""
+    stripe_price_pro: str | None = setting("SIGNALYARD_HELPDESK_STRIPE_PRICE_PRO", None, text)
+    """The Stripe price id (price_...) of the pro plan: Checkout sells it, and a subscription on it is the pro plan
+    (list it in the customer portal's configuration so that admins can switch to it); unset: Checkout sells $29 a
+    month inline, a price the portal cannot switch to or from."""
+    stripe_price_business: str | None = setting("SIGNALYARD_HELPDESK_STRIPE_PRICE_BUSINESS", None, text)
+    """The Stripe price id of the business plan, as SIGNALYARD_HELPDESK_STRIPE_PRICE_PRO ($99 a month inline unset)."""
     stripe_webhook_secret: str | None = setting("SIGNALYARD_HELPDESK_STRIPE_WEBHOOK_SECRET", None, text)
     """Signing secret (whsec_...) of the Stripe endpoint /api/webhooks/payments (the platform's billing events); unset:
     that endpoint receives nothing (404)."""

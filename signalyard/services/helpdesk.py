@@ -12,7 +12,6 @@ from litestar.types import ASGIApp
 from sqlalchemy.engine import Connection
 
 from gateway.common.limits import RateLimits
-from gateway.helpdesk.accounts.billing import Billing
 from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Passwords
 from gateway.helpdesk.accounts.sessions import Sessions
 from gateway.helpdesk.accounts.signin import Accounts, limits_unavailable, sign_in_limited
@@ -26,6 +25,7 @@ from gateway.helpdesk.inbound.sms import STATUS_PATH as SMS_STATUS_PATH
 from operations.common.changes import PublishEvent
 from operations.common.mail import SmtpServer
 from operations.helpdesk.attachments import ATTACHMENTS_PATH
+from operations.helpdesk.billing import Billing
 from operations.helpdesk.commerce_app import CommerceApp
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.mail import account_mailer
@@ -111,7 +111,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
     )
     billing = None
     if s.stripe_secret_key:
-        billing = Billing(s.stripe_api_base, s.stripe_secret_key, public_url)
+        billing = Billing(s.stripe_api_base, s.stripe_secret_key, public_url, _plan_prices(s))
 
     topics = HelpdeskTopics(p.settings.topic_prefix)
 
@@ -121,7 +121,7 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
     authenticator = HelpdeskAuthenticator(p.db, p.settings.redis_url)
     cipher = secrets.secrets_cipher(p.settings)
     helpdesk = HelpdeskGateway(
-        desk=_desk(p, s),
+        desk=_desk(p, s, billing),
         accounts=accounts_deps,
         inbound=Inbound(p.db, cipher, publish_inbound, public_url=public_url, providers=_inbound_providers(p, s)),
         billing=billing,
@@ -137,8 +137,14 @@ def _publish_event(p: Platform) -> PublishEvent:
     return publish_event
 
 
-def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
-    """The operations' parts, in a gateway or a processors process."""
+def _plan_prices(s: HelpdeskSettings) -> dict[str, str]:
+    """The paid plans' configured Stripe price ids, by plan."""
+    configured = (("pro", s.stripe_price_pro), ("business", s.stripe_price_business))
+    return {plan: price for plan, price in configured if price}
+
+
+def _desk(p: Platform, s: HelpdeskSettings, billing: Billing | None = None) -> Helpdesk:
+    """The operations' parts, in a gateway (with the payment provider, when configured) or a processors process."""
     blobs = blob_store(p.settings, s)
     p.closers.append(blobs.close)
     return Helpdesk(
@@ -151,6 +157,7 @@ def _desk(p: Platform, s: HelpdeskSettings) -> Helpdesk:
         blobs=blobs,
         files=_files(p, s),
         commerce=_commerce(s),
+        billing=billing,
     )
 
 
@@ -184,7 +191,8 @@ def processors(p: Platform, s: HelpdeskSettings) -> list[Background]:
         allow_private_targets=p.settings.webhook_allow_private_targets,
     )
     p.closers.append(media.close)
-    processor = InboundProcessor(Context(p.db, blobs, media=media), HANDLERS, announce)
+    plan_prices = {price: plan for plan, price in _plan_prices(s).items()}
+    processor = InboundProcessor(Context(p.db, blobs, media=media, plan_prices=plan_prices), HANDLERS, announce)
     p.broker.include_router(inbound_router(processor, topics))
     sweeper = Sweeper(
         p.db,

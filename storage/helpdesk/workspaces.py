@@ -8,8 +8,9 @@ release of the outermost one.
 
 A paid plan's workspace is made `incomplete` (`billing_status`); its payment provider's customer is recorded once
 (`record_billing_customer`, a conditional update: of two racing calls, the first's stays) and reused by every later
-checkout. The payment provider's events then move the billing state (`change_billing`: active, past_due, canceled),
-each event only if it is newer than the one that set the state."""
+checkout. The payment provider's events then move the billing state (`change_billing`: active, past_due, canceled)
+and the plan (the subscription's price, as the payment provider's customer portal changes it), each event only if it
+is newer than the one that set the state."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
 from slugify import slugify
 from sqlalchemy import Table, bindparam, insert, select, update
@@ -38,6 +39,7 @@ FIRST_ROLE = "admin"
 RACES = 3
 """How many times a signup that lost a slug to a racing insert is tried again before it is CONFLICT."""
 FREE_PLAN = "free"
+PAID_PLANS = ("pro", "business")
 BILLING_NONE = "none"
 BILLING_INCOMPLETE = "incomplete"
 """A paid plan whose checkout has not completed: `auth.completeSignup` resumes it."""
@@ -213,11 +215,17 @@ class OrganizationRecord:
     plan: str
     billing_status: str
     created_at: datetime
+    billing_customer_id: str | None = None
+    """The payment provider's customer, once a checkout made it."""
+
+
+def _record(r: Any) -> OrganizationRecord:
+    return OrganizationRecord(r.id, r.name, r.slug, r.plan, r.billing_status, r.created_at, r.billing_customer_id)
 
 
 def organization(connection: Connection, organization_id: str) -> OrganizationRecord | None:
     r = connection.execute(select(ORGANIZATIONS).where(ORGANIZATIONS.c.id == organization_id)).first()
-    return OrganizationRecord(r.id, r.name, r.slug, r.plan, r.billing_status, r.created_at) if r else None
+    return _record(r) if r else None
 
 
 def rename(connection: Connection, organization_id: str, name: str) -> OrganizationRecord | None:
@@ -229,7 +237,7 @@ def rename(connection: Connection, organization_id: str, name: str) -> Organizat
 def organizations(connection: Connection) -> list[OrganizationRecord]:
     """Every organization, oldest first (for operators)."""
     rows = connection.execute(select(ORGANIZATIONS).order_by(ORGANIZATIONS.c.created_at, ORGANIZATIONS.c.id))
-    return [OrganizationRecord(r.id, r.name, r.slug, r.plan, r.billing_status, r.created_at) for r in rows]
+    return [_record(r) for r in rows]
 
 
 # The payment provider's events (processors/helpdesk/inbound/payments.py) --------------------------------------------
@@ -266,6 +274,8 @@ class BillingChange:
     new_status: str
     applied: bool
     """False: the event was older than the one that set the state (or would move it back to incomplete)."""
+    old_plan: str = ""
+    new_plan: str = ""
 
 
 def change_billing(
@@ -277,31 +287,43 @@ def change_billing(
     customer_id: str | None,
     reason: str,
     now: datetime,
+    plan: str | None = None,
 ) -> BillingChange | None:
-    """Set the organization's billing state from a payment event that happened at `event_at`, unless a later event
-    set it already, or it would go back to `incomplete` from a state past it; record the provider customer if none is
-    stored; and write the organization `billing_changed` activity event (`{old_status, new_status, reason}`) when the
-    state changes. None when there is no such organization."""
+    """Set the organization's billing state (and, when the event names one, its paid `plan`) from a payment event
+    that happened at `event_at`, unless a later event set it already, or it would move it to `incomplete` (only
+    signup makes a workspace incomplete); record the provider customer if none is stored; and write the organization
+    `billing_changed` activity event (`{old_status, new_status, reason}`) when the state changes, and `plan_changed`
+    (`{old_plan, new_plan, reason}`) when the plan does. None when there is no such organization."""
     if status not in BILLING_STATUSES:
         raise ValueError(f"{status!r} is not a billing status")
+    if plan is not None and plan not in PAID_PLANS:
+        raise ValueError(f"{plan!r} is not a paid plan")
     row = connection.execute(select(ORGANIZATIONS).where(ORGANIZATIONS.c.id == organization_id)).one_or_none()
     if row is None:
         return None
     if customer_id and row.billing_customer_id is None:
         record_billing_customer(connection, organization_id, customer_id)
     older = row.billing_event_at is not None and event_at < row.billing_event_at
-    backwards = status == BILLING_INCOMPLETE and row.billing_status not in (BILLING_NONE, BILLING_INCOMPLETE)
+    backwards = status == BILLING_INCOMPLETE and row.billing_status != BILLING_INCOMPLETE
     if older or backwards:
-        return BillingChange(row.billing_status, row.billing_status, applied=False)
+        return BillingChange(row.billing_status, row.billing_status, False, row.plan, row.plan)
+    new_plan = plan or row.plan
     connection.execute(
         update(ORGANIZATIONS)
         .where(ORGANIZATIONS.c.id == organization_id)
-        .values(billing_status=status, billing_event_at=event_at)
+        .values(billing_status=status, billing_event_at=event_at, plan=new_plan)
     )
+    changes = []
     if status != row.billing_status:
         data = {"old_status": row.billing_status, "new_status": status, "reason": reason}
-        changed = events.row(
-            organization_id, ("organization", organization_id), "billing_changed", data, actor_id=None, now=now
-        )
-        events.record_rows(connection, [changed])
-    return BillingChange(row.billing_status, status, applied=True)
+        changes.append(("billing_changed", data))
+    if new_plan != row.plan:
+        changes.append(("plan_changed", {"old_plan": row.plan, "new_plan": new_plan, "reason": reason}))
+    events.record_rows(
+        connection,
+        [
+            events.row(organization_id, ("organization", organization_id), kind, data, actor_id=None, now=now)
+            for kind, data in changes
+        ],
+    )
+    return BillingChange(row.billing_status, status, applied=True, old_plan=row.plan, new_plan=new_plan)

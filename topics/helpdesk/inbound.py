@@ -563,12 +563,29 @@ class InvoiceParent(Payload):
     subscription_details: SubscriptionDetails | None = None
 
 
+class StripePrice(StripeRef):
+    """A subscription item's price: its id, and the metadata an operator may have given it (`plan`)."""
+
+    metadata: dict[str, str] | None = None
+    lookup_key: str | None = None
+
+
+class SubscriptionItem(Payload):
+    price: StripePrice | None = None
+
+
+class SubscriptionItems(Payload):
+    data: list[SubscriptionItem] = []
+
+
 class BillingObject(StripeObject):
     """The object of one of the platform's billing events (a checkout session, a subscription, an invoice): what
-    names its organization, and its state."""
+    names its organization, its state, and (a subscription's items) the prices it is billed at."""
 
     client_reference_id: str | None = None
     metadata: dict[str, str] | None = None
+    items: SubscriptionItems | None = None
+    """A subscription's items, each with its price (what plan it is)."""
     subscription_details: SubscriptionDetails | None = None
     """An invoice's, in older API versions (newer ones: `parent`)."""
     parent: InvoiceParent | None = None

@@ -13,10 +13,10 @@ from typing import Literal
 
 import msgspec
 
-from gateway.helpdesk.accounts.billing import Billing, PaymentSetupFailed
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.signin import Accounts, Name, Redirect
 from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError
+from operations.helpdesk.billing import Billing, PaymentSetupFailed
 from storage.helpdesk import workspaces
 
 

@@ -1,4 +1,5 @@
-"""The agent app's settings (docs/helpdesk.md, "The agent app"), for an organization's admins: the team (members and
+"""The agent app's settings (docs/helpdesk.md, "The agent app"), for an organization's admins: the organization (its
+name; its plan changed in the payment provider's customer portal, or a paid plan's Checkout), the team (members and
 invitations), API keys (made with the key shown once, with a copy button; revoked) and outgoing webhooks (made,
 tested with a signed delivery, deleted). Each form calls the operation REST and the procedures call; an agent is
 told that only an admin may."""
@@ -16,8 +17,9 @@ from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.types import ControllerRouterHandler
 
 from gateway.helpdesk.pages.site import Form, Member, Site
-from operations.helpdesk import keys, team, webhooks
+from operations.helpdesk import keys, plans, team, webhooks
 from operations.helpdesk.keys import CreateKey
+from operations.helpdesk.plans import Subscribe
 from operations.helpdesk.team import ChangeRole, Deactivate, Invite, RenameOrganization
 from operations.helpdesk.webhooks import CreateWebhook, UpdateWebhook
 from storage.helpdesk.keys import RESOURCES
@@ -27,6 +29,8 @@ DELIVERIES = 10
 """A subscription's newest deliveries its settings show."""
 READ_ONLY = [f"{resource}:read" for resource in RESOURCES]
 """The scopes of a read-only key: every resource's `:read`."""
+PAID_PLANS = {"pro": "Pro", "business": "Business"}
+"""The paid plans a Checkout sells, as the organization page names them."""
 
 
 def routes(site: Site) -> list[ControllerRouterHandler]:
@@ -112,13 +116,53 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
 
     async def organization_page(who: Member, status: int = 200, **values: Any) -> Template:
         found = await team.organization(desk, who.actor)
-        return site.page("settings_organization.html", status=status, cookies=who.cookies, organization=found, **values)
+        return site.page(
+            "settings_organization.html",
+            status=status,
+            cookies=who.cookies,
+            organization=found,
+            offer=plans.offer(desk, found),
+            paid_plans=PAID_PLANS,
+            **values,
+        )
 
     @get("/settings/organization")
     async def organization_settings(
-        request: Request[Any, Any, Any], renamed: FromQuery[str] = ""
+        request: Request[Any, Any, Any], renamed: FromQuery[str] = "", checkout: FromQuery[str] = ""
     ) -> Template | Redirect:
-        return await site.shown(request, lambda who: organization_page(who, renamed=renamed == "1"))
+        """`renamed`: a rename just saved; `checkout`: back from a paid plan's Checkout (`success`, `cancelled`)."""
+        back = checkout if checkout in ("success", "cancelled") else ""
+        return await site.shown(request, lambda who: organization_page(who, renamed=renamed == "1", checkout=back))
+
+    @post("/settings/organization/billing", status_code=200)
+    async def billing_portal(request: Request[Any, Any, Any]) -> Template | Redirect:
+        """A customer portal session, answered by the page with a link to it: a form's answer may not redirect to
+        another site (the pages' `form-action 'self'` applies to a form's redirects too), and a GET that made sessions
+        could be triggered from another site."""
+
+        async def act(who: Member) -> Template:
+            portal = await plans.billing_portal(desk, who.actor)
+            return await organization_page(who, portal_url=portal.url)
+
+        async def again(who: Member, status: int, error: str) -> Template:
+            return await organization_page(who, status, billing_error=error)
+
+        return await site.submitted(request, act, again)
+
+    @post("/settings/organization/subscribe", status_code=200)
+    async def subscribe(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
+        """A paid plan's Checkout for an organization without a subscription, answered by the page with a link to it
+        (as the portal's)."""
+        plan = data.get("plan", "")
+
+        async def act(who: Member) -> Template:
+            made = await plans.subscribe(desk, who.actor, msgspec.convert({"plan": plan}, Subscribe))
+            return await organization_page(who, checkout_url=made.url, chosen_plan=plan)
+
+        async def again(who: Member, status: int, error: str) -> Template:
+            return await organization_page(who, status, billing_error=error, chosen_plan=plan)
+
+        return await site.submitted(request, act, again)
 
     @post("/settings/organization", status_code=HTTP_303_SEE_OTHER)
     async def rename_organization(request: Request[Any, Any, Any], data: Form) -> Template | Redirect:
@@ -207,6 +251,8 @@ def routes(site: Site) -> list[ControllerRouterHandler]:
         team_settings,
         organization_settings,
         rename_organization,
+        billing_portal,
+        subscribe,
         invite,
         change_role,
         deactivate,

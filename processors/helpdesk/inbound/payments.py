@@ -6,6 +6,10 @@
   failed invoice, or a subscription `past_due`, `unpaid` or `paused`, `past_due`; a deleted subscription, or one
   `canceled` or `incomplete_expired`, `canceled`. An event older than the one that set the state changes nothing,
   and nothing goes back to `incomplete`.
+- **The plan follows the subscription** (`plan_of`): a subscription that is active (or past due) is on the plan of
+  its price (a configured plan price id, `Context.plan_prices`, or a price whose metadata says `plan`), else on the
+  plan its metadata names (set by checkout); a paid checkout sets the plan it sold. So a plan changed in the
+  payment provider's customer portal (`customer.subscription.updated`) is the organization's plan.
 - **Connected accounts' events:** a dispute (`charge.dispute.created`) opens a ticket (channel `commerce`, tag
   `dispute`, priority high) for the cardholder, with the dispute's facts as an internal note; the dispute's later
   events (`updated`, `closed`, `funds_withdrawn`, `funds_reinstated`) are notes on that ticket. Other events are
@@ -13,6 +17,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -56,12 +61,46 @@ DISPUTE = "charge.dispute."
 IDENTITY = "payments"
 
 
+SUBSCRIPTION_CHANGES = ("customer.subscription.created", "customer.subscription.updated")
+PLAN_HOLDING = (workspaces.BILLING_ACTIVE, workspaces.BILLING_PAST_DUE)
+"""The billing states whose event's plan is the organization's plan (a subscription not yet paid changes none)."""
+
+
+def _named(metadata: Mapping[str, str] | None) -> str | None:
+    named = (metadata or {}).get("plan")
+    return named if named in workspaces.PAID_PLANS else None
+
+
+def plan_of(event_type: str, obj: BillingObject, plan_prices: Mapping[str, str]) -> str | None:
+    """The paid plan a billing event puts its organization on; None: it says nothing of the plan. A subscription's
+    is its price's (`plan_prices`: price id -> plan; or the price's metadata `plan`), else its metadata's `plan`
+    (which checkout set, and which the portal does not change: the price comes first); a checkout's is its metadata's.
+    Only an active or past-due subscription, or a paid checkout, has one."""
+    status = billing_status(event_type, obj)
+    if status not in PLAN_HOLDING:
+        return None
+    if event_type in SUBSCRIPTION_CHANGES:
+        for item in obj.items.data if obj.items else []:
+            price = item.price
+            if price is None:
+                continue
+            priced = plan_prices.get(price.id or "")
+            if priced in workspaces.PAID_PLANS:
+                return priced
+            if _named(price.metadata):
+                return _named(price.metadata)
+        return _named(obj.metadata)
+    if event_type == "checkout.session.completed":
+        return _named(obj.metadata)
+    return None
+
+
 def billing_status(event_type: str, obj: BillingObject) -> str | None:
     """The billing state a billing event means; None: it changes nothing (a checkout still awaiting its payment)."""
     if event_type == "checkout.session.completed":
         paid = obj.payment_status in ("paid", "no_payment_required")
         return workspaces.BILLING_ACTIVE if paid else None
-    if event_type in ("customer.subscription.created", "customer.subscription.updated"):
+    if event_type in SUBSCRIPTION_CHANGES:
         return SUBSCRIPTION_STATES.get(obj.status or "")
     if event_type == "customer.subscription.deleted":
         return workspaces.BILLING_CANCELED
@@ -72,7 +111,7 @@ def billing_status(event_type: str, obj: BillingObject) -> str | None:
     return None
 
 
-async def handle(_context: Context, event: Any) -> Apply:
+async def handle(context: Context, event: Any) -> Apply:
     if event.provider == "payments_connect":
         return _connected(event, CONNECTED_EVENT.decode(event.body))
     payload = BILLING_EVENT.decode(event.body)
@@ -80,6 +119,7 @@ async def handle(_context: Context, event: Any) -> Apply:
     classification = event_type[:32]
     organization_id = event.organization_id
     status = billing_status(event_type, obj)
+    plan = plan_of(event_type, obj, context.plan_prices)
     happened = datetime.fromtimestamp(payload.created, UTC) if payload.created is not None else None
 
     def apply(connection: Connection, now: datetime, _recorded: list[str]) -> Outcome:
@@ -97,6 +137,7 @@ async def handle(_context: Context, event: Any) -> Apply:
             customer_id=obj.customer_id,
             reason=event_type,
             now=now,
+            plan=plan,
         )
         if change is None:
             return Outcome("no organization: it no longer exists", classification=classification)
@@ -104,7 +145,10 @@ async def handle(_context: Context, event: Any) -> Apply:
             return Outcome(
                 f"billing unchanged: {status} would undo a later {change.old_status}", classification=classification
             )
-        return Outcome(f"billing {change.old_status} -> {change.new_status}", classification=classification)
+        said = f"billing {change.old_status} -> {change.new_status}"
+        if change.new_plan != change.old_plan:
+            said += f"; plan {change.old_plan} -> {change.new_plan}"
+        return Outcome(said, classification=classification)
 
     return apply
 

@@ -70,6 +70,9 @@ class Context:
     """Per-deployment settings handlers read (the mail domain of our own Message-IDs, reopen limits...)."""
     media: MediaFetcher | None = None
     """Fetches the media the providers hold (media.py); None keeps them as the provider's references."""
+    plan_prices: Mapping[str, str] = field(default_factory=dict)
+    """The payment provider's price ids the paid plans are sold at, each to its plan (`pro`, `business`): what a
+    subscription's price means (payments.py)."""
     _own: dict[tuple[str, str], asyncio.Future[list[str]]] = field(default_factory=dict)
 
     async def own_addresses(self, organization_id: str, kind: str) -> list[str]:

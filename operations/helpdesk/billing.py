@@ -1,6 +1,8 @@
-"""Paid plans through Stripe Checkout (`auth.completeSignup`), with the official `stripe` library on its async HTTP
-client. The library is pointed at a configurable API base (`SIGNALYARD_HELPDESK_STRIPE_API_BASE`), so tests run it
-against a local server that speaks Stripe's wire format (`tests/peers/stripe.py`).
+"""Paid plans through Stripe: Checkout (`auth.completeSignup`, and a free organization's first paid plan from its
+organization page) and the Billing customer portal (where a subscribed organization's admin changes its plan or its
+billing: operations/helpdesk/plans.py), with the official `stripe` library on its async HTTP client. The library is
+pointed at a configurable API base (`SIGNALYARD_HELPDESK_STRIPE_API_BASE`), so tests run it against a local server
+that speaks Stripe's wire format (`tests/peers/stripe.py`).
 
 A workspace's Stripe customer is made once: its idempotency key is derived from the organization id, so a call retried
 after a crash between the customer's creation and its storing gets the same customer back. Every call makes a new
@@ -17,10 +19,12 @@ from typing import Any, Final
 import stripe
 import structlog
 
-log = structlog.get_logger("signalyard.gateway.helpdesk.accounts.billing")
+from storage.helpdesk import workspaces
+
+log = structlog.get_logger("signalyard.operations.helpdesk.billing")
 
 DEFAULT_API_BASE: Final = "https://api.stripe.com"
-PAID_PLANS: Final = ("pro", "business")
+PAID_PLANS: Final = workspaces.PAID_PLANS
 CURRENCY: Final = "usd"
 AMOUNTS: Final = {"pro": 2900, "business": 9900}
 """The monthly price of each paid plan, in cents, when no Stripe price id is configured for it."""
@@ -36,6 +40,16 @@ class PaymentSetupFailed(Exception):
 class Checkout:
     session_id: str
     url: str
+
+
+@dataclass(frozen=True, slots=True)
+class PortalSession:
+    """A Billing customer portal session: where the browser goes (`url`, short-lived, single use), and where the
+    portal sends it back (`return_url`)."""
+
+    session_id: str
+    url: str
+    return_url: str
 
 
 def customer_idempotency_key(organization_id: str) -> str:
@@ -73,27 +87,40 @@ class Billing:
     def __repr__(self) -> str:  # never the key
         return f"Billing(public_url={self.public_url!r}, prices={self.prices!r})"
 
-    async def customer(self, organization_id: str, *, email: str, name: str) -> str:
+    async def customer(self, organization_id: str, *, email: str | None, name: str) -> str:
         """The id of the workspace's Stripe customer: made now, or the one an earlier attempt made."""
+        params: Any = {"name": name, "metadata": {"organization_id": organization_id}}
+        if email:
+            params = {"email": email, **params}
         try:
             customer = await self._client.v1.customers.create_async(
-                {"email": email, "name": name, "metadata": {"organization_id": organization_id}},
-                {"idempotency_key": customer_idempotency_key(organization_id)},
+                params, {"idempotency_key": customer_idempotency_key(organization_id)}
             )
         except stripe.StripeError as error:
             raise self._failed("customer", organization_id, error) from None
         return str(customer.id)
 
-    async def checkout(self, organization_id: str, customer_id: str, plan: str) -> Checkout:
-        """A new Checkout Session in subscription mode for `plan`, for the workspace's customer."""
+    async def checkout(
+        self,
+        organization_id: str,
+        customer_id: str,
+        plan: str,
+        *,
+        success_path: str | None = None,
+        cancel_path: str | None = None,
+    ) -> Checkout:
+        """A new Checkout Session in subscription mode for `plan`, for the workspace's customer. It returns to signup
+        (`/signup/complete`) unless `success_path` and `cancel_path` (paths of this site) say otherwise."""
         if plan not in PAID_PLANS:
             raise ValueError(f"{plan!r} is not a paid plan")
+        success = success_path or "/signup/complete?checkout=success&session_id={CHECKOUT_SESSION_ID}"
+        cancel = cancel_path or f"/signup/complete?plan={plan}&checkout=cancelled"
         params: Any = {
             "mode": "subscription",
             "customer": customer_id,
             "line_items": [self._line_item(plan)],
-            "success_url": f"{self.public_url}/signup/complete?checkout=success&session_id={{CHECKOUT_SESSION_ID}}",
-            "cancel_url": f"{self.public_url}/signup/complete?plan={plan}&checkout=cancelled",
+            "success_url": f"{self.public_url}{success}",
+            "cancel_url": f"{self.public_url}{cancel}",
             "client_reference_id": organization_id,
             "metadata": {"organization_id": organization_id, "plan": plan},
             "subscription_data": {"metadata": {"organization_id": organization_id, "plan": plan}},
@@ -105,6 +132,19 @@ class Billing:
         if not session.url:
             raise PaymentSetupFailed(f"Stripe answered checkout session {session.id} without a url")
         return Checkout(str(session.id), str(session.url))
+
+    async def portal(self, organization_id: str, customer_id: str, return_path: str) -> PortalSession:
+        """A new Billing customer portal session for the customer, returning to `return_path` (a path of this site).
+        What the portal offers (switching between the plans' prices, cancelling, payment methods, invoices) is the
+        Stripe account's portal configuration."""
+        params: Any = {"customer": customer_id, "return_url": f"{self.public_url}{return_path}"}
+        try:
+            session = await self._client.v1.billing_portal.sessions.create_async(params)
+        except stripe.StripeError as error:
+            raise self._failed("billing_portal_session", organization_id, error) from None
+        if not session.url:
+            raise PaymentSetupFailed(f"Stripe answered billing portal session {session.id} without a url")
+        return PortalSession(str(session.id), str(session.url), str(session.return_url or params["return_url"]))
 
     async def aclose(self) -> None:
         await self._http.close_async()
