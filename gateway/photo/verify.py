@@ -63,13 +63,12 @@ async def verify(
     photo: PhotoGateway, owner: KeyOwner, submitted: Submitted, idempotency_key: str | None, *, preview: bool = False
 ) -> Verification:
     """A submission judged: stored with its image (charged for a live key), published, and its verdict once it comes
-    within the wait; a PhotoError otherwise (the cap, a replay that does not match, a verdict still pending, an image
-    that could not be judged). `POST /v1/verify`, the dashboard's verify page and a self-inspection's submission.
-    `preview`: a self-inspection's preview, judged the same way but never charged, listed or announced."""
+    within the wait; a repeated Idempotency-Key answered by its verification (found when the insert meets it: a fresh
+    request, the common case, reads nothing first); a PhotoError otherwise (the cap, a replay that does not match, a
+    verdict still pending, an image that could not be judged). `POST /v1/verify`, the dashboard's verify page and a
+    self-inspection's submission. `preview`: a self-inspection's preview, judged the same way but never charged,
+    listed or announced."""
     digest = submission_hash(submitted)
-    if idempotency_key is not None and (existing := await _by_key(photo, owner, idempotency_key)) is not None:
-        return await _replay(photo, owner, existing, digest)
-
     now = datetime.now(UTC)
     verification_id = new_id("ver")
     image_key = f"photo/{owner.customer_id}/{verification_id}"
@@ -96,7 +95,7 @@ async def verify(
     except verifications.CapReached:
         await photo.blobs.delete(image_key)
         raise _cap_reached(owner, now) from None
-    if not accepted:  # the same key, sent concurrently, won the insert
+    if not accepted:  # the key is taken (a retry, or the same key sent concurrently): its verification answers
         await photo.blobs.delete(image_key)
         existing = await _by_key(photo, owner, idempotency_key or "")
         if existing is None:

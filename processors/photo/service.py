@@ -88,21 +88,16 @@ class PhotoProcessor:
         self, connection: Connection, judged: list[Judged], now: datetime
     ) -> list[tuple[VerificationCompleted, str | None]]:
         """Each verdict (or failure) once, with its webhook event in the same transaction."""
-        changed = [
-            item
-            for item in judged
-            if (
-                verifications.complete(connection, item.row.id, item.verdict, now)
-                if item.verdict is not None
-                else verifications.fail(connection, item.row, item.error or "failed", now)
-            )
-        ]
-        completed = verifications.load(connection, [item.row.id for item in changed if item.verdict is not None])
         stored: list[tuple[VerificationCompleted, str | None]] = []
-        for item in changed:
+        for item in judged:
             row, event_id = item.row, None
-            if row.id in completed and not row.preview:  # the event carries the verification as the API shows it
-                data = msgspec.to_builtins(verifications.verification_of(completed[row.id], self.urls))
+            if item.verdict is None:
+                if not verifications.fail(connection, row, item.error or "failed", now):
+                    continue
+            elif (completed := verifications.complete(connection, row.id, item.verdict, now)) is None:
+                continue
+            elif not row.preview:  # the event carries the verification as the API shows it
+                data = msgspec.to_builtins(verifications.verification_of(completed, self.urls))
                 event_id = record_event(connection, WEBHOOKS, row.customer_id, "verification.completed", data)
             message = VerificationCompleted(
                 verification_id=row.id,

@@ -45,42 +45,48 @@ def load(connection: Connection, ids: list[str]) -> dict[str, Any]:
     return {row.id: row for row in connection.execute(_LOAD, {"ids": ids})}
 
 
+_BY_KEY = select(VERIFICATIONS).where(
+    VERIFICATIONS.c.customer_id == bindparam("customer_id"),
+    VERIFICATIONS.c.environment == bindparam("environment"),
+    VERIFICATIONS.c.idempotency_key == bindparam("key"),
+)
+
+
 def find_by_idempotency_key(connection: Connection, customer_id: str, environment: str, key: str) -> Row[Any] | None:
-    return connection.execute(
-        select(VERIFICATIONS).where(
-            VERIFICATIONS.c.customer_id == customer_id,
-            VERIFICATIONS.c.environment == environment,
-            VERIFICATIONS.c.idempotency_key == key,
-        )
-    ).first()
+    params = {"customer_id": customer_id, "environment": environment, "key": key}
+    return connection.execute(_BY_KEY, params).first()
 
 
-def complete(connection: Connection, verification_id: str, verdict: Verdict, now: datetime) -> bool:
-    """pending -> completed with its verdict, once: a redelivered message finds it done and changes nothing."""
-    return bool(
-        connection.execute(
-            update(VERIFICATIONS)
-            .where(VERIFICATIONS.c.id == verification_id, VERIFICATIONS.c.state == "pending")
-            .values(
-                state="completed",
-                completed_at=now,
-                verdict=_encode(verdict),
-                is_compliant=verdict.is_compliant,
-                confidence=verdict.confidence,
-            )
-        ).rowcount
-    )
+_PENDING = update(VERIFICATIONS).where(
+    VERIFICATIONS.c.id == bindparam("verification_id"), VERIFICATIONS.c.state == "pending"
+)
+_COMPLETE = _PENDING.values(
+    state="completed",
+    completed_at=bindparam("now"),
+    verdict=bindparam("verdict"),
+    is_compliant=bindparam("is_compliant"),
+    confidence=bindparam("confidence"),
+).returning(*VERIFICATIONS.c)
+_FAIL = _PENDING.values(state="failed", error=bindparam("error"), completed_at=bindparam("now"), charged=False)
+
+
+def complete(connection: Connection, verification_id: str, verdict: Verdict, now: datetime) -> Row[Any] | None:
+    """pending -> completed with its verdict, once: the completed row, or None when a redelivered message finds it
+    done (nothing changed)."""
+    params = {
+        "verification_id": verification_id,
+        "now": now,
+        "verdict": _encode(verdict),
+        "is_compliant": verdict.is_compliant,
+        "confidence": verdict.confidence,
+    }
+    return connection.execute(_COMPLETE, params).first()
 
 
 def fail(connection: Connection, row: Any, error: str, now: datetime) -> bool:
     """pending -> failed (the image could not be judged), refunding its charge: failures are never billed."""
-    failed = bool(
-        connection.execute(
-            update(VERIFICATIONS)
-            .where(VERIFICATIONS.c.id == row.id, VERIFICATIONS.c.state == "pending")
-            .values(state="failed", error=error, completed_at=now, charged=False)
-        ).rowcount
-    )
+    params = {"verification_id": row.id, "error": error, "now": now}
+    failed = bool(connection.execute(_FAIL, params).rowcount)
     if failed and row.charged:
         customers.refund(connection, row.customer_id, customers.month_of(row.created_at))
     return failed
