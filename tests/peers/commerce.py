@@ -42,12 +42,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlencode
 
 import httpx
 
-from tests.peers.serving import LocalServer
+from tests.peers.serving import ServedPeer
 
 __all__ = ["TOPICS", "CommercePlatform", "Registration", "signed_query"]
 
@@ -76,36 +76,18 @@ class _Grant:
     scope: str
 
 
-class CommercePlatform:
+class CommercePlatform(ServedPeer):
     """The platform on 127.0.0.1 and a free port; use as a context manager."""
+
+    name = "commerce platform peer"
 
     def __init__(self, client_id: str, client_secret: str, *, app_name: str = "Signalyard Helpdesk") -> None:
         self.client_id = client_id
         self.client_secret = client_secret
         self.app_name = app_name
         self._lock = threading.Lock()
-        self._server: LocalServer | None = None
-        self.base_url = ""
         self._registrations: dict[str, list[Registration]] = {}
         self.reset()
-
-    # ---------------------------------------------------------------- lifecycle
-
-    def start(self) -> Self:
-        self._server = LocalServer(self._app, "commerce platform peer").start()
-        self.base_url = f"http://127.0.0.1:{self._server.port}"
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-        self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     @property
     def shop_url(self) -> str:

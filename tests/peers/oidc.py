@@ -36,14 +36,14 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any, Literal, Self
+from typing import Any, Literal
 from urllib.parse import parse_qs, unquote_plus, urlencode
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from tests.peers.serving import LocalServer
+from tests.peers.serving import ServedPeer
 
 __all__ = ["Approved", "OidcProvider", "RecordedRequest"]
 
@@ -97,8 +97,10 @@ def s256(verifier: str) -> str:
     return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
-class OidcProvider:
+class OidcProvider(ServedPeer):
     """An OpenID Connect provider on 127.0.0.1 and a free port; use as a context manager."""
+
+    name = "OIDC provider peer"
 
     def __init__(self, client_id: str, client_secret: str, *, redirect_uri: str) -> None:
         self.client_id = client_id
@@ -108,28 +110,12 @@ class OidcProvider:
         self._key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self._other_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self._lock = threading.Lock()
-        self._server: LocalServer | None = None
-        self.issuer = ""
-        """`http://127.0.0.1:<port>`, once started."""
         self.reset()
 
-    # ---------------------------------------------------------------- lifecycle
-
-    def start(self) -> Self:
-        self._server = LocalServer(self._app, "OIDC provider peer").start()
-        self.issuer = f"http://127.0.0.1:{self._server.port}"
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-        self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    @property
+    def issuer(self) -> str:
+        """`http://127.0.0.1:<port>`, once started."""
+        return self.base_url
 
     # ---------------------------------------------------------------- programming
 

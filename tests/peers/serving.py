@@ -19,7 +19,7 @@ from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["JsonPeer", "LocalServer"]
+__all__ = ["JsonPeer", "LocalServer", "ServedPeer"]
 
 
 class LocalServer:
@@ -72,6 +72,34 @@ class LocalServer:
             self._thread.join(timeout=10)
         if self._socket is not None:
             self._socket.close()
+
+
+class ServedPeer:
+    """A provider's HTTP API as an ASGI app (`_app`) on a LocalServer: `with Peer(...) as peer:` serves it at
+    `peer.base_url` (`http://127.0.0.1:<port>`, once started)."""
+
+    name = "peer"
+    base_url = ""
+    _server: LocalServer | None = None
+
+    async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        raise NotImplementedError
+
+    def start(self) -> Self:
+        self._server = LocalServer(self._app, self.name).start()
+        self.base_url = f"http://127.0.0.1:{self._server.port}"
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.stop()
+        self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
 
 
 class JsonPeer:

@@ -53,12 +53,12 @@ import threading
 import time
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qsl
 
 import httpx
 
-from tests.peers.serving import LocalServer
+from tests.peers.serving import ServedPeer
 
 __all__ = ["RecordedRequest", "StripeServer", "parse_form"]
 
@@ -195,8 +195,10 @@ def _invalid(param: str, message: str, code: str = "parameter_invalid_string") -
     return _Refused(400, "invalid_request_error", message, code=code, param=param)
 
 
-class StripeServer:
+class StripeServer(ServedPeer):
     """A fake `api.stripe.com` on 127.0.0.1 and a free port; use as a context manager. See the module's docstring."""
+
+    name = "Stripe peer"
 
     def __init__(self, secret_key: str = "sk_test_signalyard0000000000000000") -> None:
         self.secret_key = secret_key
@@ -224,27 +226,6 @@ class StripeServer:
         """Each Checkout Session's line items and subscription metadata, for `complete_checkout`."""
         self._webhook: tuple[str, str] | None = None
         self._deliveries: list[Delivery] = []
-        self._server: LocalServer | None = None
-        self.base_url = ""
-        """`http://127.0.0.1:<port>`: the API base to give the library. Set once started."""
-
-    # ---------------------------------------------------------------- lifecycle
-
-    def start(self) -> Self:
-        self._server = LocalServer(self._app, "Stripe peer").start()
-        self.base_url = f"http://127.0.0.1:{self._server.port}"
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.stop()
-        self._server = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
 
     # ---------------------------------------------------------------- programming
 
