@@ -3,7 +3,8 @@
     python bench/judgement.py
 
 The sets live in tests/judgement/ with each case's label and why. A case counts as right when the service judges it
-as labelled; cases of a kind the checks cannot judge yet (`known_gap`) are counted too, so the figure is honest.
+as labelled. Cases of a kind the checks cannot judge yet (`known_gap`, photos) are reported apart, each with how it
+is judged today and the reason, and are not in the figure.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ def main() -> None:
     from tests.judgement import names, photos
 
     _report("name match", [(pair.kind, names.judge(pair) == pair.expected) for pair in names.CASES])
-    _report("photo checks", [(case.kind, photos.judge(case)) for case in photos.CASES])
+    judged = [case for case in photos.CASES if not case.known_gap]
+    gaps = [case for case in photos.CASES if case.known_gap]
+    _report("photo checks", [(case.kind, photos.judge(case)) for case in judged])
+    print(f"photo known gaps (not judged yet, not counted above): {len(gaps)}")
+    for case in gaps:
+        state = "judged as labelled anyway" if photos.judge(case) else "not judged as labelled"
+        print(f"  {case.kind}/{case.name}: {state}; {case.why}")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,11 @@ def profile_image() -> Image.Image:
     return Image.fromarray(astronaut())
 
 
+def profile_image_of(source: Array) -> Image.Image:
+    """The profile photo's framing (the original 512 x 512 portrait) of a padded source like on_white()."""
+    return Image.fromarray(source[PAD : PAD + 512, PAD : PAD + 512])
+
+
 # Transformations ------------------------------------------------------------------------------------------------
 
 

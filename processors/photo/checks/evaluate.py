@@ -7,7 +7,7 @@ import math
 from processors.photo.checks import measure
 from processors.photo.checks.decode import MAX_PIXELS, DecodeError, decode, open_image
 from processors.photo.checks.detector import SMALL_FACE, Detector, merge, shared_detector
-from processors.photo.checks.policies import FORMAT_THRESHOLD, POLICIES, Policy
+from processors.photo.checks.policies import COLOUR_SEEN, FORMAT_THRESHOLD, POLICIES, Policy
 from processors.photo.checks.verdict import REASON_CODES, Check, Verdict, verdict
 
 
@@ -56,7 +56,7 @@ def _measure(image: bytes, detector: Detector) -> measure.Metrics:
     if not meshed:
         # a small face the mesh did not land on (found in the tiles only): its size is all there is to judge
         return metrics | {"head_height_ratio": HEAD_PER_FACE_BOX * faces[0].box[3] / height}
-    face = measure.face_metrics(decoded, detection)
+    face = measure.face_metrics(decoded, detection, colour=metrics["colourfulness"] >= COLOUR_SEEN)
     if measure.covered(face):
         metrics["face_count"] = 0.0  # eyes and mouth both hidden: a face nobody can check
         return metrics
@@ -67,11 +67,15 @@ def judge(metrics: measure.Metrics, policy: Policy) -> Verdict:
     """Runs every rule whose measurement exists; a rule without one was not reachable (no face, say)."""
     checks: list[Check] = []
     margins: dict[str, float] = {}
+    failed: set[str] = set()
     for rule in policy.rules:
-        if rule.metric not in metrics:
+        # a code's later rules (the clipped share after the mean level) run only while the code has not failed
+        if rule.metric not in metrics or rule.code in failed:
             continue
         value = float(metrics[rule.metric])
         passed = rule.passes(value)
+        if not passed:
+            failed.add(rule.code)
         checks.append(
             Check(
                 rule.code,

@@ -19,9 +19,15 @@ LIP_UPPER_INNER, LIP_LOWER_INNER, MOUTH_RIGHT, MOUTH_LEFT = 13, 14, 61, 291
 CHEEKBONE_RIGHT, CHEEKBONE_LEFT = 205, 425
 LIP_TOP, LIP_BOTTOM = 0, 17
 BETWEEN_BROWS, NOSE_BRIDGE = 168, 6
+# The irises of the attention mesh: a centre and four rim points each.
+IRIS_RIGHT, IRIS_LEFT = (468, (469, 470, 471, 472)), (473, (474, 475, 476, 477))
 
-# The forehead-to-chin line leans back by this much on a frontal face; calibrated on a frontal studio portrait.
-PITCH_AT_FRONTAL = 10.5
+# The forehead-to-chin line leans by this much on a face looking straight into the camera (docs/photo.md, "Pose
+# zero"). On MediaPipe's canonical face model the line leans 0.7 degrees, and FaceMesh reads it 1.4 +- 0.8 degrees more
+# than a fit of that model to the same mesh (22 faces). People facing the camera at eye level fit the model about
+# 6.5 degrees chin-down (the model's frame is not the head's natural upright), and their line reads 2.9 to 13.4
+# (mean 8.1, median 8.4). The 10.5 calibrated on one portrait read good frontal photos 7 degrees chin-up.
+PITCH_AT_FRONTAL = 8.3
 # Hair counts as hair when it differs from the backdrop by more than this (RGB distance); JPEG noise stays below.
 HAIR_CONTRAST = 40.0
 # Where the backdrop is too busy to tell hair from it, the crown sits this many forehead-to-chin lengths above the
@@ -35,6 +41,13 @@ EYES_SEEN, MOUTH_SEEN = 0.25, 0.2
 CLIPPED_FACE = 0.2
 # A frame's bridge reads 0.19 and more (`_glasses_frame`); a face without glasses 0.05 at most.
 GLASSES_SEEN = 0.1
+# A pupil is red-eye when at least this share of its disc is flash red (`_red_pupils`).
+RED_PUPIL = 0.4
+# Face levels at or beyond these are burnt to white or crushed to black: no detail is left there.
+BURNT_LEVEL, CRUSHED_LEVEL = 250, 10
+# A living person's skin has colour: the median chroma (max - min of R, G, B) of the inner face reads 12 and more on
+# every colour photo of a person here; a plastic or plaster mask, a marble or plaster bust read 5 to 8.
+SKIN_CHROMA = 10.0
 # JPEG codes 8 x 8 blocks; a working copy decoded at 1/2 (draft) shows them every 4 pixels. Below 3 pixels the grid is
 # too fine to tell from the picture itself, and the blockiness check does not run.
 JPEG_BLOCK, MIN_BLOCK_PERIOD = 8, 3
@@ -50,8 +63,9 @@ def image_metrics(decoded: Decoded) -> Metrics:
     return {"colourfulness": 0.0 if decoded.grayscale_mode else float(chroma.mean() / 3)}
 
 
-def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
-    """Everything that needs the one face's mesh; `detection.mesh` must be present."""
+def face_metrics(decoded: Decoded, detection: Detection, *, colour: bool = True) -> Metrics:
+    """Everything that needs the one face's mesh; `detection.mesh` must be present. `colour`: the photo is in colour
+    (a black-and-white photo has no skin colour to measure)."""
     mesh = detection.mesh
     assert mesh is not None
     rgb = decoded.rgb
@@ -81,14 +95,18 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
     crown = _crown(rgb, mesh, backdrop_colour, busy=backdrop_spread > 20.0)
 
     luma = _face_luma(rgb, mesh)
-    inner = luma[
-        int(max(eyes_mid[1] - 0.12 * length, 0)) : int(chin[1] - 0.15 * length),
-        int(mesh[CHEEK_RIGHT][0] + 0.15 * face_width) : int(mesh[CHEEK_LEFT][0] - 0.15 * face_width),
-    ]
+    inner_box = (
+        int(mesh[CHEEK_RIGHT][0] + 0.15 * face_width),
+        int(max(eyes_mid[1] - 0.12 * length, 0)),
+        int(mesh[CHEEK_LEFT][0] - 0.15 * face_width),
+        int(chin[1] - 0.15 * length),
+    )
+    inner = _region(luma, inner_box)
     cheek_right = _patch(luma, mesh[CHEEKBONE_RIGHT], 0.08 * face_width)
     cheek_left = _patch(luma, mesh[CHEEKBONE_LEFT], 0.08 * face_width)
     yaw, pitch, roll = _pose(mesh)
-    face_clipped = float((inner >= 250).mean()) if inner.size else 0.0
+    face_clipped = float((inner >= BURNT_LEVEL).mean()) if inner.size else 0.0
+    face_crushed = float((inner <= CRUSHED_LEVEL).mean()) if inner.size else 0.0
     low, high = np.percentile(inner, (5, 95)) if inner.size else (0.0, 0.0)
     glasses = _glasses_frame(luma, mesh, face_width, float(high - low))
     lightness = float(_luma(backdrop_colour[None, None, :])[0, 0])
@@ -117,6 +135,8 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
         "lighting_imbalance": abs(cheek_right - cheek_left) / max(cheek_right, cheek_left, 1.0),
         "sharpness": _sharpness(luma, mesh, face_width),
         "face_clipped": face_clipped,
+        "face_crushed": face_crushed,
+        "red_pupils": max(_red_pupils(rgb, mesh, IRIS_RIGHT), _red_pupils(rgb, mesh, IRIS_LEFT)),
         "glasses_frame": glasses,
         "lens_glare": _lens_glare(luma, mesh, face_clipped) if glasses >= GLASSES_SEEN else 0.0,
     }
@@ -126,6 +146,9 @@ def face_metrics(decoded: Decoded, detection: Detection) -> Metrics:
             _contrast(luma, _eye_box(mesh, EYE_RIGHT)), _contrast(luma, _eye_box(mesh, EYE_LEFT))
         )
         metrics["mouth_visibility"] = _contrast(luma, _mouth_box(mesh))
+        if colour:
+            # in a black-and-white photo no face has colour; on a burnt face the colour is gone with the exposure
+            metrics["skin_chroma"] = _skin_chroma(rgb, inner_box)
     blockiness = _blockiness(luma, mesh, round(JPEG_BLOCK * width / decoded.header.width))
     if blockiness is not None:
         metrics["blockiness"] = blockiness
@@ -268,6 +291,36 @@ def _contrast(luma: npt.NDArray[np.float32], box: Box) -> float:
         return 0.0
     low, high = np.percentile(region, (5, 95))
     return float((high - low) / max(high + low, 1.0))
+
+
+def _red_pupils(rgb: Image, mesh: npt.NDArray[np.float64], iris: tuple[int, tuple[int, ...]]) -> float:
+    """Share of the pupil (a disc of 0.6 iris radii round the iris centre) that glows flash red: red at least twice
+    green and blue and bright enough to be light, not a dark brown iris. A flash's red eye reads 0.7 to 0.9; brown,
+    blue and dark eyes, glasses and their tints 0.22 at most."""
+    centre, rim = iris
+    if len(mesh) <= max(rim):
+        return 0.0
+    cx, cy = mesh[centre][0], mesh[centre][1]
+    radius = max(0.6 * float(np.mean([np.hypot(*(mesh[k][:2] - mesh[centre][:2])) for k in rim])), 1.0)
+    x0, y0 = max(int(cx - radius), 0), max(int(cy - radius), 0)
+    patch = rgb[y0 : int(cy + radius) + 1, x0 : int(cx + radius) + 1].astype(np.int16)
+    if patch.size == 0:
+        return 0.0
+    ys, xs = np.ogrid[y0 : y0 + patch.shape[0], x0 : x0 + patch.shape[1]]
+    disc = patch[(xs - cx) ** 2 + (ys - cy) ** 2 <= radius**2]
+    if disc.size == 0:
+        return 0.0
+    red, other = disc[:, 0], np.maximum(disc[:, 1], disc[:, 2])
+    return float(((red - other > red // 2) & (red > 60)).mean())
+
+
+def _skin_chroma(rgb: Image, box: Box) -> float:
+    """Median chroma (max - min of R, G, B) over the inner face, every other pixel."""
+    x0, y0, x1, y1 = box
+    region = rgb[max(y0, 0) : max(y1, 0) : 2, max(x0, 0) : max(x1, 0) : 2]
+    if region.size == 0:
+        return 0.0
+    return float(np.median(region.max(axis=2) - region.min(axis=2)))
 
 
 def covered(metrics: Metrics) -> bool:

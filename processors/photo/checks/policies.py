@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from processors.photo.checks.measure import EYES_SEEN, GLASSES_SEEN, MOUTH_SEEN
+from processors.photo.checks.measure import EYES_SEEN, GLASSES_SEEN, MOUTH_SEEN, RED_PUPIL, SKIN_CHROMA
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,8 @@ def _faces() -> tuple[Rule, ...]:
     return (
         Rule("no_face", "face_count", low=1, unit="faces"),
         Rule("multiple_faces", "face_count", high=1, unit="faces"),
+        # a mask, a bust: the face found has no skin colour (measured on colour photos only)
+        Rule("not_a_person", "skin_chroma", low=SKIN_CHROMA, tolerance=4, unit="median chroma of the face"),
     )
 
 
@@ -79,10 +81,16 @@ def _pose(yaw: float, pitch: float, roll: float) -> tuple[Rule, ...]:
 
 
 def _exposure() -> tuple[Rule, ...]:
+    # the mean alone passes a face half burnt to white or half lost in black shadow: the clipped shares judge that
     return (
         Rule("too_dark", "face_brightness", low=80, tolerance=30, unit=f"mean face level {LEVEL}"),
+        Rule("too_dark", "face_crushed", high=0.1, tolerance=0.05, unit="share of the face at level 10 or less"),
         Rule("overexposed", "face_brightness", high=225, tolerance=15, unit=f"mean face level {LEVEL}"),
+        Rule("overexposed", "face_clipped", high=0.1, tolerance=0.05, unit="share of the face at level 250 or more"),
     )
+
+
+RED_EYE = Rule("red_eye", "red_pupils", high=RED_PUPIL, tolerance=0.2, unit="share of the pupils flash red")
 
 
 def _covering() -> tuple[Rule, ...]:
@@ -113,7 +121,9 @@ def _compression(high: float) -> Rule:
 
 
 SHARP = Rule("blurry", "sharpness", low=60, tolerance=60, unit="Laplacian variance over the face")
-COLOUR = Rule("grayscale", "colourfulness", low=4, tolerance=4, unit="mean channel difference")
+# a photo is in colour from this mean channel difference on
+COLOUR_SEEN = 4.0
+COLOUR = Rule("grayscale", "colourfulness", low=COLOUR_SEEN, tolerance=4, unit="mean channel difference")
 EYES_OPEN = Rule("eyes_closed", "eye_openness", low=0.15, tolerance=0.1, unit="eyelid gap / eye width")
 EVEN_LIGHT = Rule("uneven_lighting", "lighting_imbalance", high=0.25, tolerance=0.1, unit="cheek level difference")
 PLAIN_BACKDROP = Rule("background_not_uniform", "backdrop_spread", high=12, tolerance=6, unit=f"level spread {LEVEL}")
@@ -140,6 +150,7 @@ US_PASSPORT = Policy(
         # a natural smile parts the lips; speech opens them far wider
         Rule("mouth_open", "mouth_opening", high=0.35, tolerance=0.1, unit="lip gap / mouth width"),
         *_exposure(),
+        RED_EYE,
         EVEN_LIGHT,
         PLAIN_BACKDROP,
         Rule("background_not_white", "backdrop_whiteness", low=190, tolerance=20, unit=f"level - 2 x tint {LEVEL}"),
@@ -171,6 +182,7 @@ ICAO = Policy(
         EYES_OPEN,
         Rule("mouth_open", "mouth_opening", high=0.08, tolerance=0.05, unit="lip gap / mouth width"),
         *_exposure(),
+        RED_EYE,
         EVEN_LIGHT,
         PLAIN_BACKDROP,
         Rule("background_too_dark", "backdrop_lightness", low=150, tolerance=30, unit=f"mean level {LEVEL}"),

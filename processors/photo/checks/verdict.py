@@ -34,6 +34,10 @@ REASONS: dict[str, tuple[str, str]] = {
     "wrong_aspect_ratio": ("format", "The photo has the wrong shape; please crop it to a 35 by 45 portrait format."),
     "no_face": ("no_face", "No face could be found; please take a photo that shows your face clearly."),
     "multiple_faces": ("multiple_faces", "More than one face is visible; please take a photo of yourself alone."),
+    "not_a_person": (
+        "no_face",
+        "The face does not look like a living person's; please take a photo of yourself, not of a mask or a statue.",
+    ),
     "face_covered": ("obstruction", "Something covers part of your face; please remove it."),
     "glasses": ("obstruction", "Glasses are not allowed; please take them off for the photo."),
     "glasses_glare": ("obstruction", "Your glasses reflect light; please tilt them or remove them to avoid glare."),
@@ -53,6 +57,10 @@ REASONS: dict[str, tuple[str, str]] = {
     "mouth_open": ("expression", "Your mouth is open; please close your mouth and keep a neutral expression."),
     "too_dark": ("lighting", "Your face is too dark; please take the photo in brighter, even light."),
     "overexposed": ("lighting", "Your face is overexposed; please avoid direct flash or strong light."),
+    "red_eye": (
+        "lighting",
+        "Your eyes look red from the camera flash; please take the photo without flash or with red-eye reduction.",
+    ),
     "uneven_lighting": ("lighting", "There are shadows on your face; please use even light from the front."),
     "background_not_uniform": ("background", "The background is not plain; please stand in front of a plain wall."),
     "background_too_dark": ("background", "The background is too dark; please use a light, plain background."),
