@@ -497,4 +497,16 @@ CASES: list[NamePair] = [
     ),
     _person(_CHAIN_WORD, "Wendy Clark", "CLARK WENDY", "match", "Her own name, no chain."),
     _person(_CHAIN_WORD, "Chris Dennys", "DENNYS CHRIS", "match", "Dennys is his surname."),
+    _person(_CHAIN_WORD, "Marshall Green", "MARSHALLS 0834", "mismatch", "A Marshalls store, not Marshall Green."),
+    _person(_CHAIN_WORD, "Carl Jones", "CARLS JR 1187", "mismatch", "A Carl's Jr. restaurant, not Carl Jones."),
+    _person(_CHAIN_WORD, "Harvey Stone", "HARVEYS 0213", "mismatch", "A Harvey's restaurant, not Harvey Stone."),
+    _person(_CHAIN_WORD, "Dillard Smith", "DILLARDS 0219", "mismatch", "A Dillard's store, not Dillard Smith."),
+    _person(
+        _CHAIN_WORD,
+        "Albert Moore",
+        "ALBERTSONS 4410",
+        "mismatch",
+        "An Albertsons supermarket: its name begins with his given name, and is not his.",
+    ),
+    _person(_CHAIN_WORD, "Marshall Green", "GREEN MARSHALL", "match", "His own name, no chain."),
 ]
