@@ -407,3 +407,24 @@ async def test_pool_evaluates_off_the_loop_and_reuses_workers() -> None:
             await pool.evaluate(image, "nope")
     finally:
         pool.close()
+
+
+@pytest.mark.parametrize("extra", [{}, {"visibility": 0.9}, {"presence": 0.0}, {"z": 0.0}])
+def test_the_mesh_points_are_read_alike_from_bytes_or_attributes(extra: dict[str, float]) -> None:
+    """The landmarks read from their serialized bytes are the numbers their attributes hold, and a list whose
+    landmarks hold more (or fewer) fields than x, y, z is read attribute by attribute."""
+    from mediapipe.framework.formats import landmark_pb2
+
+    from processors.photo.checks.detector import _points
+
+    landmarks = landmark_pb2.NormalizedLandmarkList()
+    for n in range(478):
+        point = landmarks.landmark.add(x=n / 478, y=1 - n / 478, z=-n / 4780)
+        if n == 240:
+            for name, value in extra.items():
+                if name == "z":
+                    point.ClearField("z")
+                else:
+                    setattr(point, name, value)
+    expected = [[point.x, point.y, point.z] for point in landmarks.landmark]
+    assert _points(landmarks).tolist() == expected

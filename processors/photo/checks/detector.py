@@ -133,6 +133,27 @@ class Detection:
     mesh: npt.NDArray[np.float64] | None
 
 
+_LANDMARK = 17
+"""Bytes of one landmark in a serialized NormalizedLandmarkList whose landmarks hold x, y and z alone: the list's field
+tag (0x0a) and the landmark's length (15), then each coordinate's tag (0x0d, 0x15, 0x1d) and its little-endian
+float."""
+_XYZ = np.array([3, 4, 5, 6, 8, 9, 10, 11, 13, 14, 15, 16])
+_TAGS = np.array([0x0A, 0x0F, 0x0D, 0x15, 0x1D], dtype=np.uint8)
+
+
+def _points(landmarks: Any) -> npt.NDArray[np.float64]:
+    """The landmarks' normalized x, y, z, one row each. Read from the list's serialized bytes when every landmark holds
+    x, y and z alone (a tenth of the time of reading 478 x 3 attributes, the same numbers); else attribute by
+    attribute."""
+    raw = np.frombuffer(landmarks.SerializeToString(), dtype=np.uint8)
+    count = len(landmarks.landmark)
+    if raw.size == count * _LANDMARK:
+        rows = raw.reshape(count, _LANDMARK)
+        if (rows[:, [0, 1, 2, 7, 12]] == _TAGS).all():
+            return rows[:, _XYZ].copy().view("<f4").astype(np.float64)
+    return np.array([(p.x, p.y, p.z) for p in landmarks.landmark], dtype=np.float64)
+
+
 def _config(text: str) -> Any:
     from google.protobuf import text_format
     from mediapipe.framework import calculator_pb2
@@ -167,7 +188,7 @@ class Detector:
         if len(strong) == 1:
             landmarks = self._mesh.process({"image": rgb, "detection": strong[0]}).landmarks
             if landmarks is not None:
-                mesh = np.array([(p.x * width, p.y * height, p.z * width) for p in landmarks.landmark])
+                mesh = _points(landmarks) * (width, height, width)
         return Detection(faces=faces, candidates=candidates, mesh=mesh)
 
     def _short_range_detections(self, rgb: npt.NDArray[np.uint8]) -> list[Any]:
