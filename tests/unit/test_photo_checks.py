@@ -428,3 +428,16 @@ def test_the_mesh_points_are_read_alike_from_bytes_or_attributes(extra: dict[str
                     setattr(point, name, value)
     expected = [[point.x, point.y, point.z] for point in landmarks.landmark]
     assert _points(landmarks).tolist() == expected
+
+
+def test_the_levels_are_numpys_percentiles_to_the_last_bit() -> None:
+    import numpy as np
+
+    from processors.photo.checks.measure import _levels
+
+    rng = np.random.default_rng(7)
+    for _ in range(2000):
+        values = (rng.random((int(rng.integers(1, 60)), int(rng.integers(1, 90)))) * 255).astype(np.float32)
+        if rng.random() < 0.5:
+            values = np.round(values)
+        assert _levels(values) == tuple(float(level) for level in np.percentile(values, (5, 95)))

@@ -61,8 +61,8 @@ def decode(image: Image.Image, header: Header) -> Decoded:
         factor = min(image.size) // WORK_SIDE
         if factor > 1:
             image = image.reduce(factor)
-        image = ImageOps.exif_transpose(image)
-        rgb = np.asarray(image.convert("RGB"))
+        ImageOps.exif_transpose(image, in_place=True)  # the working copy is this call's own: no copy made
+        rgb = np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError):
         raise DecodeError("undecodable_image") from None
     return Decoded(header=header, rgb=np.ascontiguousarray(rgb), grayscale_mode=grayscale_mode)
