@@ -47,7 +47,7 @@ from urllib.parse import parse_qs, urlencode
 
 import httpx
 
-from tests.peers.serving import ServedPeer
+from tests.peers.serving import ServedPeer, read_request
 
 __all__ = ["TOPICS", "CommercePlatform", "Registration", "signed_query"]
 
@@ -230,13 +230,7 @@ class CommercePlatform(ServedPeer):
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        body, headers = await read_request(scope, receive)
         query = {k: v[-1] for k, v in parse_qs(scope["query_string"].decode(), keep_blank_values=True).items()}
         method, path = scope["method"], scope["path"]
         shop, _, rest = path.lstrip("/").partition("/")

@@ -43,7 +43,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from tests.peers.serving import ServedPeer
+from tests.peers.serving import ServedPeer, read_request
 
 __all__ = ["Approved", "OidcProvider", "RecordedRequest"]
 
@@ -288,13 +288,7 @@ class OidcProvider(ServedPeer):
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        body, headers = await read_request(scope, receive)
         query = {k: v[-1] for k, v in parse_qs(scope["query_string"].decode(), keep_blank_values=True).items()}
         form: dict[str, str] = {}
         if headers.get("content-type", "").startswith("application/x-www-form-urlencoded"):

@@ -19,7 +19,7 @@ from typing import Any, Self
 
 import uvicorn
 
-__all__ = ["JsonPeer", "LocalServer", "ServedPeer"]
+__all__ = ["JsonPeer", "LocalServer", "ServedPeer", "read_request"]
 
 
 class LocalServer:
@@ -74,6 +74,17 @@ class LocalServer:
             self._socket.close()
 
 
+async def read_request(scope: dict[str, Any], receive: Any) -> tuple[bytes, dict[str, str]]:
+    """An HTTP request's whole body, and its headers by lower-case name."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    return body, {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+
+
 class ServedPeer:
     """A provider's HTTP API as an ASGI app (`_app`) on a LocalServer: `with Peer(...) as peer:` serves it at
     `peer.base_url` (`http://127.0.0.1:<port>`, once started)."""
@@ -119,12 +130,7 @@ class JsonPeer:
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         assert scope["type"] == "http"
-        body = b""
-        while True:
-            event = await receive()
-            body += event.get("body", b"")
-            if not event.get("more_body"):
-                break
+        body, _ = await read_request(scope, receive)
         status, answer, *more = self.answer(scope, body)
         headers = more[0] if more else []
         await send(

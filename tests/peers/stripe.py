@@ -58,7 +58,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
-from tests.peers.serving import ServedPeer
+from tests.peers.serving import ServedPeer, read_request
 
 __all__ = ["RecordedRequest", "StripeServer", "parse_form"]
 
@@ -662,13 +662,7 @@ class StripeServer(ServedPeer):
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        body, headers = await read_request(scope, receive)
         form = parse_qsl(body.decode(), keep_blank_values=True) if body else []
         if scope["path"].startswith("/p/"):  # the portal's pages, for a browser
             status, page_headers, page = await self._portal(scope["path"], scope["method"], form)
