@@ -58,10 +58,9 @@ def helpdesk_app(accounts_deps: Accounts, *, billing: Billing | None = None) -> 
     db = accounts_deps.db
     cipher = MultiFernet([Fernet(Fernet.generate_key())])
     gateway = HelpdeskGateway(
-        desk=Helpdesk(db, announce, cipher, allow_private_targets=True),
+        desk=Helpdesk(db, announce, cipher, allow_private_targets=True, billing=billing),
         accounts=accounts_deps,
         inbound=Inbound(db, cipher, publish),
-        billing=billing,
     )
     return create_helpdesk_app(gateway, HelpdeskAuthenticator(db, None), {})
 

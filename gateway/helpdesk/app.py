@@ -59,7 +59,7 @@ def procedures(helpdesk: HelpdeskGateway) -> Mapping[str, Procedure]:
     desk = helpdesk.desk
     return {
         **signin.procedures(helpdesk.accounts),
-        **signup.procedures(helpdesk.accounts, helpdesk.billing),
+        **signup.procedures(helpdesk.accounts, desk.billing),
         **event_procedures.procedures(desk),
         **ticket_procedures.procedures(desk),
         **customer_procedures.procedures(desk),
@@ -98,6 +98,6 @@ def create_helpdesk_app(
         on_shutdown=[
             authenticator.last_used.flush,
             helpdesk.inbound.aclose,
-            *([helpdesk.billing.aclose] if helpdesk.billing else []),
+            *([helpdesk.desk.billing.aclose] if helpdesk.desk.billing else []),
         ],
     )

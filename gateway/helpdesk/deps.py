@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from gateway.helpdesk.accounts.signin import Accounts
 from gateway.helpdesk.inbound.common import Inbound
-from operations.helpdesk.billing import Billing
 from operations.helpdesk.desk import Helpdesk
 
 
@@ -18,5 +17,3 @@ class HelpdeskGateway:
     """Sign-in, sessions and their mail."""
     inbound: Inbound
     """The inbound webhook endpoints' shared steps (gateway/helpdesk/inbound)."""
-    billing: Billing | None = None
-    """The payment provider of paid plans; None: they are PRECONDITION_FAILED."""

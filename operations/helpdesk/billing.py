@@ -19,6 +19,7 @@ from typing import Any, Final
 import stripe
 import structlog
 
+from storage.common.db import Database
 from storage.helpdesk import workspaces
 
 log = structlog.get_logger("signalyard.operations.helpdesk.billing")
@@ -179,3 +180,27 @@ class Billing:
             message=message,
         )
         return PaymentSetupFailed(f"Stripe {step} failed: {type(error).__name__} ({error.http_status or 'no answer'})")
+
+
+async def checkout_for(
+    billing: Billing,
+    db: Database,
+    organization_id: str,
+    plan: str,
+    *,
+    customer_id: str | None,
+    name: str,
+    email: str | None,
+    success_path: str | None = None,
+    cancel_path: str | None = None,
+) -> Checkout:
+    """A Checkout for the organization's `plan`, for its payment-provider customer `customer_id`, or, when it has
+    none yet, one made now (named `name`, mailed at `email`) and stored once (of two racing calls, the first's
+    stays). Signup's checkout, and a free organization's from its organization page. PaymentSetupFailed when the
+    provider fails."""
+    if customer_id is None:
+        made = await billing.customer(organization_id, email=email, name=name)
+        customer_id = await db.write(workspaces.record_billing_customer, organization_id, made)
+    return await billing.checkout(
+        organization_id, customer_id, plan, success_path=success_path, cancel_path=cancel_path
+    )

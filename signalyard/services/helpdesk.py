@@ -124,7 +124,6 @@ def gateway(p: Platform, s: HelpdeskSettings) -> ASGIApp:
         desk=_desk(p, s, billing),
         accounts=accounts_deps,
         inbound=Inbound(p.db, cipher, publish_inbound, public_url=public_url, providers=_inbound_providers(p, s)),
-        billing=billing,
     )
     readiness = {"database": p.db.ping, "broker": p.ping_broker, "rate_limit_store": authenticator.ping}
     return create_helpdesk_app(helpdesk, authenticator, readiness)

@@ -16,7 +16,7 @@ import msgspec
 from gateway.helpdesk.accounts.redirects import is_safe_local_path
 from gateway.helpdesk.accounts.signin import Accounts, Name, Redirect
 from gateway.helpdesk.procedures.wire import Call, Procedure, ProcedureError
-from operations.helpdesk.billing import Billing, PaymentSetupFailed
+from operations.helpdesk.billing import Billing, PaymentSetupFailed, checkout_for
 from storage.helpdesk import workspaces
 
 
@@ -57,13 +57,18 @@ async def _checkout(deps: Accounts, billing: Billing | None, workspace: workspac
     if billing is None:
         raise _no_provider(workspace.plan)
     try:
-        customer_id = workspace.billing_customer_id
-        if customer_id is None:
-            made = await billing.customer(workspace.organization_id, email=workspace.user.email, name=workspace.name)
-            customer_id = await deps.db.write(workspaces.record_billing_customer, workspace.organization_id, made)
-        return (await billing.checkout(workspace.organization_id, customer_id, workspace.plan)).url
+        made = await checkout_for(
+            billing,
+            deps.db,
+            workspace.organization_id,
+            workspace.plan,
+            customer_id=workspace.billing_customer_id,
+            name=workspace.name,
+            email=workspace.user.email,
+        )
     except PaymentSetupFailed:
         raise ProcedureError("INTERNAL_SERVER_ERROR", "Payment setup could not start: retry") from None
+    return made.url
 
 
 async def complete_signup(

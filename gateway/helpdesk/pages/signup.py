@@ -23,7 +23,7 @@ PLANS = {"free": "Free", "pro": "Pro", "business": "Business"}
 
 
 def routes(site: Site) -> list[ControllerRouterHandler]:
-    deps, billing = site.helpdesk.accounts, site.helpdesk.billing
+    deps, billing = site.helpdesk.accounts, site.helpdesk.desk.billing
 
     @get(SIGNUP)
     async def signup_page(
