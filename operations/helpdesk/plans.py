@@ -14,8 +14,9 @@ from typing import Annotated, Literal
 import msgspec
 
 from operations.common.actors import Actor
-from operations.common.errors import Conflict, NotFound, Precondition, ProviderRefused
-from operations.helpdesk.billing import Billing, Checkout, PaymentSetupFailed, PortalSession
+from operations.common.errors import Conflict, Precondition, ProviderRefused
+from operations.helpdesk import team
+from operations.helpdesk.billing import Billing, Checkout, PaymentSetupFailed, PortalSession, checkout_for
 from operations.helpdesk.desk import Helpdesk
 from storage.helpdesk import accounts, workspaces
 
@@ -32,8 +33,6 @@ NO_PROVIDER = (
     "No payment provider is configured here, so plans cannot be changed in the app: the operator sets "
     "SIGNALYARD_HELPDESK_STRIPE_SECRET_KEY"
 )
-
-Offer = Literal["portal", "checkout", "portal_and_checkout", "no_provider"]
 
 
 class Subscribe(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -54,15 +53,17 @@ def offer(desk: Helpdesk, found: workspaces.OrganizationRecord) -> PlanOffer:
     """What the organization page offers `found`'s admins to change its plan (no call to the provider)."""
     if desk.billing is None:
         return PlanOffer(portal=False, checkout=False, provider=False)
-    portal = found.billing_customer_id is not None and found.billing_status in PORTAL
+    portal = _portal_customer(found) is not None
     return PlanOffer(portal=portal, checkout=found.billing_status not in SUBSCRIBED, provider=True)
 
 
+def _portal_customer(found: workspaces.OrganizationRecord) -> str | None:
+    """The organization's customer at the provider when its customer portal has something to show them, else None."""
+    return found.billing_customer_id if found.billing_status in PORTAL else None
+
+
 async def _organization(desk: Helpdesk, actor: Actor) -> tuple[Billing, workspaces.OrganizationRecord]:
-    actor.require_admin(MANAGE)
-    found = await desk.db.read(workspaces.organization, actor.organization_id)
-    if found is None:
-        raise NotFound("This organization no longer exists")
+    found = await team.organization(desk, actor, to=MANAGE)
     if desk.billing is None:
         raise Precondition(NO_PROVIDER)
     return desk.billing, found
@@ -77,10 +78,11 @@ async def billing_portal(desk: Helpdesk, actor: Actor) -> PortalSession:
     organization page. An organization without a customer, or whose checkout never completed, has nothing there: it
     is refused (PRECONDITION_FAILED) with what to do instead."""
     billing, found = await _organization(desk, actor)
-    if found.billing_customer_id is None or found.billing_status not in PORTAL:
+    customer_id = _portal_customer(found)
+    if customer_id is None:
         raise Precondition("This organization has no subscription yet: choose a paid plan to subscribe to one")
     try:
-        return await billing.portal(found.id, found.billing_customer_id, RETURN_PATH)
+        return await billing.portal(found.id, customer_id, RETURN_PATH)
     except PaymentSetupFailed:
         raise _failed() from None
 
@@ -93,14 +95,18 @@ async def subscribe(desk: Helpdesk, actor: Actor, given: Subscribe) -> Checkout:
     billing, found = await _organization(desk, actor)
     if found.billing_status in SUBSCRIBED:
         raise Conflict("This organization has a subscription: change its plan with Change plan or billing")
+    user = await desk.db.read(accounts.user_by_id, actor.user_id) if actor.user_id else None
     try:
-        customer_id = found.billing_customer_id
-        if customer_id is None:
-            user = await desk.db.read(accounts.user_by_id, actor.user_id) if actor.user_id else None
-            made = await billing.customer(found.id, email=user.email if user else None, name=found.name)
-            customer_id = await desk.db.write(workspaces.record_billing_customer, found.id, made)
-        return await billing.checkout(
-            found.id, customer_id, given.plan, success_path=CHECKOUT_SUCCESS_PATH, cancel_path=CHECKOUT_CANCEL_PATH
+        return await checkout_for(
+            billing,
+            desk.db,
+            found.id,
+            given.plan,
+            customer_id=found.billing_customer_id,
+            name=found.name,
+            email=user.email if user else None,
+            success_path=CHECKOUT_SUCCESS_PATH,
+            cancel_path=CHECKOUT_CANCEL_PATH,
         )
     except PaymentSetupFailed:
         raise _failed() from None

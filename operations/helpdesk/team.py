@@ -51,9 +51,9 @@ class Deactivate(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     reassign_to: Uuid | None = None
 
 
-async def organization(desk: Helpdesk, actor: Actor) -> workspaces.OrganizationRecord:
-    """The actor's organization: its name, address (slug), plan and billing status."""
-    actor.require_admin(MANAGE)
+async def organization(desk: Helpdesk, actor: Actor, *, to: str = MANAGE) -> workspaces.OrganizationRecord:
+    """The actor's organization: its name, address (slug), plan and billing status (admins: `to` says what for)."""
+    actor.require_admin(to)
     found = await desk.db.read(workspaces.organization, actor.organization_id)
     if found is None:
         raise NotFound("This organization no longer exists")

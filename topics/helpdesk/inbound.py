@@ -567,7 +567,6 @@ class StripePrice(StripeRef):
     """A subscription item's price: its id, and the metadata an operator may have given it (`plan`)."""
 
     metadata: dict[str, str] | None = None
-    lookup_key: str | None = None
 
 
 class SubscriptionItem(Payload):

@@ -16,12 +16,14 @@ from litestar.response import Redirect, Template
 from litestar.status_codes import HTTP_303_SEE_OTHER
 from litestar.types import ControllerRouterHandler
 
+from gateway.helpdesk.pages.signup import PLANS
 from gateway.helpdesk.pages.site import Form, Member, Site
 from operations.helpdesk import keys, plans, team, webhooks
 from operations.helpdesk.keys import CreateKey
 from operations.helpdesk.plans import Subscribe
 from operations.helpdesk.team import ChangeRole, Deactivate, Invite, RenameOrganization
 from operations.helpdesk.webhooks import CreateWebhook, UpdateWebhook
+from storage.helpdesk import workspaces
 from storage.helpdesk.keys import RESOURCES
 from topics.helpdesk import EVENTS
 
@@ -29,8 +31,8 @@ DELIVERIES = 10
 """A subscription's newest deliveries its settings show."""
 READ_ONLY = [f"{resource}:read" for resource in RESOURCES]
 """The scopes of a read-only key: every resource's `:read`."""
-PAID_PLANS = {"pro": "Pro", "business": "Business"}
-"""The paid plans a Checkout sells, as the organization page names them."""
+PAID_PLANS = {plan: PLANS[plan] for plan in workspaces.PAID_PLANS}
+"""The paid plans a Checkout sells, as the pages name them."""
 
 
 def routes(site: Site) -> list[ControllerRouterHandler]:

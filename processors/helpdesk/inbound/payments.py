@@ -87,8 +87,8 @@ def plan_of(event_type: str, obj: BillingObject, plan_prices: Mapping[str, str])
             priced = plan_prices.get(price.id or "")
             if priced in workspaces.PAID_PLANS:
                 return priced
-            if _named(price.metadata):
-                return _named(price.metadata)
+            if named := _named(price.metadata):
+                return named
         return _named(obj.metadata)
     if event_type == "checkout.session.completed":
         return _named(obj.metadata)
