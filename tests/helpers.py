@@ -1,13 +1,15 @@
-"""What tests share: waiting for a condition (`until`), a helpdesk organization signed up (`signed_up`) and an agent
-joined to one by invitation (`joined_agent`)."""
+"""What tests share: waiting for a condition (`until`), another process writing SQLite (`writer_busy`), a
+helpdesk organization signed up (`signed_up`) and an agent joined to one by invitation (`joined_agent`)."""
 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import inspect
+import sqlite3
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -17,6 +19,23 @@ if TYPE_CHECKING:  # only annotations: the helpers stay importable without a ser
     from tests.helpdesk_stack import Browser, HelpdeskStack
 
 T = TypeVar("T")
+
+
+@contextmanager
+def writer_busy(database: str) -> Iterator[None]:
+    """Another process's writer in the middle of its transaction on the SQLite file `database`, until the block ends:
+    it holds the writers' turn (`<database>.write-lock`, storage/common/db.py) and SQLite's write lock. A writer of
+    ours waits meanwhile; a reader does not."""
+    with open(f"{database}.write-lock", "a") as turn:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        holder = sqlite3.connect(database, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+            fcntl.flock(turn, fcntl.LOCK_UN)
 
 
 # `T | None`: a condition that answers None until it holds returns its answer's type (never None: None is falsy).

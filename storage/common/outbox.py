@@ -40,5 +40,12 @@ def claim_stale(
     return list(connection.execute(claim))
 
 
+def any_stale(connection: Connection, table: Table, *, published_before: datetime) -> bool:
+    """Whether a row is pending since before `published_before`: a read, so that an idle relay's passes take no write
+    lock (and leave the WAL nothing to copy back)."""
+    stale = select(table.c.id).where(table.c.state == "pending", table.c.published_at < published_before).limit(1)
+    return connection.execute(stale).first() is not None
+
+
 def count_pending(connection: Connection, table: Table) -> int:
     return int(connection.execute(select(func.count()).where(table.c.state == "pending")).scalar_one())

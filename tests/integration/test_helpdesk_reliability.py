@@ -35,7 +35,7 @@ from storage.helpdesk.tickets import TICKETS
 from storage.helpdesk.workspaces import ORGANIZATIONS
 from tests.conftest import running_stack
 from tests.helpdesk_stack import HelpdeskStack, helpdesk_settings
-from tests.helpers import new_organization, signed_up, until
+from tests.helpers import new_organization, signed_up, until, writer_busy
 from tests.peers.receiver import WebhookReceiver, verify_helpdesk
 from tests.peers.smtp import SmtpPeer
 from topics.helpdesk import ActivityRecorded, HelpdeskTopics, InboundReceived, partition_key
@@ -276,6 +276,34 @@ async def relay_after_a_death(db: Database) -> None:
     assert await db.read(lambda connection: connection.scalar(state)) == "published"
     clock[0] += timedelta(minutes=5)
     assert await living.relay() == 0, "a published event is not published again"
+
+
+async def test_an_idle_relays_passes_only_read(tmp_path: Path) -> None:
+    """With nothing to publish, a relay's pass asks (a read) and claims nothing (no write): it goes on while another
+    process holds SQLite's write lock, where a claim would wait for it."""
+    path = tmp_path / "relay.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await asyncio.to_thread(migrate, url)
+    db = Database(url)
+    published: list[Any] = []
+
+    async def broker_up(messages: Sequence[tuple[msgspec.Struct, str, bytes]]) -> None:
+        published.extend(message for message, _, _ in messages)
+
+    try:
+        relay = activity_relay(db, HelpdeskTopics(f"t{uuid.uuid4().hex[:8]}."), broker_up)
+        with writer_busy(str(path)):
+            assert await asyncio.wait_for(relay.relay(), timeout=10) == 0
+        organization = str(uuid.uuid4())
+        event = events.row(
+            organization, ("organization", organization), "updated", {}, actor_id=None, now=relay.clock()
+        )
+        await db.write(events.record_rows, [event])
+        relay.clock = lambda: event["created_at"] + timedelta(seconds=1)
+        assert await relay.relay() == 1
+        assert [message.id for message in published] == [event["id"]]
+    finally:
+        await db.dispose()
 
 
 async def test_inbound_processors_killed_mid_stream_every_stored_mail_becomes_exactly_one_ticket_or_reply(

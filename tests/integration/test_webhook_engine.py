@@ -25,7 +25,7 @@ import pytest
 from cryptography.fernet import Fernet, MultiFernet
 from fast_depends.msgspec import MsgSpecSerializer
 from faststream.kafka import KafkaBroker
-from sqlalchemy import func, select
+from sqlalchemy import func, make_url, select
 
 from processors.common.outbox import Sweeper
 from processors.common.webhooks import WebhookDeliverer, events_outbox, fanout_router
@@ -45,6 +45,7 @@ from storage.common.webhooks.endpoints import (
 )
 from storage.common.webhooks.events import record_event, send_test_event
 from storage.common.webhooks.models import ATTEMPTS, DELIVERIES, ENDPOINTS, EVENTS
+from tests.helpers import writer_busy
 from tests.peers.receiver import Received, Verify, WebhookReceiver, verify_helpdesk, verify_photo
 from topics import helpdesk, photo
 from topics.common.admin import ensure_topics
@@ -568,6 +569,24 @@ async def test_a_new_engine_picks_up_stored_retries(hooks: Hooks) -> None:
     assert await hooks.engine().deliver_due() == 1
 
     assert len(hooks.receiver.received(path)) == 2
+    [delivery] = await hooks.deliveries(endpoint.id)
+    assert delivery.state == "delivered"
+
+
+async def test_an_idle_members_polls_only_read_and_it_still_takes_what_comes(hooks: Hooks, database_url: str) -> None:
+    """Once a claim found nothing, the member asks whether anything is due (a read) before it claims (a write): an
+    idle stack's polls take no write lock, so they go on while another process writes SQLite."""
+    if not database_url.startswith("sqlite"):
+        pytest.skip("SQLite's one write lock; PostgreSQL's claims lock rows, not the database")
+    endpoint, path = await hooks.endpoint()
+    engine = hooks.engine()
+    assert await engine.deliver_due() == 0
+    with writer_busy(str(make_url(database_url).database)):
+        # a claim (a write) would wait for its turn, until the other writer is done
+        assert await asyncio.wait_for(engine.deliver_due(), timeout=10) == 0
+    await hooks.event()
+    assert await engine.deliver_due() == 1
+    assert len(hooks.receiver.received(path)) == 1
     [delivery] = await hooks.deliveries(endpoint.id)
     assert delivery.state == "delivered"
 

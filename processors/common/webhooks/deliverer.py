@@ -21,7 +21,7 @@ from prometheus_client import Counter, Histogram
 from net.guard import Resolve, guarded_client, system_resolve, tls_context
 from storage.common.db import Database
 from storage.common.secrets import Cipher, unseal
-from storage.common.webhooks.deliveries import AttemptResult, Claimed, claim_due, record_attempts
+from storage.common.webhooks.deliveries import AttemptResult, Claimed, any_due, claim_due, record_attempts
 from storage.common.webhooks.deliveries import Outcome as DeliveryOutcome
 from storage.common.webhooks.endpoints import endpoint_is_active
 from storage.common.webhooks.models import RESPONSE_BODY_LIMIT
@@ -141,6 +141,8 @@ class WebhookDeliverer:
         self._wakeup = asyncio.Event()
         self._hungry = False
         """The last claim was cut short by this member's capacity: once `_refill` slots are free, claim again."""
+        self._idle = False
+        """The last claim found nothing: the next asks whether anything is due (a read) before it claims (a write)."""
         self._waiting_for: set[str] = set()
         """Endpoints the last claim skipped as saturated: once one is half free, claim again."""
         self._refill = max(1, min(concurrency // 2, claim_batch))
@@ -230,6 +232,8 @@ class WebhookDeliverer:
         saturated = {endpoint for endpoint, count in held.items() if count >= self.held_per_endpoint}
         skip = saturated | self._gone
         now = self.clock()
+        if self._idle and not await self.db.read(any_due, self.profile.service, now=now):
+            return 0, wanted
         lease_until = now + self.lease
         rows = await self.db.write(
             claim_due,
@@ -242,6 +246,7 @@ class WebhookDeliverer:
             skip_endpoints=skip,
         )
         self._hungry = len(rows) == wanted
+        self._idle = not rows
         self._waiting_for = saturated
         for row in rows:
             self._busy[row.endpoint_id] = self._busy.get(row.endpoint_id, 0) + 1

@@ -125,6 +125,12 @@ _CLAIMED = (
 )
 
 
+def any_due(connection: Connection, service: str, *, now: datetime) -> bool:
+    """Whether a delivery of the service to an active endpoint is due: a read, so that an idle member's polls take no
+    write lock (and leave the WAL nothing to copy back)."""
+    return connection.execute(_DUE, {"service": service, "now": now, "scan": 1}).first() is not None
+
+
 def claim_due(
     connection: Connection,
     service: str,
