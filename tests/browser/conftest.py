@@ -40,6 +40,19 @@ async def chromium(playwright: Playwright) -> AsyncIterator[Browser]:
     await browser.close()
 
 
+@pytest.fixture(autouse=True)
+async def nothing_left_open(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """After each test, whatever it left open in the session's browsers (a failed test's context) is closed: an open
+    page goes on running for the rest of the session. In a CI run where a test failed with its page open, the
+    browser's GPU process and a renderer took most of a core from then until the run ended."""
+    yield
+    for name in ("chromium", "camera_chromium"):
+        if name in request.fixturenames:
+            browser: Browser = request.getfixturevalue(name)
+            for context in browser.contexts:
+                await context.close()
+
+
 PORTRAIT = ROOT / "node_modules" / "paper-kit-2" / "assets" / "img" / "faces" / "erik-lucatero-2.jpg"
 """A real portrait (a package's; `npm ci` installs it): what the fake camera films."""
 

@@ -4,13 +4,14 @@ ticket without a reload (server-sent events), the customers and their page, sear
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from email.message import EmailMessage
 from email.utils import make_msgid
 
 import pytest
-from playwright.async_api import Browser, FilePayload, expect
+from playwright.async_api import APIResponse, Browser, FilePayload, Route, expect
 
 from tests.browser.test_helpdesk_agent_app import checked, signed_in_page
 from tests.helpdesk_stack import HelpdeskStack
@@ -69,6 +70,47 @@ async def test_an_agent_tags_merges_and_sees_a_new_message_arrive_on_the_open_ti
         merged = (await org.rest("GET", f"/tickets/{duplicate.json()['id']}")).json()
         assert (merged["status"], merged["merged_into_id"]) == ("closed", first["id"])
         assert (await org.rest("GET", f"/tickets/{first['id']}")).json()["tags"] == ["billing", "vip"]
+        assert refused == []
+        await page.context.close()
+
+
+async def test_a_live_update_answered_after_the_agents_own_reply_does_not_hide_it(
+    chromium: Browser, helpdesk_stack: HelpdeskStack
+) -> None:
+    """The page's live fetch (after a customer's message) is answered late, once the agent's reply has been sent and
+    shown: its copy of the thread is older than the page's, and the reply stays in view."""
+    async with signed_up(helpdesk_stack) as org:
+        ticket = (
+            await org.rest("POST", "/tickets", json={"subject": "Late", "customer_email": "lu@example.com"})
+        ).json()
+        page, refused = await signed_in_page(chromium, helpdesk_stack, org)
+        await page.goto(f"/tickets/{ticket['id']}")
+        held: asyncio.Queue[tuple[Route, APIResponse]] = asyncio.Queue()
+
+        async def hold_live_fetch(route: Route) -> None:
+            if route.request.resource_type != "fetch":
+                await route.continue_()
+                return
+            await held.put((route, await route.fetch()))  # the page as it was then, answered later
+
+        await page.route(re.compile(f"/tickets/{ticket['id']}$"), hold_live_fetch)
+        added = await org.rest(
+            "POST", f"/tickets/{ticket['id']}/conversations", json={"body": "Hello?", "author_type": "customer"}
+        )
+        assert added.status_code == 201, added.text
+        route, stale = await asyncio.wait_for(held.get(), timeout=15)
+        await page.get_by_label("Message").fill("Here now.")
+        await page.get_by_role("button", name="Send reply").click()
+        thread = page.locator("#thread")
+        await expect(thread).to_contain_text("Here now.")
+        async with page.expect_event("requestfinished", lambda request: request is route.request):
+            await route.fulfill(response=stale)
+        # the page's handler has read the answer once the tasks queued before this one have run
+        await page.evaluate("() => new Promise((done) => setTimeout(done, 0))")
+        assert await page.locator("#live-status").text_content() == ""
+        await expect(thread).to_contain_text("Here now.")
+        await expect(thread).to_contain_text("Hello?")
+        assert "Here now." not in await stale.text(), "the held copy is from before the reply"
         assert refused == []
         await page.context.close()
 

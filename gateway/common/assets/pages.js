@@ -41,8 +41,11 @@ document.addEventListener("keydown", (event) => {
 
 // Live updates: a page element marked data-live="<url>" listens to that URL's server-sent events; on "changed" the
 // page is fetched again and the parts marked data-live-part (by id) are replaced, so what is being typed stays, and
-// the element with id live-status says so (its data-said). Set up again after htmx swaps in another page.
+// the element with id live-status says so (its data-said). Set up again after htmx swaps in another page. A fetch
+// answered after a later one began, or after htmx swapped in a page (the agent's own reply, say), is dropped: its
+// copy is older than what the page shows.
 let liveSource = null;
+let liveFetches = 0;
 function listenLive() {
   if (liveSource) liveSource.close();
   liveSource = null;
@@ -51,9 +54,12 @@ function listenLive() {
   const source = new EventSource(live.dataset.live);
   liveSource = source;
   liveSource.addEventListener("changed", async () => {
+    const fetched = ++liveFetches;
     const response = await fetch(location.href, { headers: { Accept: "text/html" } });
     if (!response.ok) return;
-    const fresh = new DOMParser().parseFromString(await response.text(), "text/html");
+    const text = await response.text();
+    if (fetched !== liveFetches) return;
+    const fresh = new DOMParser().parseFromString(text, "text/html");
     for (const part of document.querySelectorAll("[data-live-part]")) {
       const replacement = fresh.getElementById(part.id);
       if (replacement) part.replaceWith(document.importNode(replacement, true));
@@ -64,4 +70,5 @@ function listenLive() {
   });
 }
 listenLive();
+document.addEventListener("htmx:beforeSwap", () => liveFetches++);
 document.addEventListener("htmx:afterSettle", listenLive);
