@@ -573,11 +573,10 @@ async def test_a_new_engine_picks_up_stored_retries(hooks: Hooks) -> None:
     assert delivery.state == "delivered"
 
 
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # SQLite's one write lock; PostgreSQL locks rows
 async def test_an_idle_members_polls_only_read_and_it_still_takes_what_comes(hooks: Hooks, database_url: str) -> None:
     """Once a claim found nothing, the member asks whether anything is due (a read) before it claims (a write): an
     idle stack's polls take no write lock, so they go on while another process writes SQLite."""
-    if not database_url.startswith("sqlite"):
-        pytest.skip("SQLite's one write lock; PostgreSQL's claims lock rows, not the database")
     endpoint, path = await hooks.endpoint()
     engine = hooks.engine()
     assert await engine.deliver_due() == 0
