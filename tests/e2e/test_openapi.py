@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import hypothesis
 import phonenumbers
 import pytest
 import schemathesis
@@ -56,6 +57,13 @@ over 450 s (the former guard) in the whole suite."""
 
 
 # Hooks of the Schemathesis run (imported by `st`, not used by pytest).
+
+if os.environ.get("SCHEMATHESIS_HOOKS") == __name__:  # in the `st` process alone
+    # No steering of the fuzzing phase towards accepted requests: Schemathesis reports each answer's success to
+    # Hypothesis as a target (`hypothesis.target`), whose hill climbing then spent two thirds of the helpdesk run's CPU
+    # (fuzzing: 160 s against 60 s without it, on the same seed, more cases generated and the same checks on each) on
+    # operations whose ids no generator can guess. The examples, coverage and stateful phases reach the accepted paths.
+    hypothesis.target = lambda observation, *, label="": observation
 
 
 def _us_area_codes() -> list[int]:
