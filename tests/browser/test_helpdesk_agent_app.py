@@ -307,6 +307,9 @@ async def test_the_walkthrough_from_signup_to_a_resolved_mailed_in_ticket_by_cli
     secret = await page.get_by_label("forwarder_secret", exact=True).input_value()
     await checked(page, "helpdesk-settings-channels")
     await page.get_by_role("link", name="Inbox").click()
+    # the inbox shown before the mail is sent: a reload while the click's navigation is still under way reloads the
+    # settings page, which would then be reloaded for ever
+    await expect(page.get_by_role("link", name=re.compile(r"^Unassigned \(0\)"))).to_be_visible()
     mail = EmailMessage()
     mail["From"], mail["To"], mail["Subject"] = "Grace Hopper <grace@example.com>", support, "Printer on fire"
     mail["Message-ID"] = make_msgid(domain="example.com")
