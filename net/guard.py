@@ -5,6 +5,7 @@ DNS answer cannot swap in a private one)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import socket
 import ssl
@@ -118,8 +119,12 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
         )
 
 
+@functools.cache
 def tls_context(ca_bundle: str | Path | None = None) -> ssl.SSLContext:
-    """Certificate and host name verification against the system's CAs, or only those of `ca_bundle`."""
+    """Certificate and host name verification against the system's CAs, or only those of `ca_bundle`: one context per
+    bundle in a process, shared by every client that gives it (`verify=tls_context()`; its users do not change it).
+    Loading the CAs takes 20-25 ms of CPU, which httpx pays again for each client made without one; a bundle changed
+    on disk is read at the next start."""
     return ssl.create_default_context(cafile=str(ca_bundle) if ca_bundle is not None else None)
 
 

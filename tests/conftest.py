@@ -22,6 +22,7 @@ import pytest
 import structlog
 from sqlalchemy.engine import make_url
 
+from net.guard import tls_context
 from signalyard import bootstrap, logs
 from signalyard.embedded_broker import EmbeddedBroker
 from signalyard.registry.helpdesk import HelpdeskSettings
@@ -295,7 +296,9 @@ class running_stack(Generic[S]):
                 await asyncio.sleep(0.02)
             base_url = f"http://127.0.0.1:{port}"
             client = await stack.enter_async_context(
-                httpx.AsyncClient(base_url=base_url, timeout=30, limits=KEEP_ALIVE_BELOW_THE_SERVER_S)
+                httpx.AsyncClient(
+                    base_url=base_url, timeout=30, limits=KEEP_ALIVE_BELOW_THE_SERVER_S, verify=tls_context()
+                )
             )
             running = self.kind(settings, p.db, base_url, client, p)
             if self.with_processor:

@@ -25,6 +25,7 @@ from gateway.helpdesk.app import create_helpdesk_app
 from gateway.helpdesk.auth import HelpdeskAuthenticator
 from gateway.helpdesk.deps import HelpdeskGateway
 from gateway.helpdesk.inbound.common import Inbound
+from net.guard import tls_context
 from operations.helpdesk.billing import Billing
 from operations.helpdesk.desk import Helpdesk
 from signalyard.registry import helpdesk
@@ -155,7 +156,7 @@ class HelpdeskStack(ServiceStack):
     async def browser(self) -> AsyncIterator[Browser]:
         """A new browser (its own cookies)."""
         async with httpx.AsyncClient(
-            base_url=self.base_url, timeout=60, limits=KEEP_ALIVE_BELOW_THE_SERVER_S
+            base_url=self.base_url, timeout=60, limits=KEEP_ALIVE_BELOW_THE_SERVER_S, verify=tls_context()
         ) as client:
             yield Browser(self, client)
 

@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 
 import httpx
 
+from net.guard import tls_context
 from operations.common.errors import ProviderRefused
 
 SCOPES = ("read_orders", "read_customers")
@@ -79,7 +80,7 @@ class open_client:
     async def __aenter__(self) -> httpx.AsyncClient:
         if self.given is not None:
             return self.given
-        self.own = httpx.AsyncClient(timeout=TIMEOUT)
+        self.own = httpx.AsyncClient(timeout=TIMEOUT, verify=tls_context())
         return self.own
 
     async def __aexit__(self, *exc_info: object) -> None:

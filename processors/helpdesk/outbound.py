@@ -25,6 +25,7 @@ import aiosmtplib
 import httpx
 import structlog
 
+from net.guard import tls_context
 from operations.common.mail import SmtpServer
 from operations.helpdesk.mail import OUR_HEADER
 from processors.helpdesk.inbound.mail import MAIL_POLICY
@@ -185,7 +186,7 @@ class ApiSender:
 
     def __init__(self, api_url: str, *, timeout_s: float = API_TIMEOUT_S) -> None:
         self.api_url = api_url.rstrip("/")
-        self.client = httpx.AsyncClient(timeout=timeout_s)
+        self.client = httpx.AsyncClient(timeout=timeout_s, verify=tls_context())
 
     async def send(self, reply: Claimed, now: datetime) -> Result:
         missing = [name for name in self.credentials if not reply.secrets.get(name)]

@@ -22,6 +22,7 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
+from net.guard import tls_context
 from processors.phone.lookup import (
     CarrierAnswer,
     ProviderUnavailable,
@@ -213,7 +214,9 @@ class CarrierLookup:
         self._retries = max(0, retries)
         self._backoff_s = backoff_s
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient(timeout=httpx.Timeout(timeout_s))
+        self._client = (
+            client if client is not None else httpx.AsyncClient(timeout=httpx.Timeout(timeout_s), verify=tls_context())
+        )
 
     @property
     def configured(self) -> bool:

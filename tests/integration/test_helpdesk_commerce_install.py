@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.engine import Connection
 
+from net.guard import tls_context
 from signalyard.secrets import secrets_cipher
 from storage.helpdesk import channels, stores
 from tests.helpdesk_stack import COMMERCE_CLIENT_ID, COMMERCE_CLIENT_SECRET, Browser, HelpdeskStack, data
@@ -77,7 +78,7 @@ async def install(url: str) -> dict[str, str]:
     """The merchant at the platform: the install page, then "Install app"; the query the platform sends back."""
     split = urlsplit(url)
     asked = {name: values[0] for name, values in parse_qs(split.query).items()}
-    async with httpx.AsyncClient() as direct:  # the platform is another site: a real socket
+    async with httpx.AsyncClient(verify=tls_context()) as direct:  # the platform is another site: a real socket
         page = await direct.get(url)
         assert page.status_code == 200, page.text
         assert "Install app" in page.text

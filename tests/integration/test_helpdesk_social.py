@@ -23,6 +23,7 @@ from gateway.helpdesk.accounts.credentials import AccessTokens, PasswordCost, Pa
 from gateway.helpdesk.accounts.sessions import ACCESS_COOKIE, REFRESH_COOKIE, Sessions
 from gateway.helpdesk.accounts.signin import limits_unavailable, sign_in_limited
 from gateway.helpdesk.accounts.social import SocialProvider
+from net.guard import tls_context
 from operations.helpdesk.mail import kept_mail
 from storage.common.db import Database
 from storage.helpdesk import accounts
@@ -52,7 +53,7 @@ class Browser:
 
     async def at_provider(self, url: str) -> str:
         """Where the provider sends the browser back: the callback's path and query on this site."""
-        async with httpx.AsyncClient() as direct:  # the provider is another site: a real socket
+        async with httpx.AsyncClient(verify=tls_context()) as direct:  # the provider is another site: a real socket
             answer = await direct.get(url)
         assert answer.status_code == 302, answer.text
         location = answer.headers["location"]
@@ -118,7 +119,7 @@ def helpdesk(db: Database, key: bytes, social: SocialProvider | None) -> httpx.A
 async def browser(db: Database, provider: OidcProvider) -> AsyncIterator[Browser]:
     provider.reset()
     key = secrets.token_bytes(32)
-    async with httpx.AsyncClient(timeout=10) as to_provider:
+    async with httpx.AsyncClient(timeout=10, verify=tls_context()) as to_provider:
         social = SocialProvider(provider.issuer, CLIENT_ID, CLIENT_SECRET, PUBLIC_URL, key, http=to_provider)
         async with helpdesk(db, key, social) as client:
             yield Browser(client, provider, key)
@@ -292,7 +293,7 @@ async def test_an_unverified_or_missing_email_does_not_sign_in(browser: Browser,
 async def test_a_provider_that_says_no_is_a_clear_refusal(browser: Browser) -> None:
     browser.provider.deny("access_denied")
     url = await browser.start()
-    async with httpx.AsyncClient() as direct:
+    async with httpx.AsyncClient(verify=tls_context()) as direct:
         back = (await direct.get(url)).headers["location"]
     assert "error=access_denied" in back
     answer = await browser.client.get(back.removeprefix(PUBLIC_URL))

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from net.guard import tls_context
 from processors.common.outbox import Sweeper
 from processors.phone.service import PhoneProcessorConfig, phone_outbox
 from signalyard.embedded_broker import EmbeddedBroker, free_port
@@ -56,7 +57,7 @@ def gateway_process(stack: Stack | PhotoStack, log: Path, service: str = "phone"
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{base}/healthz").status_code == 200:
+                if httpx.get(f"{base}/healthz", verify=tls_context()).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
@@ -70,7 +71,7 @@ def gateway_process(stack: Stack | PhotoStack, log: Path, service: str = "phone"
 
 
 async def usage(base: str, key: str) -> int:
-    async with httpx.AsyncClient() as client:
+    async with httpx.AsyncClient(verify=tls_context()) as client:
         response = await client.get(f"{base}/v1/usage", headers={"Authorization": f"Bearer {key}"})
     return response.status_code
 
@@ -107,7 +108,7 @@ async def test_a_revoked_photo_key_is_refused_at_once_by_another_gateway_process
     customer = await photo_stack.new_customer()
     created = (await photo_stack.call(customer.test_key, "POST", "/api/v1/api-keys", json={"name": "ci"})).json()
     with gateway_process(photo_stack, tmp_path / "photo.log", "photo") as replica:
-        async with httpx.AsyncClient(base_url=replica) as client:
+        async with httpx.AsyncClient(base_url=replica, verify=tls_context()) as client:
             keys = await client.get("/api/v1/api-keys", headers={"X-API-Key": created["key"]})
             assert keys.status_code == 200
 
@@ -126,7 +127,7 @@ async def test_a_deactivated_photo_subscription_is_refused_at_once_by_another_ga
 ) -> None:
     customer = await photo_stack.new_customer()
     with gateway_process(photo_stack, tmp_path / "photo.log", "photo") as replica:
-        async with httpx.AsyncClient(base_url=replica) as client:
+        async with httpx.AsyncClient(base_url=replica, verify=tls_context()) as client:
             database_url = photo_stack.settings.platform.database_url or ""
             deactivated = await asyncio.to_thread(
                 run_cli, database_url, tmp_path, "customers", "deactivate", customer.id

@@ -47,6 +47,7 @@ from urllib.parse import parse_qs, urlencode
 
 import httpx
 
+from net.guard import tls_context
 from tests.peers.serving import ServedPeer, read_request
 
 __all__ = ["TOPICS", "CommercePlatform", "Registration", "signed_query"]
@@ -146,7 +147,7 @@ class CommercePlatform(ServedPeer):
             "x-commerce-api-version": "2025-01",
             "x-commerce-hmac-sha256": signature,
         }
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
             return await client.post(registration.address, content=body, headers=headers)
 
     # ---------------------------------------------------------------- HTTP

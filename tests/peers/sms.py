@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl
 import httpx
 from twilio.request_validator import RequestValidator
 
+from net.guard import tls_context
 from tests.peers.serving import JsonPeer
 
 __all__ = ["SmsPeer"]
@@ -90,7 +91,7 @@ class SmsPeer(JsonPeer):
             params["ErrorCode"] = error_code
         url = sent["StatusCallback"]
         signature = RequestValidator(self.auth_token).compute_signature(url, params)
-        async with httpx.AsyncClient() as client:
+        async with httpx.AsyncClient(verify=tls_context()) as client:
             answer = await client.post(url, data=params, headers={"x-twilio-signature": signature})
         return answer.status_code
 

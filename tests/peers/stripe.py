@@ -58,6 +58,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 
+from net.guard import tls_context
 from tests.peers.serving import ServedPeer, read_request
 
 __all__ = ["RecordedRequest", "StripeServer", "parse_form"]
@@ -319,7 +320,7 @@ class StripeServer(ServedPeer):
         body = json.dumps(event).encode()
         signed = self.signature(body, secret)
         headers = {"Content-Type": "application/json", "Stripe-Signature": signed, "payment-signature": signed}
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with httpx.AsyncClient(timeout=10, verify=tls_context()) as client:
             answer = await client.post(url, content=body, headers=headers)
         delivery = Delivery(event, answer.status_code)
         with self._lock:

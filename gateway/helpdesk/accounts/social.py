@@ -30,6 +30,8 @@ import httpx
 import jwt
 from litestar.datastructures import Cookie
 
+from net.guard import tls_context
+
 COOKIE = "hd-oauth"
 CALLBACK_PATH = "/auth/callback"
 FLOW_LIFETIME = timedelta(minutes=10)
@@ -327,7 +329,7 @@ class SocialProvider:
         if self._http is not None:
             yield self._http
             return
-        async with httpx.AsyncClient(timeout=TIMEOUT) as client:
+        async with httpx.AsyncClient(timeout=TIMEOUT, verify=tls_context()) as client:
             yield client
 
     # the cookie -----------------------------------------------------------------------------------------------------
