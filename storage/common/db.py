@@ -18,7 +18,7 @@ import sqlalchemy
 from sqlalchemy import event, inspect, make_url, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import InvalidatePoolError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 MIGRATIONS = Path(__file__).parent.parent / "migrations"
@@ -49,13 +49,48 @@ and a pool smaller than its concurrency makes and closes connections under load,
 its statements prepared again (measured: bench/helpdesk_replies.py on PostgreSQL)."""
 
 
-def create_engine(url: str, *, pool_size: int = POOL_SIZE) -> AsyncEngine:
+PING_AFTER_IDLE_S = 1.0
+"""A pooled PostgreSQL connection left idle longer than this is pinged before it is used again, and replaced (with
+every other connection of the pool made before it) when the server has closed it: a restart, a failover, an idle
+timeout. One used within the last second is not: pinging every connection at every checkout (SQLAlchemy's
+`pool_pre_ping`) cost each transaction three more round trips (asyncpg's ping is a transaction of its own), while a
+busy pool's connections are back in use within milliseconds. A server that goes away under load fails the
+transactions that were using its connections, pinged or not, and the pool is then made anew."""
+
+
+def create_engine(url: str, *, pool_size: int = POOL_SIZE, ping_after_idle_s: float = PING_AFTER_IDLE_S) -> AsyncEngine:
     """An engine tuned for our access pattern: many short transactions from one process."""
     if url.startswith("sqlite"):
         engine = create_async_engine(url, connect_args={"timeout": 30})
         event.listen(engine.sync_engine, "connect", functools.partial(_sqlite_pragmas, busy_timeout_ms=30_000))
         return engine
-    return create_async_engine(url, pool_size=pool_size, max_overflow=0, pool_pre_ping=True)
+    engine = create_async_engine(url, pool_size=pool_size, max_overflow=0)
+    _ping_after_idle(engine.sync_engine, ping_after_idle_s)
+    return engine
+
+
+def _ping_after_idle(engine: Engine, idle_s: float) -> None:
+    """PING_AFTER_IDLE_S, by the pool's events: a checkout of a connection idle longer than `idle_s` pings it (the
+    dialect's own ping), and a ping that finds it disconnected invalidates the pool, whose checkout then connects
+    anew."""
+    dialect = engine.dialect
+
+    def checked_in(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    def checked_out(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        since = record.info.pop("idle_since", None)
+        if since is None or time.monotonic() - since <= idle_s:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as error:
+            if dialect.is_disconnect(error, dbapi_connection, None):
+                raise InvalidatePoolError(f"the server closed the connection while it was idle: {error}") from error
+            raise
+
+    event.listen(engine.pool, "checkin", checked_in)
+    event.listen(engine.pool, "checkout", checked_out)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any, *, busy_timeout_ms: int) -> None:
@@ -93,9 +128,9 @@ class Database:
     the event loop itself (a hot-path transaction takes a fraction of a millisecond, less than handing it to a
     thread), and they are testable with no event loop at all."""
 
-    def __init__(self, url: str, *, pool_size: int = POOL_SIZE) -> None:
+    def __init__(self, url: str, *, pool_size: int = POOL_SIZE, ping_after_idle_s: float = PING_AFTER_IDLE_S) -> None:
         self.url = url
-        self.engine = create_engine(url, pool_size=pool_size)
+        self.engine = create_engine(url, pool_size=pool_size, ping_after_idle_s=ping_after_idle_s)
         # SQLite has one writer at a time; queueing writers here is far cheaper than its busy-wait back-off.
         self._write_lock = asyncio.Lock()
         self._sqlite: Engine | None = None
