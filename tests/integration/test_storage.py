@@ -22,15 +22,14 @@ from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.migration import MigrationContext
-from sqlalchemy import inspect, make_url, select, text
+from sqlalchemy import inspect, select, text
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 
 from storage.common import db as db_module
 from storage.common import keys, outbox
@@ -41,7 +40,7 @@ from storage.helpdesk.models import SEARCH_TABLES
 from storage.phone import requests, tenants
 from storage.phone.models import LedgerEntry, MonthlySpend, PhoneRequest
 from storage.tables import METADATA, modelled
-from tests.conftest import DATABASES, PG_URL, fresh_postgres_database
+from tests.conftest import PG_URL, fresh_postgres_database
 
 TABLES = {
     "api_keys",
@@ -361,62 +360,6 @@ async def test_migrating_the_shared_database_again_is_harmless(database_url: str
     row = await finished(db, tenant_id, completed(datetime.now(UTC)))
     await asyncio.to_thread(migrate, database_url)
     assert await state_of(db, row.id) == "completed"
-
-
-# ------------------------------------------------------------------------------------------ PostgreSQL's pool
-
-ON_POSTGRESQL = pytest.mark.parametrize(
-    "database_url", [kind for kind in DATABASES if kind == "postgresql"], indirect=True
-)
-
-
-def backend_pid(connection: Connection) -> int:
-    return int(connection.execute(text("SELECT pg_backend_pid()")).scalar_one())
-
-
-async def closed_by_the_server(database_url: str, pid: int) -> None:
-    """The server ends the session `pid` (as a restart or an idle timeout would), and it is gone."""
-    server = await asyncpg.connect(make_url(database_url).set(drivername="postgresql").render_as_string(False))
-    try:
-        assert await server.fetchval("SELECT pg_terminate_backend($1)", pid)
-        for _ in range(200):
-            if not await server.fetchval("SELECT count(*) FROM pg_stat_activity WHERE pid = $1", pid):
-                return
-            await asyncio.sleep(0.05)
-        raise AssertionError(f"the session {pid} is still there")
-    finally:
-        await server.close()
-
-
-@ON_POSTGRESQL
-async def test_a_pooled_connection_the_server_closed_while_it_was_idle_is_replaced_unnoticed(database_url: str) -> None:
-    database = Database(database_url, ping_after_idle_s=0)  # every checkout after a checkin is "after idle"
-    try:
-        first = await database.read(backend_pid)
-        await closed_by_the_server(database_url, first)
-        second = await database.read(backend_pid)
-        assert second != first
-        assert await database.read(backend_pid) == second
-    finally:
-        await database.dispose()
-
-
-@ON_POSTGRESQL
-async def test_a_connection_used_within_the_idle_window_is_not_pinged_so_a_server_gone_meanwhile_fails_one_call(
-    database_url: str,
-) -> None:
-    """Within the window no ping is made (the round trips it saves); a server gone in it fails the call that finds
-    it, and the pool is made anew for the next."""
-    database = Database(database_url, ping_after_idle_s=3600)
-    try:
-        first = await database.read(backend_pid)
-        await closed_by_the_server(database_url, first)
-        with pytest.raises(DBAPIError) as failed:
-            await database.read(backend_pid)
-        assert failed.value.connection_invalidated
-        assert await database.read(backend_pid) != first
-    finally:
-        await database.dispose()
 
 
 # ------------------------------------------------------------------------------------------ finish and the ledger
