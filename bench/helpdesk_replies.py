@@ -82,7 +82,9 @@ class Mailbox:
     machines of others: aiosmtpd on a thread of this process took about a quarter of a core at 300 mails a second,
     and the load generator's GIL, from the two cores the stack is measured on."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, pipelining: bool = True) -> None:
+        self.pipelining = pipelining
+        """Whether its EHLO offers PIPELINING (as the common relays' do)."""
         self.arrived: dict[str, list[float]] = {}
         self.received = 0
         self.port = free_port()
@@ -121,7 +123,8 @@ class Mailbox:
 
 
 class _Session(asyncio.Protocol):
-    """One SMTP connection to the Mailbox: every command is answered 250 (EHLO with 8BITMIME), DATA with 354, then
+    """One SMTP connection to the Mailbox: every command is answered 250 (EHLO with 8BITMIME and PIPELINING, as the
+    common relays'), DATA with 354, then
     the mail up to its lone `.` line is the Mailbox's, answered 250."""
 
     def __init__(self, mailbox: Mailbox) -> None:
@@ -152,7 +155,8 @@ class _Session(asyncio.Protocol):
                 return
             verb = line[:4].upper()
             if verb == b"EHLO":
-                self.transport.write(b"250-mailbox\r\n250 8BITMIME\r\n")
+                offered = b"250-PIPELINING\r\n" if self.mailbox.pipelining else b""
+                self.transport.write(b"250-mailbox\r\n" + offered + b"250 8BITMIME\r\n")
             elif verb == b"DATA":
                 self.in_data = True
                 self.transport.write(b"354 End data with <CR><LF>.<CR><LF>\r\n")

@@ -10,13 +10,13 @@ import ssl
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from email import policy
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid, parseaddr
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
-import aiosmtplib
-
+from net import smtp
 from storage.common import mail
 from storage.common.db import Database
 
@@ -65,12 +65,25 @@ class SmtpServer:
             password=unquote(parts.password) if parts.password else None,
         )
 
+    async def open(self, *, tls_context: ssl.SSLContext | None, timeout_s: float) -> smtp.Session:
+        """A session with the server, connected as its URL says, greeted and logged in (net/smtp.py)."""
+        return await smtp.Session.open(
+            self.host,
+            self.port,
+            tls=self.tls,
+            starttls=self.starttls,
+            username=self.username,
+            password=self.password,
+            tls_context=tls_context,
+            timeout_s=timeout_s,
+        )
+
 
 def compose(sender: str, recipient: str, subject: str, body: str, headers: Mapping[str, str] = {}) -> EmailMessage:
     """A mail a service sends of itself, marked against loops: `Auto-Submitted: auto-generated` (RFC 3834: no
     auto-responder answers it) and `X-Auto-Response-Suppress: All` (Exchange's: no out-of-office, no read or delivery
     receipt), and the service's own `headers`."""
-    message = EmailMessage()
+    message = EmailMessage(policy=policy.default)
     message["From"] = sender
     message["To"] = recipient
     message["Subject"] = subject
@@ -85,8 +98,9 @@ def compose(sender: str, recipient: str, subject: str, body: str, headers: Mappi
 
 
 class SmtpMail:
-    """Each mail sent at once, from `sender`, as `compose` makes it with `headers`. A failure to send raises: the
-    caller answers that it failed, and the person may ask again."""
+    """Each mail sent at once, from `sender`, as `compose` makes it with `headers`, over a connection of its own
+    (net/smtp.py). A failure to send raises (net.smtp.SmtpRefused, ConnectionError, OSError, ssl.SSLError or
+    TimeoutError): the caller answers that it failed, and the person may ask again."""
 
     def __init__(
         self,
@@ -106,30 +120,8 @@ class SmtpMail:
 
     async def send(self, recipient: str, subject: str, body: str) -> None:
         message = compose(self.sender, recipient, subject, body, self.headers)
-        await send_message(self.server, message, None, None, tls_context=self.tls_context, timeout_s=self.timeout_s)
-
-
-async def send_message(
-    server: SmtpServer,
-    message: EmailMessage,
-    sender: str | None,
-    recipients: list[str] | None,
-    *,
-    tls_context: ssl.SSLContext | None,
-    timeout_s: float,
-) -> None:
-    """`message` through the SMTP server, to `recipients` from the envelope sender `sender` (None: its headers');
-    raises what aiosmtplib raises."""
-    await aiosmtplib.send(
-        message,
-        sender=sender,
-        recipients=recipients,
-        hostname=server.host,
-        port=server.port,
-        username=server.username,
-        password=server.password,
-        use_tls=server.tls,
-        start_tls=server.starttls,
-        tls_context=tls_context,
-        timeout=timeout_s,
-    )
+        session = await self.server.open(tls_context=self.tls_context, timeout_s=self.timeout_s)
+        try:
+            await session.send_message(parseaddr(self.sender)[1], recipient, message, policy.default)
+        finally:
+            await session.quit()

@@ -9,22 +9,20 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import html
-import io
 import mimetypes
 import secrets
 import ssl
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
-from email.generator import BytesGenerator
 from email.message import EmailMessage
 from email.policy import EmailPolicy
 from email.utils import format_datetime, formataddr
 from typing import Any, Protocol
 
-import aiosmtplib
 import httpx
 import structlog
 
+from net import smtp
 from net.guard import tls_context
 from operations.common.mail import SmtpServer
 from operations.helpdesk.mail import OUR_HEADER
@@ -64,11 +62,12 @@ class Undeliverable(Exception):
 
 
 class SmtpTransport:
-    """Through an SMTP server (`SIGNALYARD_HELPDESK_SMTP_URL`, or a channel's own), over connections kept open between
-    sends: each carries one send at a time, so there are at most as many as sends in flight (SENDS_AT_ONCE), and
-    each mail costs its transaction (MAIL, RCPT, DATA), not a connection and its greeting. A connection the server
-    closed while it was idle is not used again; one that fails mid-send is closed (the send is retried after its
-    backoff, as any transient failure); a refusal leaves it usable (the client resets the envelope)."""
+    """Through an SMTP server (`SIGNALYARD_HELPDESK_SMTP_URL`, or a channel's own), over sessions kept open between
+    sends (net/smtp.py: each mail one transaction, pipelined where the server offers it): each carries one send at
+    a time, so there are at most as many as sends in flight (SENDS_AT_ONCE), and each mail costs its transaction,
+    not a connection and its greeting. A session the server closed while it was idle is not used again; one that
+    fails mid-send is closed (the send is retried after its backoff, as any transient failure); a refusal leaves it
+    usable (the transaction is reset)."""
 
     def __init__(
         self, server: SmtpServer, *, tls_context: ssl.SSLContext | None = None, timeout_s: float = SMTP_TIMEOUT_S
@@ -76,72 +75,32 @@ class SmtpTransport:
         self.server = server
         self.tls_context = tls_context
         self.timeout_s = timeout_s
-        self.idle: list[aiosmtplib.SMTP] = []
+        self.idle: list[smtp.Session] = []
 
     async def send(self, message: EmailMessage, sender: str, recipient: str, outbound_id: str) -> str | None:
-        await self._over(self._kept() or await self._connected(), message, sender, recipient)
-        return None
-
-    async def _over(self, client: aiosmtplib.SMTP, message: EmailMessage, sender: str, recipient: str) -> None:
+        session = self._kept() or await self.server.open(tls_context=self.tls_context, timeout_s=self.timeout_s)
         try:
-            if (
-                (sender + recipient).isascii()
-                and not client.is_ehlo_or_helo_needed
-                and client.supports_extension("8bitmime")
-            ):
-                # what send_message does for such a mail, its message written by OUTGOING (and so its own headers as
-                # they are, where send_message's generator folds each again)
-                await client.sendmail(sender, [recipient], written(message), mail_options=["BODY=8BITMIME"])
-            else:
-                await client.send_message(message, sender=sender, recipients=[recipient])
-        except aiosmtplib.SMTPRecipientsRefused as refused:
-            self.idle.append(client)
-            failures = [error for error in refused.recipients if error.code >= 500]
-            if failures:
-                raise Undeliverable(f"{failures[0].code} {failures[0].message}") from None
+            await session.send_message(sender, recipient, message, OUTGOING)
+        except smtp.SmtpRefused as refused:
+            if refused.permanent:
+                raise Undeliverable(str(refused)) from None
             raise
-        except aiosmtplib.SMTPServerDisconnected:
-            client.close()
-            raise
-        except aiosmtplib.SMTPResponseException as answered:
-            self.idle.append(client)
-            if answered.code >= 500:
-                raise Undeliverable(f"{answered.code} {answered.message}") from None
-            raise
-        except BaseException:
-            client.close()
-            raise
-        self.idle.append(client)
-
-    def _kept(self) -> aiosmtplib.SMTP | None:
-        while self.idle:
-            client = self.idle.pop()
-            if client.is_connected:
-                return client
+        finally:
+            if session.usable:
+                self.idle.append(session)
         return None
 
-    async def _connected(self) -> aiosmtplib.SMTP:
-        server = self.server
-        client = aiosmtplib.SMTP(
-            hostname=server.host,
-            port=server.port,
-            use_tls=server.tls,
-            start_tls=server.starttls,
-            tls_context=self.tls_context,
-            timeout=self.timeout_s,
-        )
-        await client.connect()
-        if server.username is not None and server.password is not None:
-            try:
-                await client.login(server.username, server.password)
-            except BaseException:
-                client.close()
-                raise
-        return client
+    def _kept(self) -> smtp.Session | None:
+        while self.idle:
+            session = self.idle.pop()
+            if session.usable:
+                return session
+            session.close()
+        return None
 
     async def close(self) -> None:
-        for client in self.idle:
-            client.close()
+        for session in self.idle:
+            session.close()
         self.idle.clear()
 
 
@@ -521,14 +480,6 @@ class _Outgoing(EmailPolicy):
 
 
 OUTGOING = _Outgoing(header_factory=MAIL_POLICY.header_factory)
-_ON_THE_WIRE = OUTGOING.clone(linesep="\r\n")
-
-
-def written(message: EmailMessage) -> bytes:
-    """The mail as it goes over SMTP: CRLF line ends, 8-bit parts as they are (the server takes 8BITMIME)."""
-    with io.BytesIO() as out:
-        BytesGenerator(out, policy=_ON_THE_WIRE).flatten(message)
-        return out.getvalue()
 
 
 async def compose(reply: Claimed, blobs: BlobStore | None) -> EmailMessage:

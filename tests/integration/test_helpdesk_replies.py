@@ -343,7 +343,7 @@ async def test_replies_go_over_one_kept_connection_and_one_the_server_closed_is_
         assert await sender.send_due() == 1
         assert isinstance(sender.transport, SmtpTransport)
         [kept] = sender.transport.idle
-        await until(lambda: not kept.is_connected, "the server closed the idle connection")
+        await until(lambda: not kept.usable, "the server closed the idle connection")
         latest = await desk.reply(asked.ticket_id, "It arrived?")
         assert await sender.send_due() == 1
         assert (await desk.delivery(latest.id)).state == "sent", "over a new connection"

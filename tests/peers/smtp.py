@@ -41,10 +41,24 @@ class Received:
 
 class SmtpPeer:
     def __init__(
-        self, mode: Mode = "plain", *, login: tuple[str, str] | None = None, idle_timeout_s: float = 300
+        self,
+        mode: Mode = "plain",
+        *,
+        login: tuple[str, str] | None = None,
+        idle_timeout_s: float = 300,
+        pipelining: bool = True,
+        eight_bit: bool = True,
+        smtputf8: bool = True,
     ) -> None:
-        """`idle_timeout_s`: how long a connection may idle before the server closes it (aiosmtpd's `timeout`)."""
+        """`idle_timeout_s`: how long a connection may idle before the server closes it (aiosmtpd's `timeout`);
+        `pipelining`: whether its EHLO offers PIPELINING, as the common relays' do (aiosmtpd reads pipelined
+        commands, but does not say so); `eight_bit`: whether it offers 8BITMIME (else a client must send 7-bit
+        data); `smtputf8`: whether it offers SMTPUTF8 (addresses in UTF-8)."""
         self.mode = mode
+        self.pipelining = pipelining
+        self.eight_bit = eight_bit
+        self.transactions = 0
+        """MAIL commands it answered, taken or refused."""
         self.login = login
         self.received: list[Received] = []
         self.refuse: dict[str, str] = {}
@@ -59,7 +73,7 @@ class SmtpPeer:
         certificate.configure_cert(server_context)
         self.client_context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self.ca.configure_trust(self.client_context)
-        options: dict[str, Any] = {"timeout": idle_timeout_s}
+        options: dict[str, Any] = {"timeout": idle_timeout_s, "enable_SMTPUTF8": smtputf8}
         if mode == "starttls":
             options |= {"tls_context": server_context, "require_starttls": True}
         elif mode == "tls":
@@ -80,6 +94,21 @@ class SmtpPeer:
 
     def __exit__(self, *_: object) -> None:
         self.controller.stop()
+
+    async def handle_EHLO(  # aiosmtpd calls it by this name
+        self, _server: Any, session: Any, _envelope: Any, hostname: str, responses: list[str]
+    ) -> list[str]:
+        session.host_name = hostname
+        offered = [line for line in responses[:-1] if self.eight_bit or line != "250-8BITMIME"]
+        return [*offered, *(["250-PIPELINING"] if self.pipelining else []), responses[-1]]
+
+    async def handle_MAIL(  # aiosmtpd calls it by this name
+        self, _server: Any, _session: Any, envelope: Any, address: str, options: list[str]
+    ) -> str:
+        self.transactions += 1
+        envelope.mail_from = address
+        envelope.mail_options.extend(options)
+        return "250 OK"
 
     async def handle_RCPT(  # aiosmtpd calls it by this name
         self, _server: Any, _session: Any, envelope: Any, address: str, _options: list[str]
