@@ -44,6 +44,10 @@ bounded by SMTP_TIMEOUT_S, takes less (`SIGNALYARD_HELPDESK_REPLY_LEASE_S` sets 
 SMTP_TIMEOUT_S = 30
 API_TIMEOUT_S = 30
 POLL_S = 0.5
+ROUND_GAP_S = 0.01
+"""The pause after a round that was not full, so that the next round carries more: each round's results are one
+write, which on SQLite holds the one write lock the gateway's replies wait for (bench/README.md, "Helpdesk
+replies")."""
 KEPT_NOTE = "kept locally: no SMTP server is configured (signalyard helpdesk mails prints it)"
 WINDOW_CLOSED = (
     "the provider's window for a reply ({window} after the customer's latest message) closed before it was sent"
@@ -323,7 +327,7 @@ def _json(response: httpx.Response) -> dict[str, Any]:
 
 class ReplySender:
     """Claims due replies, sends them, records the results. `send_due()` makes one round (for tests); `run()` makes
-    rounds until cancelled, waiting `poll_s` when nothing was due."""
+    rounds until cancelled, waiting `poll_s` when nothing was due and ROUND_GAP_S after a round that was not full."""
 
     def __init__(
         self,
@@ -378,6 +382,8 @@ class ReplySender:
                 sent = 0
             if not sent:
                 await asyncio.sleep(self.poll_s)
+            elif sent < SENDS_AT_ONCE:
+                await asyncio.sleep(ROUND_GAP_S)
 
     async def send_due(self) -> int:
         """One round: up to SENDS_AT_ONCE due replies claimed, sent together, their results stored; how many. An idle
