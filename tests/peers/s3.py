@@ -14,6 +14,7 @@ credentials. Its own reads (`object`, `keys`) go through a client of their own, 
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from types import TracebackType
@@ -45,7 +46,9 @@ class S3Server:
     def __exit__(self, *exc: type[BaseException] | BaseException | TracebackType | None) -> None:
         self._server.stop()
 
-    def client(self) -> Any:
+    @functools.cached_property
+    def _client(self) -> Any:
+        """One client for the peer's own calls: making a boto3 client loads its service model (tens of ms of CPU)."""
         return boto3.session.Session().client(
             "s3",
             endpoint_url=self.endpoint_url,
@@ -53,6 +56,9 @@ class S3Server:
             aws_access_key_id=self.access_key,
             aws_secret_access_key=self.secret_key,
         )
+
+    def client(self) -> Any:
+        return self._client
 
     def create_bucket(self) -> str:
         """A new, empty bucket with a fresh name."""
