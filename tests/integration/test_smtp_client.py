@@ -11,6 +11,7 @@ from email.message import EmailMessage
 import pytest
 
 from net.smtp import Session, SmtpRefused
+from tests.helpers import until
 from tests.peers.smtp import SmtpPeer
 
 
@@ -128,3 +129,54 @@ async def test_starttls_that_the_server_does_not_offer_is_not_skipped() -> None:
     with SmtpPeer() as peer, pytest.raises(ConnectionError, match="does not offer STARTTLS"):
         await Session.open("localhost", peer.port, starttls=True, tls_context=peer.client_context, timeout_s=5)
     assert peer.transactions == 0
+
+
+async def test_a_server_that_never_greets_times_out_the_connect() -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # says nothing until the client goes
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    async with server:
+        with pytest.raises(TimeoutError):
+            await Session.open("127.0.0.1", server.sockets[0].getsockname()[1], timeout_s=0.3)
+
+
+async def test_a_connection_lost_mid_mail_fails_the_send_and_the_session_is_not_reused() -> None:
+    async def hangs_up(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"220 flaky ESMTP\r\n")
+        await reader.readline()
+        writer.write(b"250-flaky\r\n250 PIPELINING\r\n")
+        for _ in range(3):
+            await reader.readline()
+        writer.write(b"250 ok\r\n250 ok\r\n354 go ahead\r\n")
+        await reader.readline()  # the message's first line, then the server goes
+        writer.close()
+
+    server = await asyncio.start_server(hangs_up, "127.0.0.1", 0)
+    async with server:
+        session = await Session.open("127.0.0.1", server.sockets[0].getsockname()[1], timeout_s=5)
+        with pytest.raises(ConnectionError):
+            await session.send("desk@example.test", "ada@example.com", b"Subject: Hi\r\n\r\nHello.\r\n")
+        assert not session.usable
+
+
+async def test_a_session_the_server_spoke_on_unasked_is_not_reused() -> None:
+    """A server about to close an idle connection says so first (421): the session is then not used for a mail."""
+    spoke = asyncio.Event()
+
+    async def closing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"220 closing ESMTP\r\n")
+        await reader.readline()
+        writer.write(b"250 closing\r\n")
+        writer.write(b"421 4.4.2 idle too long\r\n")
+        await writer.drain()
+        spoke.set()
+        await reader.read()
+
+    server = await asyncio.start_server(closing, "127.0.0.1", 0)
+    async with server:
+        session = await Session.open("127.0.0.1", server.sockets[0].getsockname()[1], timeout_s=5)
+        await spoke.wait()
+        await until(lambda: not session.usable, "the 421 arrived")
+        session.close()
