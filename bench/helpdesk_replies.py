@@ -123,9 +123,9 @@ class Mailbox:
 
 
 class _Session(asyncio.Protocol):
-    """One SMTP connection to the Mailbox: every command is answered 250 (EHLO with 8BITMIME and PIPELINING, as the
-    common relays'), DATA with 354, then
-    the mail up to its lone `.` line is the Mailbox's, answered 250."""
+    """One SMTP connection to the Mailbox: every command is answered 250 (EHLO with 8BITMIME, and PIPELINING as the
+    common relays' do unless the Mailbox is told not to), DATA with 354, then the mail up to its lone `.` line is the
+    Mailbox's, answered 250."""
 
     def __init__(self, mailbox: Mailbox) -> None:
         self.mailbox = mailbox

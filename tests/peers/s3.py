@@ -47,7 +47,7 @@ class S3Server:
         self._server.stop()
 
     @functools.cached_property
-    def _client(self) -> Any:
+    def client(self) -> Any:
         """One client for the peer's own calls: making a boto3 client loads its service model (tens of ms of CPU)."""
         return boto3.session.Session().client(
             "s3",
@@ -57,18 +57,15 @@ class S3Server:
             aws_secret_access_key=self.secret_key,
         )
 
-    def client(self) -> Any:
-        return self._client
-
     def create_bucket(self) -> str:
         """A new, empty bucket with a fresh name."""
         name = f"blobs-{uuid.uuid4().hex[:16]}"
-        self.client().create_bucket(Bucket=name)
+        self.client.create_bucket(Bucket=name)
         return name
 
     def object(self, bucket: str, object_key: str) -> tuple[bytes, str] | None:
         """The bytes and content type the server holds under `object_key`, or None."""
-        client = self.client()
+        client = self.client
         try:
             response = client.get_object(Bucket=bucket, Key=object_key)
         except client.exceptions.NoSuchKey:
@@ -77,5 +74,5 @@ class S3Server:
 
     def keys(self, bucket: str) -> list[str]:
         """Every object key in `bucket`, sorted."""
-        pages = self.client().get_paginator("list_objects_v2").paginate(Bucket=bucket)
+        pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=bucket)
         return sorted(item["Key"] for page in pages for item in page.get("Contents", ()))
