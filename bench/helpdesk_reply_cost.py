@@ -1,19 +1,22 @@
 """What a reply costs the gateway, step by step, beside a note and a ticket create: CPU per call in one process.
 
-    python bench/helpdesk_reply_cost.py [--calls 2000] [--rounds 2] [--database-url URL]
+    python bench/helpdesk_reply_cost.py [--calls 2000] [--rounds 2] [--concurrency 1] [--database-url URL]
 
 Migrates a new SQLite database in a temp dir (or uses `--database-url`, which must be a fresh database: the channel's
 secrets are sealed with this run's key), makes an organization with an email channel and 64 tickets, then for
-`--rounds` rounds times each operation `--calls` times, one call after another, through the service layer the REST
-handlers call (operations/helpdesk), and prints the CPU time (`time.process_time`) per call of the last round:
+`--rounds` rounds times each operation `--calls` times, by `--concurrency` callers each making one call after another,
+through the service layer the REST handlers call (operations/helpdesk), and prints the CPU time (`time.process_time`)
+per call of the last round:
 
 - the ticket read alone (`tickets.get`), and with the way back to its customer (what a reply reads in its unit of
-  work before it writes: `outbound.route`);
+  work before it writes: `outbound.replying`);
 - a reply (`conversations.add`: that read, then the conversation, its outbound message and its log rows written),
   a note (the same without the route and the outbound message), a ticket create (`tickets.open_ticket`).
 
-No HTTP, no concurrency (each write is a round of its own), no processors: the cost of the operations themselves,
-which bench/helpdesk_replies.py measures through the stack. Not a test: it exits 0 when it ran.
+No HTTP, no processors: the cost of the operations themselves, which bench/helpdesk_replies.py measures through the
+stack. With `--concurrency 1` each write is a round of its own; with more callers their writes share rounds, as
+under load (one transaction, and the log rows, the conversations and their outbound messages written together). Not
+a test: it exits 0 when it ran.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ async def _nobody(_organization_id: str, _event_id: str) -> None:
     return None
 
 
-async def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
+async def measure(url: str, calls: int, rounds: int, concurrency: int) -> dict[str, float]:
     db = Database(url)
     desk = Helpdesk(db, _nobody, CIPHER)
     organization = str(uuid.uuid4())
@@ -77,9 +80,10 @@ async def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
     ]
 
     def way_back(connection: Connection, ticket_id: str) -> outbound.Route:
-        ticket = stored.get(connection, organization, ticket_id)
-        assert ticket is not None
-        return outbound.route(connection, CIPHER, ticket, datetime.now(UTC))
+        found = outbound.replying(connection, CIPHER, organization, ticket_id, datetime.now(UTC))
+        assert found is not None
+        assert isinstance(found[1], outbound.Route)
+        return found[1]
 
     def reply(n: int) -> Awaitable[object]:
         given = AddConversation(body=f"Reply {n}: your order left our depot today.")
@@ -105,25 +109,36 @@ async def measure(url: str, calls: int, rounds: int) -> dict[str, float]:
         for _ in range(rounds):
             for name, step in steps.items():
                 began = time.process_time()
-                for n in range(calls):
-                    await step(n)
+                await asyncio.gather(*(_loop(step, first, calls, concurrency) for first in range(concurrency)))
                 costs[name] = (time.process_time() - began) / calls * 1000
     finally:
         await db.dispose()
     return costs
 
 
+async def _loop(step: Callable[[int], Awaitable[object]], first: int, calls: int, concurrency: int) -> None:
+    """One of `concurrency` callers: calls first, first + concurrency, ... below `calls`, one after another."""
+    for n in range(first, calls, concurrency):
+        await step(n)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=2000, help="calls of each operation a round (default 2000)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds; the last is printed (default 2)")
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="callers at once: their writes share rounds (default 1)"
+    )
     parser.add_argument("--database-url", help="a fresh database (default: SQLite in a temp dir)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         url = args.database_url or sqlite_url(Path(workdir) / "signalyard.db")
         migrate(url)
-        costs = asyncio.run(measure(url, args.calls, args.rounds))
-    print(f"\nCPU per call, {args.calls} calls after {args.rounds - 1} warm-up round(s) ({url.split(':')[0]}):")
+        costs = asyncio.run(measure(url, args.calls, args.rounds, args.concurrency))
+    print(
+        f"\nCPU per call, {args.calls} calls by {args.concurrency} caller(s) after {args.rounds - 1} warm-up round(s) "
+        f"({url.split(':')[0]}):"
+    )
     for name, cost in costs.items():
         print(f"  {name:20} {cost:6.3f} ms  ({cost / costs['ticket create']:.2f} of a create)")
     return 0

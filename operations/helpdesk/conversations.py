@@ -84,21 +84,26 @@ def _add(
     **fields: Any,
 ) -> ConversationRecord | outbound.NoRoute | None:
     """The conversation on the organization's ticket, the uploads it names taken by it, and for an agent's reply
-    its messages to the customer the way back to them (outbound.route: the way the customer's latest message came,
-    when it is written), in one unit of work. None when the organization has no such ticket, and the NoRoute when a
-    reply cannot reach the customer: returned, not raised, as nothing is written then (a unit that raises has its
-    round's other units run again one by one)."""
-    ticket = tickets.get(connection, organization_id, ticket_id)
-    if ticket is None:
-        return None
-    way = None
-    if fields["author_type"] == "customer":
-        fields["author_id"] = ticket.customer_id
-    elif not fields["internal"]:
-        try:
-            way = outbound.route(connection, cipher, ticket, fields["now"])
-        except outbound.NoRoute as nowhere:
-            return nowhere
+    its messages to the customer the way back to them (outbound.replying: the way the customer's latest message
+    came, when it is written), in one unit of work. None when the organization has no such ticket, and the NoRoute
+    when a reply cannot reach the customer: returned, not raised, as nothing is written then (a unit that raises has
+    its round's other units run again one by one)."""
+    way: outbound.Route | None = None
+    if fields["author_type"] == "agent" and not fields["internal"]:
+        found = outbound.replying(connection, cipher, organization_id, ticket_id, fields["now"])
+        if found is None:
+            return None
+        ticket, routed = found
+        if isinstance(routed, outbound.NoRoute):
+            return routed
+        way = routed
+    else:
+        read = tickets.get(connection, organization_id, ticket_id)
+        if read is None:
+            return None
+        ticket = read
+        if fields["author_type"] == "customer":
+            fields["author_id"] = ticket.customer_id
     attached = uploads.unattached(connection, ticket.organization_id, upload_ids) if upload_ids else []
     sent_as = outbound.message_id(way) if way is not None and way.medium == "email" else None
     conversation = tickets.add_conversation(

@@ -17,7 +17,7 @@ from cryptography.fernet import InvalidToken
 from sqlalchemy import Select, and_, bindparam, func, insert, literal, or_, select, union_all, update
 from sqlalchemy.engine import Connection
 
-from storage.common import mail
+from storage.common import later, mail
 from storage.common.models import among
 from storage.common.secrets import Cipher, unseal
 from storage.helpdesk import events, tickets
@@ -162,6 +162,21 @@ class NoRoute(Exception):
     of theirs, or the provider's window for a reply has closed (409)."""
 
 
+def replying(
+    connection: Connection, cipher: Cipher, organization_id: str, ticket_id: str, now: datetime
+) -> tuple[TicketRecord, Route | NoRoute] | None:
+    """The organization's ticket and the way back to its customer (`route`), read in one statement; None when the
+    organization has no such ticket."""
+    row = connection.execute(_REPLYING, {"organization_id": organization_id, "id": ticket_id}).first()
+    if row is None:
+        return None
+    ticket = tickets.record(row)
+    try:
+        return ticket, _way(connection, cipher, ticket, row, now)
+    except NoRoute as nowhere:
+        return ticket, nowhere
+
+
 def route(connection: Connection, cipher: Cipher, ticket: TicketRecord, now: datetime) -> Route:
     """The way back to the customer: the channel their latest message on this ticket (or on a ticket merged into it)
     came through of those that can answer (ANSWERED_THROUGH), into the same conversation there; a caller's
@@ -169,12 +184,19 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord, now: dat
     oldest email channel, to the customer's address. NoRoute, in words for the agent, when there is no such
     channel, it lacks its send credentials, the customer has no address on it, or the provider's window for a reply
     has closed."""
-    latest = connection.execute(_LATEST, {"ticket_id": ticket.id}).first()
-    provider = latest.provider if latest is not None else None
+    row = connection.execute(_REPLYING, {"organization_id": ticket.organization_id, "id": ticket.id}).first()
+    if row is None:
+        raise NoRoute("The ticket is deleted")
+    return _way(connection, cipher, ticket, row, now)
+
+
+def _way(connection: Connection, cipher: Cipher, ticket: TicketRecord, latest: Any, now: datetime) -> Route:
+    """`route`, from the row `_REPLYING` read."""
+    provider = latest.provider
     if provider in MESSAGING:
         return _messaging(connection, cipher, latest, now=now)
     if provider in ("sms", "voice"):
-        phone = connection.execute(_PHONE, {"customer_id": ticket.customer_id}).scalar()
+        phone = latest.customer_phone
         if phone and provider == "sms":
             return _through(connection, cipher, "sms", phone, **_back_through(latest))
         if phone:
@@ -185,36 +207,59 @@ def route(connection: Connection, cipher: Cipher, ticket: TicketRecord, now: dat
                     raise
     if ticket.customer_email is None:
         raise NoRoute("The ticket's customer has no email address or number to send the reply to")
-    if latest is not None and provider in EMAIL_PROVIDERS:
-        return _through(connection, cipher, "email", ticket.customer_email, channel_id=latest.channel_id)
+    if provider in EMAIL_PROVIDERS:
+        return _through(connection, cipher, "email", ticket.customer_email, channel_id=latest.latest_channel_id)
     return _through(connection, cipher, "email", ticket.customer_email, organization_id=ticket.organization_id)
 
 
-_ON_TICKET = or_(
-    INBOUND.c.ticket_id == bindparam("ticket_id"),
-    INBOUND.c.ticket_id.in_(select(TICKETS.c.id).where(TICKETS.c.merged_into_id == bindparam("ticket_id"))),
+_ON_TICKET = INBOUND.c.ticket_id.in_(
+    select(TICKETS.c.id).where(
+        or_(TICKETS.c.id == bindparam("ticket_id"), TICKETS.c.merged_into_id == bindparam("ticket_id"))
+    )
 )
-"""An inbound message on the ticket `ticket_id` or on one merged into it (each found by its index)."""
-_LATEST = (
-    select(INBOUND.c.provider, INBOUND.c.channel_id, INBOUND.c.details, INBOUND.c.created_at, TICKETS.c.thread_key)
+"""An inbound message on the ticket `ticket_id` or on one merged into it: the tickets found by their indexes, then
+their messages by theirs (an OR of the ticket and the merged ones' subquery made PostgreSQL scan every message)."""
+_MERGED, _LANDED, _LATEST = TICKETS.alias("merged"), TICKETS.alias("landed"), INBOUND.alias("latest")
+_LATEST_ID = (
+    select(INBOUND.c.id)
     .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
-    .join(TICKETS, TICKETS.c.id == INBOUND.c.ticket_id)
     .where(
-        _ON_TICKET,
+        INBOUND.c.ticket_id.in_(
+            select(_MERGED.c.id)
+            .where(or_(_MERGED.c.id == TICKETS.c.id, _MERGED.c.merged_into_id == TICKETS.c.id))
+            .correlate(TICKETS)
+        ),
         among(INBOUND.c.provider, (*ANSWERED_THROUGH, "voice")),
         CHANNELS.c.deleted_at.is_(None),
     )
     .order_by(INBOUND.c.created_at.desc())
     .limit(1)
+    .correlate(TICKETS)
+    .scalar_subquery()
 )
-"""The customer's latest message on the ticket (or one merged into it) through a live channel, and its ticket's
-thread."""
-_PHONE = select(CUSTOMERS.c.phone).where(CUSTOMERS.c.id == bindparam("customer_id"))
+"""The customer's latest message on the ticket (or on one merged into it, as `_ON_TICKET`) through a live channel."""
+_REPLYING = (
+    tickets.selected()
+    .add_columns(
+        CUSTOMERS.c.phone.label("customer_phone"),
+        _LATEST.c.provider,
+        _LATEST.c.channel_id.label("latest_channel_id"),
+        _LATEST.c.details,
+        _LATEST.c.created_at.label("wrote_at"),
+        _LANDED.c.thread_key.label("latest_thread_key"),
+    )
+    .outerjoin(_LATEST, _LATEST.c.id == _LATEST_ID)
+    .outerjoin(_LANDED, _LANDED.c.id == _LATEST.c.ticket_id)
+    .where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.id == bindparam("id"))
+    .where(TICKETS.c.deleted_at.is_(None))
+)
+"""A live ticket (tickets.get), with its customer's number and their latest message (`_LATEST_ID`) with the thread
+key of the ticket it landed on."""
 
 
 def _back_through(latest: Any) -> dict[str, Any]:
     """The channel the customer's message came through, from the address they wrote to (where the call names it)."""
-    return {"channel_id": latest.channel_id, "address": (latest.details or {}).get("to")}
+    return {"channel_id": latest.latest_channel_id, "address": (latest.details or {}).get("to")}
 
 
 def _messaging(connection: Connection, cipher: Cipher, latest: Any, *, now: datetime) -> Route:
@@ -222,11 +267,11 @@ def _messaging(connection: Connection, cipher: Cipher, latest: Any, *, now: date
     page-scoped id, or the chat thread (`<chat channel>:<thread ts>`), each read from the thread key of the ticket
     their message landed on; refused once the provider's window for a reply has closed."""
     medium: Messaging = latest.provider
-    thread = (latest.thread_key or "").split(":", 2 if medium == "chat" else 1)
+    thread = (latest.latest_thread_key or "").split(":", 2 if medium == "chat" else 1)
     recipient = thread[-1] if len(thread) > 1 else ""
     if not recipient:
         raise NoRoute(f"The customer's {NAMES[medium]} conversation the reply would go to is not known")
-    waited = now - latest.created_at
+    waited = now - latest.wrote_at
     if medium == "business_messaging" and waited > BUSINESS_WINDOW:
         raise NoRoute(
             f"The customer last wrote on business messaging {_hours(waited)} ago: the provider takes a free-form reply "
@@ -276,9 +321,19 @@ def _through(
     address: str | None = None,
 ) -> Route:
     """The live channel `channel_id`, else the organization's oldest of the medium's kind, from its first address of
-    the medium's kind (or `address`, where the customer wrote to it)."""
+    the medium's kind (or `address`, where the customer wrote to it). Found once per round of replies (channels
+    change in transactions of their own: storage/common/later.py)."""
     given = {"channel_id": channel_id, "organization_id": organization_id, "address": address}
-    query = _channel_query(medium, channel_id is not None, address is not None)
+    key = ("reply channel", medium, channel_id, organization_id, address)
+    found_id, sender = later.once(connection, key, lambda: _sending_channel(connection, cipher, medium, given))
+    return Route(medium, found_id, sender, recipient)
+
+
+def _sending_channel(
+    connection: Connection, cipher: Cipher, medium: Medium, given: dict[str, str | None]
+) -> tuple[str, str]:
+    """The channel's id and the address a reply goes from, or NoRoute (`_through`)."""
+    query = _channel_query(medium, given["channel_id"] is not None, given["address"] is not None)
     found = connection.execute(query, {name: value for name, value in given.items() if value is not None}).first()
     if found is None:
         raise NoRoute(
@@ -296,7 +351,7 @@ def _through(
             f"The {NAMES[medium]} channel {found.name!r} has no send credentials ({', '.join(missing)}): "
             "set them (Changing a channel)"
         )
-    return Route(medium, found.id, found.address, recipient)
+    return found.id, found.address
 
 
 def _secrets(cipher: Cipher, sealed: bytes) -> dict[str, str]:
@@ -360,7 +415,7 @@ def enqueue(
         }
         for part, text in enumerate(parts)
     ]
-    connection.execute(_INSERT, rows[0] if len(rows) == 1 else rows)
+    later.insert(connection, _INSERT, rows)
     return Delivery(way.medium, way.recipient, "queued", provider_message_id, None, None, 0, now, len(parts), body)
 
 
@@ -552,6 +607,7 @@ def _no_automatic_mail(
         return f"{address} is marked bouncing"
     if address.lower() in (own.lower() for own in organization_addresses(connection, ticket.organization_id, "email")):
         return f"{address} is one of the organization's own addresses"
+    later.flush(connection)  # an automatic mail queued earlier in this round counts
     recent = connection.execute(
         select(OUTBOUND.c.id)
         .where(
@@ -747,6 +803,7 @@ def report(
     on the organization's mail whichever channel it went from, of the medium): its state moves forward (never back:
     a report that comes late changes nothing), with the error it gave. False when no such message was sent, or the
     report tells nothing new."""
+    later.flush(connection)
     where = [OUTBOUND.c.channel_id == channel_id] if channel_id is not None else []
     where += [OUTBOUND.c.medium == medium] if medium is not None else []
     rows = connection.execute(
@@ -772,6 +829,7 @@ def report_until(
 ) -> int:
     """A provider's report by watermark (page messaging's `delivery` and `read`): every message the channel sent the
     recipient up to `until` has reached `state`; those it moves forward, how many."""
+    later.flush(connection)
     rows = connection.execute(
         select(OUTBOUND).where(
             OUTBOUND.c.organization_id == organization_id,

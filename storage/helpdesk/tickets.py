@@ -140,13 +140,15 @@ def webhook_data(ticket: TicketRecord) -> dict[str, Any]:
     }
 
 
-def _selected() -> Any:
+def selected() -> Any:
+    """Tickets with their customer's address, as `record` reads them (a caller may add columns and joins)."""
     return select(TICKETS, customers.CUSTOMERS.c.email.label("customer_email")).join(
         customers.CUSTOMERS, customers.CUSTOMERS.c.id == TICKETS.c.customer_id
     )
 
 
-def _ticket(row: Any) -> TicketRecord:
+def record(row: Any) -> TicketRecord:
+    """The ticket of a row `selected` read."""
     return TicketRecord(
         row.id,
         row.organization_id,
@@ -169,7 +171,7 @@ def _ticket(row: Any) -> TicketRecord:
 # Statements on a change's path are built once: building them per call was most of a ticket create's storage time
 # (measured: bench/helpdesk.py).
 _LIVE = TICKETS.c.deleted_at.is_(None)
-_GET = _selected().where(
+_GET = selected().where(
     TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.id == bindparam("id"), _LIVE
 )
 _ASSIGNEE_NAME = select(USERS.c.name).where(
@@ -199,7 +201,7 @@ _TICKET_COLUMNS = [name for name in TicketRecord.__slots__ if name != "customer_
 def get(connection: Connection, organization_id: str, ticket_id: str) -> TicketRecord | None:
     """The organization's ticket, merged ones included; a deleted one is None."""
     row = connection.execute(_GET, {"organization_id": organization_id, "id": ticket_id}).first()
-    return _ticket(row) if row else None
+    return record(row) if row else None
 
 
 def _assignee_name(connection: Connection, organization_id: str, user_id: str) -> str:
@@ -417,8 +419,8 @@ def listing(
         scope = scope & (t.customer_id == customer_id)
     if tag is not None:
         scope = scope & json_list_has(connection.dialect.name, t.tags, tag)
-    rows, more = newest_first(connection, TICKETS, _selected(), scope, limit=limit, cursor=cursor)
-    return [_ticket(row) for row in rows], more
+    rows, more = newest_first(connection, TICKETS, selected(), scope, limit=limit, cursor=cursor)
+    return [record(row) for row in rows], more
 
 
 InboxView = Literal["mine", "unassigned", "open", "pending", "resolved"]
@@ -455,8 +457,8 @@ def inbox(
 ) -> tuple[list[TicketRecord], bool]:
     """The tickets of an inbox view, newest first; `cursor` is the last ticket id of the previous page."""
     scope = _in_inbox(organization_id) & _in_view(view, user_id)
-    rows, more = newest_first(connection, TICKETS, _selected(), scope, limit=limit, cursor=cursor)
-    return [_ticket(row) for row in rows], more
+    rows, more = newest_first(connection, TICKETS, selected(), scope, limit=limit, cursor=cursor)
+    return [record(row) for row in rows], more
 
 
 def inbox_counts(connection: Connection, organization_id: str, user_id: str | None) -> dict[InboxView, int]:
@@ -574,7 +576,7 @@ def _conversation(
         new_uuid(), ticket.id, author_type, author_id, body, internal, now, message_id, list(attachments)
     )
     fields = {name: getattr(conversation, name) for name in _CONVERSATION_FIELDS}
-    log.connection.execute(_INSERT_CONVERSATION, {"organization_id": ticket.organization_id, **fields})
+    later.insert(log.connection, _INSERT_CONVERSATION, [{"organization_id": ticket.organization_id, **fields}])
     log.activity(
         "created",
         {"content_preview": body[:PREVIEW_CHARACTERS], "internal": internal},
@@ -663,12 +665,12 @@ _BY_MESSAGE_IDS = (
     )
     .order_by(CONVERSATIONS.c.created_at)
 )
-_ANY = _selected().where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.id == bindparam("id"))
-_BY_NUMBER = _selected().where(
+_ANY = selected().where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.id == bindparam("id"))
+_BY_NUMBER = selected().where(
     TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.number == bindparam("number")
 )
 _BY_THREAD = (
-    _selected()
+    selected()
     .where(TICKETS.c.organization_id == bindparam("organization_id"), TICKETS.c.thread_key == bindparam("thread_key"))
     .order_by(TICKETS.c.created_at.desc())
     .limit(1)
@@ -679,6 +681,7 @@ def tickets_of_message_ids(connection: Connection, organization_id: str, message
     """message id -> the ticket of the conversation stored with that Message-ID (the first, where several are)."""
     if not message_ids:
         return {}
+    later.flush(connection)  # a conversation written earlier in this round may be the one
     found: dict[str, str] = {}
     rows = connection.execute(
         _BY_MESSAGE_IDS, {"organization_id": organization_id, "message_ids": list(dict.fromkeys(message_ids))}
@@ -703,6 +706,7 @@ def conversation_of_message_id(
     connection: Connection, organization_id: str, message_id: str
 ) -> ConversationRecord | None:
     """The (first) conversation stored with this Message-ID: a customer's mail, or one of our own sent replies."""
+    later.flush(connection)
     row = connection.execute(
         _CONVERSATION_OF_MESSAGE_ID, {"organization_id": organization_id, "message_id": message_id}
     ).first()
@@ -734,7 +738,7 @@ def _live(connection: Connection, row: Any) -> TicketRecord | None:
         if row is None or row.deleted_at is not None:
             return None
         if row.merged_into_id is None:
-            return _ticket(row)
+            return record(row)
         row = connection.execute(_ANY, {"organization_id": row.organization_id, "id": row.merged_into_id}).first()
     return None
 
@@ -812,6 +816,7 @@ def merge(
         raise MergeRefused(
             f"Ticket #{target.number} is merged into another ticket: merge into the ticket it was merged into"
         )
+    later.flush(connection)  # the source's conversations written earlier in this round move too
     connection.execute(update(CONVERSATIONS).where(CONVERSATIONS.c.ticket_id == source.id).values(ticket_id=target.id))
     connection.execute(  # their events go with them: the target's listing combines its conversations' (4.3)
         update(events.EVENTS)

@@ -17,6 +17,8 @@ import pytest
 
 from gateway.helpdesk.inbound.messaging import business_items, business_parts, page_items, page_parts
 from operations.common.errors import Conflict
+from operations.helpdesk import tickets as ticket_operations
+from operations.helpdesk.tickets import MergeTicketInto
 from processors.helpdesk.outbound import BusinessSender, ChatSender, PageSender, SmsSender
 from storage.common.db import Database
 from storage.helpdesk import channels, outbound, tickets
@@ -195,6 +197,33 @@ async def test_a_reply_to_a_whatsapp_message_goes_to_its_sender_and_the_provider
         assert row.ticket_id is None, "a status makes no ticket"
     assert (await desk.delivery(reply.id)).state == "read"
     assert await desk.changes(reply.id) == [("queued", "sent"), ("sent", "delivered"), ("delivered", "read")]
+
+
+async def test_a_reply_goes_the_way_of_the_newest_message_on_its_ticket_or_one_merged_into_it_and_of_no_other(
+    desk: Messaging,
+) -> None:
+    await desk.channel("business_messaging", access_token=GRAPH_TOKEN)
+    mailed = await desk.mail("Where is my parcel?", "It has not arrived.")
+    mailed_again = await desk.mail("Invoice", "Please send the invoice.")
+    texted = await desk.whatsapp("And where is my order?")
+    assert len({mailed.ticket_id, mailed_again.ticket_id, texted.ticket_id}) == 3
+    await ticket_operations.merge(
+        desk.desk, desk.agent, texted.ticket_id, MergeTicketInto(into_id=mailed_again.ticket_id)
+    )
+
+    into_merged = await desk.reply(mailed_again.ticket_id, "Both answered here.")
+    assert into_merged.delivery is not None
+    assert (into_merged.delivery.medium, into_merged.delivery.recipient) == ("business_messaging", desk.customer)
+    unrelated = await desk.reply(mailed.ticket_id, "It left our depot today.")
+    assert unrelated.delivery is not None
+    assert (unrelated.delivery.medium, unrelated.delivery.recipient) == ("email", "ada@example.com"), (
+        "another ticket's merged message is not this ticket's"
+    )
+    assert await desk.sender.send_due() == 2
+    [texted_back] = desk.sent_to(desk.customer)
+    assert texted_back["json"]["text"]["body"] == "Both answered here."
+    [mailed_back] = desk.smtp.received
+    assert mailed_back.rcpt_tos == ["ada@example.com"]
 
 
 async def test_a_whatsapp_reply_past_the_24_hour_window_is_refused_and_one_whose_window_closed_in_the_queue_fails(
