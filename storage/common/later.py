@@ -50,6 +50,8 @@ class _Later:
         self.rows: dict[Insert, list[dict[str, Any]]] = {}
         """statement -> its rows, in the order they were added (dicts keep the order of first use)."""
         self.updates: dict[Update, list[tuple[dict[str, Any], Callable[[], Exception]]]] = {}
+        self.touches: dict[Update, list[dict[str, Any]]] = {}
+        """Updates no statement of the transaction waits for (`touch`): they do not count as waiting rows."""
         self.read: dict[Hashable, Any] = {}
         self.counters: dict[Hashable, int] = {}
         """key -> the counter's value, once taken in this transaction."""
@@ -84,6 +86,9 @@ class _Later:
         updates, self.updates = self.updates, {}
         for update_, each in updates.items():
             _update(connection, update_, each)
+        touches, self.touches = self.touches, {}
+        for update_, params in touches.items():
+            connection.execute(update_, params)
         unwritten, self.unwritten = self.unwritten, {}
         for key, write in unwritten.items():
             write(self.counters[key])
@@ -122,6 +127,19 @@ def update_one(
         _update(connection, statement, [(params, missed)])
     else:
         later.updates.setdefault(statement, []).append((params, missed))
+
+
+def touch(connection: Connection, statement: Update, params: dict[str, Any]) -> None:
+    """`statement` with `params`, an update that only moves a time forward (the statement keeps the later of the
+    row's value and the new one, so the order of touches does not matter): at the end of the transaction when it
+    defers, with the others of its kind as one statement, else now. Unlike `update_one`, reading its table does not
+    wait for it (a unit of the round that reads the row sees the time from before the touch), and a row it misses,
+    deleted meanwhile, is no error."""
+    later: _Later | None = connection.info.get(_KEY)
+    if later is None:
+        connection.execute(statement, params)
+    else:
+        later.touches.setdefault(statement, []).append(params)
 
 
 def once(connection: Connection, key: Hashable, read: Callable[[], T]) -> T:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal, cast, get_args
 
-from sqlalchemy import ColumnElement, Table, bindparam, func, insert, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, case, func, insert, select, update
 from sqlalchemy import delete as delete_rows
 from sqlalchemy.engine import Connection
 
@@ -192,7 +192,13 @@ _SET_NUMBER = (
 )
 _INSERT = insert(TICKETS)
 _INSERT_CONVERSATION = insert(CONVERSATIONS)
-_TOUCH = update(TICKETS).where(TICKETS.c.id == bindparam("ticket_id")).values(updated_at=bindparam("now"))
+_NOW = bindparam("now", type_=TICKETS.c.updated_at.type)
+_TOUCH = (
+    update(TICKETS)
+    .where(TICKETS.c.id == bindparam("ticket_id"))
+    .values(updated_at=case((TICKETS.c.updated_at < _NOW, _NOW), else_=TICKETS.c.updated_at))
+)
+"""The ticket's `updated_at` moved forward to `now` (never back: later.touch)."""
 
 
 _TICKET_COLUMNS = [name for name in TicketRecord.__slots__ if name != "customer_email"]  # type: ignore[attr-defined]
@@ -497,7 +503,7 @@ def add_conversation(
         message_id=message_id,
         attachments=attachments,
     )
-    connection.execute(_TOUCH, {"ticket_id": ticket.id, "now": now})
+    later.touch(connection, _TOUCH, {"ticket_id": ticket.id, "now": now})
     log.close(ticket)
     if author_type == "customer" and ticket.assignee_id:
         notify(connection, ticket, ticket.assignee_id, NOTIFY_ANSWERED, actor_id=actor_id, now=now, said=body)

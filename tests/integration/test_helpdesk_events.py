@@ -161,6 +161,40 @@ async def test_a_read_of_a_table_whose_rows_a_deferring_round_holds_fails_loudly
     assert await writes.write(unit) == 1
 
 
+async def test_conversations_in_one_deferring_round_move_their_ticket_s_updated_at_forward_only(db: Database) -> None:
+    """A conversation touches its ticket's `updated_at` at the round's end (later.touch): a unit that reads the ticket
+    meanwhile is not refused (it sees the time from before the round), and of two touches out of order the later
+    time stays."""
+    organization = await organization_of_its_own(db)
+    made = await db.write(
+        tickets.create,
+        organization,
+        subject="Parcel",
+        customer_email="parcel@example.com",
+        actor_id=None,
+        now=datetime.now(UTC),
+        recorded=[],
+    )
+    writes = BatchedWrites(db, defer=16)
+
+    def reply(connection: Connection, at: datetime) -> datetime:
+        ticket = tickets.get(connection, organization, made.id)
+        assert ticket is not None
+        tickets.add_conversation(
+            connection, ticket, author_type="agent", author_id=None, body="Sent", internal=False, now=at, recorded=[]
+        )
+        again = tickets.get(connection, organization, made.id)
+        assert again is not None
+        return again.updated_at
+
+    second, first = made.updated_at + timedelta(minutes=2), made.updated_at + timedelta(minutes=1)
+    seen = await asyncio.gather(writes.write(reply, second), writes.write(reply, first))
+    assert seen == [made.updated_at, made.updated_at], "within the round the touches wait for its end"
+    stored = await db.read(tickets.get, organization, made.id)
+    assert stored is not None
+    assert stored.updated_at == second, "the later touch stays, whichever came last"
+
+
 async def test_one_unit_of_a_deferring_round_that_finds_its_event_processed_is_refused_alone(db: Database) -> None:
     """Units settle their inbound event at the round's end, in one statement; when one of them finds its event
     processed already (another member took it), the round is undone and run again unit by unit: that unit alone is
