@@ -1,17 +1,19 @@
 """What a transaction writes at its end, and what it reads once. A round of units (BatchedWrites, `defer`) whose units
-each append a few rows to the same log tables (the helpdesk's activity log, outgoing webhook events) and settle their
-inbound event makes those writes as one statement per table when the round ends (a long round: every few units,
-`flush`), rather than one per unit: on SQLite the statements, more than the rows, are what a unit costs while it
-holds the database's one write lock (bench/helpdesk_inbound.py). What every unit asks alike (which webhook events the
-owner's endpoints subscribe to) is read once per round. And a counter kept in a row (an organization's last ticket
-number) is taken once per round and counted on in memory, its last value written with the deferred rows.
+each append a few rows to the same tables (the helpdesk's activity log, outgoing webhook events, conversations and their
+outbound messages), touch their ticket and settle their inbound event makes those writes as one statement per table when
+the round ends (a long round: every few units, `flush`), rather than one per unit: on SQLite the statements, more than
+the rows, are what a unit costs while it holds the database's one write lock (bench/helpdesk_inbound.py). What every
+unit asks alike (which webhook events the owner's endpoints subscribe to, the channel a reply goes through) is read once
+per round. And a counter kept in a row (an organization's last ticket number) is taken once per round and counted on in
+memory, its last value written with the deferred rows.
 
-Only tables that nothing in the transaction reads back are written late. A function that does read such a table
-within a transaction that may defer (the reopen limit reads the activity log, erasure scrubs both tables) calls
-`flush` first; a statement that reads or changes a table with rows still waiting raises `UnflushedRead` instead of
-missing them, so a forgotten `flush` fails the first test that runs it. What is read once must not change within the
-transaction: units that change webhook endpoints do not run in a deferring round. Outside a deferring transaction
-everything runs at once, so the same storage functions serve both."""
+Only tables that nothing in the transaction reads back are written late. A function that does read such a table within a
+transaction that may defer (the reopen limit reads the activity log, erasure scrubs it, threading reads conversations,
+automatic mail and providers' reports read outbound messages) calls `flush` first; a statement that reads or changes a
+table with rows still waiting raises `UnflushedRead` instead of missing them, so a forgotten `flush` fails the first
+test that runs it. What is read once must not change within the transaction: units that change webhook endpoints or
+channels do not run in a deferring round. Outside a deferring transaction everything runs at once, so the same storage
+functions serve both."""
 
 from __future__ import annotations
 
