@@ -81,6 +81,14 @@ class _Later:
         finally:
             self.flushing = False
 
+    def flush_table(self, connection: Connection, table: Table) -> None:
+        self.flushing = True
+        try:
+            for statement in [statement for statement in self.rows if statement.table is table]:
+                connection.execute(statement, self.rows.pop(statement))
+        finally:
+            self.flushing = False
+
     def _flush(self, connection: Connection) -> None:
         rows, self.rows = self.rows, {}
         for insert_, values in rows.items():
@@ -175,6 +183,15 @@ def flush(connection: Connection) -> None:
     later: _Later | None = connection.info.get(_KEY)
     if later is not None:
         later.flush(connection)
+
+
+def flush_table(connection: Connection, table: Table) -> None:
+    """Write the rows the transaction deferred into `table` alone, before reading it: the other tables' rows keep
+    waiting, so a read that every unit of a round makes (threading's look-up of conversations) does not cost the round
+    the batching of its log rows."""
+    later: _Later | None = connection.info.get(_KEY)
+    if later is not None:
+        later.flush_table(connection, table)
 
 
 @contextlib.contextmanager

@@ -607,7 +607,7 @@ def _no_automatic_mail(
         return f"{address} is marked bouncing"
     if address.lower() in (own.lower() for own in organization_addresses(connection, ticket.organization_id, "email")):
         return f"{address} is one of the organization's own addresses"
-    later.flush(connection)  # an automatic mail queued earlier in this round counts
+    later.flush_table(connection, OUTBOUND)  # an automatic mail queued earlier in this round counts
     recent = connection.execute(
         select(OUTBOUND.c.id)
         .where(
@@ -810,7 +810,7 @@ def report(
     on the organization's mail whichever channel it went from, of the medium): its state moves forward (never back:
     a report that comes late changes nothing), with the error it gave. False when no such message was sent, or the
     report tells nothing new."""
-    later.flush(connection)
+    later.flush_table(connection, OUTBOUND)
     where = [OUTBOUND.c.channel_id == channel_id] if channel_id is not None else []
     where += [OUTBOUND.c.medium == medium] if medium is not None else []
     rows = connection.execute(
@@ -836,7 +836,7 @@ def report_until(
 ) -> int:
     """A provider's report by watermark (page messaging's `delivery` and `read`): every message the channel sent the
     recipient up to `until` has reached `state`; those it moves forward, how many."""
-    later.flush(connection)
+    later.flush_table(connection, OUTBOUND)
     rows = connection.execute(
         select(OUTBOUND).where(
             OUTBOUND.c.organization_id == organization_id,

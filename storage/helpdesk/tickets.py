@@ -687,7 +687,7 @@ def tickets_of_message_ids(connection: Connection, organization_id: str, message
     """message id -> the ticket of the conversation stored with that Message-ID (the first, where several are)."""
     if not message_ids:
         return {}
-    later.flush(connection)  # a conversation written earlier in this round may be the one
+    later.flush_table(connection, CONVERSATIONS)  # a conversation written earlier in this round may be the one
     found: dict[str, str] = {}
     rows = connection.execute(
         _BY_MESSAGE_IDS, {"organization_id": organization_id, "message_ids": list(dict.fromkeys(message_ids))}
@@ -712,7 +712,7 @@ def conversation_of_message_id(
     connection: Connection, organization_id: str, message_id: str
 ) -> ConversationRecord | None:
     """The (first) conversation stored with this Message-ID: a customer's mail, or one of our own sent replies."""
-    later.flush(connection)
+    later.flush_table(connection, CONVERSATIONS)
     row = connection.execute(
         _CONVERSATION_OF_MESSAGE_ID, {"organization_id": organization_id, "message_id": message_id}
     ).first()
