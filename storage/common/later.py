@@ -9,11 +9,12 @@ memory, its last value written with the deferred rows.
 
 Only tables that nothing in the transaction reads back are written late. A function that does read such a table within a
 transaction that may defer (the reopen limit reads the activity log, erasure scrubs it, threading reads conversations,
-automatic mail and providers' reports read outbound messages) calls `flush` first; a statement that reads or changes a
-table with rows still waiting raises `UnflushedRead` instead of missing them, so a forgotten `flush` fails the first
-test that runs it. What is read once must not change within the transaction: units that change webhook endpoints or
-channels do not run in a deferring round. Outside a deferring transaction everything runs at once, so the same storage
-functions serve both."""
+automatic mail and providers' reports read outbound messages) calls `flush` first, or `flush_table` for the one table it
+reads, so that a read every unit of a round makes leaves the other tables' rows batched; a statement that reads or
+changes a table with rows still waiting raises `UnflushedRead` instead of missing them, so a forgotten `flush` fails the
+first test that runs it. What is read once must not change within the transaction: units that change webhook endpoints
+or channels do not run in a deferring round. Outside a deferring transaction everything runs at once, so the same
+storage functions serve both."""
 
 from __future__ import annotations
 
