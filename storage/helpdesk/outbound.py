@@ -212,23 +212,22 @@ def _way(connection: Connection, cipher: Cipher, ticket: TicketRecord, latest: A
     return _through(connection, cipher, "email", ticket.customer_email, organization_id=ticket.organization_id)
 
 
-_ON_TICKET = INBOUND.c.ticket_id.in_(
-    select(TICKETS.c.id).where(
-        or_(TICKETS.c.id == bindparam("ticket_id"), TICKETS.c.merged_into_id == bindparam("ticket_id"))
-    )
-)
-"""An inbound message on the ticket `ticket_id` or on one merged into it: the tickets found by their indexes, then
-their messages by theirs (an OR of the ticket and the merged ones' subquery made PostgreSQL scan every message)."""
 _MERGED, _LANDED, _LATEST = TICKETS.alias("merged"), TICKETS.alias("landed"), INBOUND.alias("latest")
+
+
+def _on_ticket(ticket_id: Any) -> Any:
+    """An inbound message on the ticket `ticket_id` (a parameter, or the outer query's ticket) or on one merged into
+    it: the tickets found by their indexes, then their messages by theirs (an OR of the ticket and the merged ones'
+    subquery made PostgreSQL scan every message)."""
+    tickets_of = select(_MERGED.c.id).where(or_(_MERGED.c.id == ticket_id, _MERGED.c.merged_into_id == ticket_id))
+    return INBOUND.c.ticket_id.in_(tickets_of.correlate(TICKETS))
+
+
 _LATEST_ID = (
     select(INBOUND.c.id)
     .join(CHANNELS, CHANNELS.c.id == INBOUND.c.channel_id)
     .where(
-        INBOUND.c.ticket_id.in_(
-            select(_MERGED.c.id)
-            .where(or_(_MERGED.c.id == TICKETS.c.id, _MERGED.c.merged_into_id == TICKETS.c.id))
-            .correlate(TICKETS)
-        ),
+        _on_ticket(TICKETS.c.id),
         among(INBOUND.c.provider, (*ANSWERED_THROUGH, "voice")),
         CHANNELS.c.deleted_at.is_(None),
     )
@@ -237,7 +236,7 @@ _LATEST_ID = (
     .correlate(TICKETS)
     .scalar_subquery()
 )
-"""The customer's latest message on the ticket (or on one merged into it, as `_ON_TICKET`) through a live channel."""
+"""The customer's latest message on the ticket (or on one merged into it) through a live channel."""
 _REPLYING = (
     tickets.selected()
     .add_columns(
@@ -623,7 +622,9 @@ def _no_automatic_mail(
     return None
 
 
-_WROTE_AT = select(func.max(INBOUND.c.created_at)).where(_ON_TICKET, INBOUND.c.channel_id == bindparam("channel_id"))
+_WROTE_AT = select(func.max(INBOUND.c.created_at)).where(
+    _on_ticket(bindparam("ticket_id")), INBOUND.c.channel_id == bindparam("channel_id")
+)
 
 
 def _customer_wrote_at(connection: Connection, ticket_id: str, channel_id: str) -> datetime | None:
