@@ -3,7 +3,7 @@
 from collections.abc import MutableMapping
 from typing import Any
 
-from storage.common import keys, mail
+from storage.common import keys, leases, mail
 from storage.common.models import Base
 from storage.common.webhooks import models as webhooks
 from storage.helpdesk import models as helpdesk
@@ -11,7 +11,7 @@ from storage.phone import models as phone
 from storage.photo import models as photo
 
 METADATA = Base.metadata
-MODULES = (keys, mail, webhooks, phone, photo, helpdesk)
+MODULES = (keys, leases, mail, webhooks, phone, photo, helpdesk)
 """One entry per module that declares tables: a new service's models are added here."""
 
 

@@ -4,6 +4,7 @@ or a dead processor delays work but never loses it; and the relay, publisher of 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -14,8 +15,9 @@ import structlog
 from sqlalchemy import Column, Table
 
 from processors.common.metrics import OUTBOX_PENDING
-from storage.common import outbox
+from storage.common import leases, outbox
 from storage.common.db import Database
+from wire.ids import new_uuid
 
 log = structlog.get_logger("signalyard.processors")
 
@@ -121,17 +123,18 @@ async def publish_rows(box: Outbox, publish: Publish, rows: list[Any], in_flight
 
 class Relay:
     """The publisher of an outbox that no processor of ours consumes (the helpdesk's activity log, read by stream
-    consumers only): each pass claims the due rows under a lease, publishes them together, and marks them done
-    (`done(connection, ids)`) once the broker has acknowledged them all. A claim is conditional, so replicas never take
-    the same row at once; a relay that dies between its claim and `done`, or whose publish fails, leaves its rows to
-    be taken again once the lease ends, so a row is published at least once."""
+    consumers only). One relay at a time publishes, under a lease named for the outbox that it renews at each batch:
+    it reads the oldest pending rows, publishes them together, and marks them `published` once the broker has
+    acknowledged them all. A relay whose publish fails leaves them pending for its next pass; one that dies leaves
+    them, and its lease, to another relay once the lease ends. So a row is published at least once, and written once
+    after its insert (a claim on each row, which let replicas publish side by side, wrote each twice: on PostgreSQL
+    the most costly writes of a reply, bench/README.md)."""
 
     def __init__(
         self,
         db: Database,
         box: Outbox,
         publish: PublishTogether,
-        done: Callable[[Any, list[str]], Any],
         *,
         lease: timedelta = timedelta(seconds=30),
         batch: int = 500,
@@ -140,25 +143,27 @@ class Relay:
         self.db = db
         self.box = box
         self.publish = publish
-        self.done = done
         self.clock = clock
         self.lease = lease
         self.batch = batch
+        self.holder = new_uuid()
 
     async def relay(self) -> int:
-        """One pass; returns how many rows were published. It asks whether a row is due (a read) before it claims (a
-        write): an idle relay's passes write nothing."""
+        """One pass; returns how many rows were published. It asks whether a row is pending (a read) before it takes
+        the lease (a write): an idle relay's passes write nothing."""
         sent = 0
         if not await self.db.read(outbox.any_stale, self.box.table, published_before=self.clock()):
             return sent
         while True:
             now = self.clock()
             rows = await self.db.write(
-                outbox.claim_stale,
+                outbox.leased_pending,
                 self.box.table,
                 self.box.columns,
-                published_before=now,
-                now=now + self.lease,
+                lease=self.box.service,
+                holder=self.holder,
+                now=now,
+                until=now + self.lease,
                 limit=self.batch,
             )
             if not rows:
@@ -168,19 +173,28 @@ class Relay:
             except Exception:
                 log.warning("outbox_publish_failed", service=self.box.service, count=len(rows), exc_info=True)
                 return sent
-            await self.db.write(self.done, [row.id for row in rows])
+            await self.db.write(outbox.mark_published, self.box.table, rows)
             sent += len(rows)
             if len(rows) < self.batch:
                 return sent
 
+    async def release(self) -> None:
+        """Give the lease up (a relay that stops), so that another takes it at once rather than when it ends."""
+        await self.db.write(leases.release, self.box.service, self.holder, now=self.clock())
+
 
 async def relay_forever(relay: Relay, every_s: float) -> None:
-    while True:
-        try:
-            await relay.relay()
-        except Exception:  # a pass that fails is retried at the next tick
-            log.exception("relay_failed", service=relay.box.service)
-        await asyncio.sleep(every_s)
+    try:
+        while True:
+            try:
+                await relay.relay()
+            except Exception:  # a pass that fails is retried at the next tick
+                log.exception("relay_failed", service=relay.box.service)
+            await asyncio.sleep(every_s)
+    finally:
+        with contextlib.suppress(Exception):  # the database may be gone: then the lease runs out on its own
+            async with asyncio.timeout(2):
+                await relay.release()
 
 
 async def sweep_forever(sweeper: Sweeper, every_s: float) -> None:

@@ -4,7 +4,6 @@ processor, because the row was written in the change's own transaction."""
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 import msgspec
@@ -37,4 +36,4 @@ def activity_outbox(topics: HelpdeskTopics) -> Outbox:
 
 
 def activity_relay(db: Database, topics: HelpdeskTopics, publish: PublishTogether) -> Relay:
-    return Relay(db, activity_outbox(topics), publish, events.published, lease=timedelta(seconds=30))
+    return Relay(db, activity_outbox(topics), publish)

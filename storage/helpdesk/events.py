@@ -4,12 +4,11 @@ are neither skipped nor repeated."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
 
-from sqlalchemy import ColumnElement, Table, and_, insert, select, update
+from sqlalchemy import ColumnElement, Table, and_, insert, select
 from sqlalchemy.engine import Connection
 
 from storage.common import later
@@ -90,14 +89,6 @@ OUTBOX_COLUMNS = (
     EVENTS.c.created_at,
 )
 """What the relay publishes of an event (topics.helpdesk.ActivityRecorded)."""
-
-
-def published(connection: Connection, event_ids: Collection[str]) -> int:
-    """The broker acknowledged these events: they leave the outbox. Returns how many were still pending."""
-    done = connection.execute(
-        update(EVENTS).where(EVENTS.c.id.in_(list(event_ids)), EVENTS.c.state == "pending").values(state="published")
-    )
-    return done.rowcount
 
 
 def _selected() -> Any:

@@ -111,8 +111,7 @@ class Event(Base):
     """The activity log (section 2.3, 6.2): one row per change, written in the change's own transaction. `ticket_id`
     ties a conversation's events to their ticket (`events.listForTicket`). It is also the outbox of the
     `helpdesk.activity.recorded` topic: `state` is `pending` until the relay (processors/helpdesk/activity.py) has the
-    broker's acknowledgement, then `published`; `published_at` is when the relay may take it: its creation, then the
-    end of a claim's lease (a relay that dies after its claim leaves the row to be taken again then)."""
+    broker's acknowledgement, then `published`; `published_at` is its creation, the order the relay publishes in."""
 
     __tablename__ = "helpdesk_events"
     __table_args__ = (

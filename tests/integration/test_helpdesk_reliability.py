@@ -229,7 +229,9 @@ async def test_messages_published_together_reach_the_partition_publish_chooses_f
     assert len({found[0][0] for found in seen.values()}) > 1, "the keys spread over the partitions"
 
 
-async def test_an_event_claimed_by_a_relay_that_died_is_published_once_its_lease_ends(tmp_path: Path) -> None:
+async def test_a_relay_that_died_holding_the_lease_leaves_its_events_to_another_once_the_lease_ends(
+    tmp_path: Path,
+) -> None:
     """On a database of its own: no other relay may take the event."""
     url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
     await asyncio.to_thread(migrate, url)
@@ -264,11 +266,11 @@ async def relay_after_a_death(db: Database) -> None:
 
     dying = activity_relay(db, topics, broker_down)
     dying.clock = lambda: clock[0]
-    assert await dying.relay() == 0  # it claimed the event, then could not publish it
+    assert await dying.relay() == 0  # it took the lease, then could not publish
 
     living = activity_relay(db, topics, broker_up)
     living.clock = lambda: clock[0]
-    assert await living.relay() == 0, "the claim holds for its lease"
+    assert await living.relay() == 0, "the lease holds for its time"
     clock[0] += timedelta(seconds=31)
     assert await living.relay() == 1
     assert [message.id for message in published] == [event_id]
@@ -276,6 +278,49 @@ async def relay_after_a_death(db: Database) -> None:
     assert await db.read(lambda connection: connection.scalar(state)) == "published"
     clock[0] += timedelta(minutes=5)
     assert await living.relay() == 0, "a published event is not published again"
+
+
+async def test_relays_side_by_side_publish_each_event_once_in_order_and_one_that_stops_hands_over_at_once(
+    tmp_path: Path,
+) -> None:
+    """Two relays on one outbox, passes at once: each event reaches the broker once, in the order of the log; a relay
+    that stops gives its lease up, so the other publishes what comes next without waiting for the lease to end."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'relay.db'}"
+    await asyncio.to_thread(migrate, url)
+    db = Database(url)
+    published: list[str] = []
+
+    async def broker_up(messages: Sequence[tuple[msgspec.Struct, str, bytes]]) -> None:
+        await asyncio.sleep(0)  # the other relay's pass runs meanwhile
+        published.extend(cast(ActivityRecorded, message).id for message, _, _ in messages)
+
+    organization, MS = str(uuid.uuid4()), timedelta(milliseconds=1)
+
+    async def logged(count: int) -> list[str]:
+        at = datetime.now(UTC) - timedelta(seconds=1)
+        rows = [
+            events.row(organization, ("organization", organization), "updated", {}, actor_id=None, now=at + n * MS)
+            for n in range(count)
+        ]
+        await db.write(events.record_rows, rows)
+        return [row["id"] for row in rows]
+
+    topics = HelpdeskTopics(f"t{uuid.uuid4().hex[:8]}.")
+    first, second = activity_relay(db, topics, broker_up), activity_relay(db, topics, broker_up)
+    first.batch = second.batch = 3
+    try:
+        written = await logged(10)
+        counts = await asyncio.gather(first.relay(), second.relay())
+        assert sorted(counts) == [0, 10]
+        assert published == written
+        holder, other = (first, second) if counts[0] else (second, first)
+
+        await holder.release()
+        written += await logged(2)
+        assert await other.relay() == 2
+        assert published == written
+    finally:
+        await db.dispose()
 
 
 async def test_an_idle_relays_passes_only_read(tmp_path: Path) -> None:

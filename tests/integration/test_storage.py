@@ -32,7 +32,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from storage.common import db as db_module
-from storage.common import keys, outbox
+from storage.common import keys, leases, outbox
 from storage.common.batching import BatchedWrites
 from storage.common.db import MIGRATIONS, Database, create_engine, migrate, sqlite_url
 from storage.common.keys import hash_key
@@ -46,6 +46,7 @@ TABLES = {
     "api_keys",
     "mail_links",
     "kept_mails",
+    "leases",
     "phone_tenants",
     "phone_prices",
     "phone_requests",
@@ -210,7 +211,7 @@ async def test_migrations_apply_on_an_empty_database_and_are_idempotent(database
             await engine.dispose()
 
     assert tables == TABLES | {"alembic_version"} | (SEARCH_TABLES if url.startswith("sqlite") else set())
-    assert versions == ["0021"]
+    assert versions == ["0022"]
     assert indexes["uq_phone_requests_idempotency"]["unique"]
     assert indexes["uq_phone_requests_open_number"]["unique"]
     assert drift == [], "the migrated schema differs from the models (storage.tables)"
@@ -905,6 +906,34 @@ async def test_a_finished_row_cannot_be_claimed(db: Database) -> None:
     row = await add(db, pending_row(tenant_id, published_at=datetime.now(UTC) - timedelta(hours=1)))
     assert await db.write(requests.finish, row, completed(datetime.now(UTC)))
     assert row.id not in await db.write(claim_stale, datetime.now(UTC), datetime.now(UTC) + FUTURE * 2)
+
+
+# ------------------------------------------------------------------------------------------------------ leases
+
+
+async def test_a_lease_goes_to_one_of_two_asking_at_once_and_to_another_only_once_its_time_ran_out(
+    db: Database,
+) -> None:
+    name = f"test {uuid.uuid4()}"
+    now = datetime.now(UTC)
+    until = now + timedelta(seconds=30)
+
+    first, second = await asyncio.gather(
+        db.write(leases.take, name, "first", now=now, until=until),
+        db.write(leases.take, name, "second", now=now, until=until),
+    )
+    assert [first, second].count(True) == 1
+    holder, other = ("first", "second") if first else ("second", "first")
+    assert await db.write(leases.take, name, holder, now=now, until=until + timedelta(seconds=1)), "renewed"
+    assert not await db.write(leases.take, name, other, now=until, until=until + timedelta(seconds=30))
+    later = until + timedelta(seconds=1)
+    assert await db.write(leases.take, name, other, now=later, until=later + timedelta(seconds=30)), "ran out"
+    assert not await db.write(leases.take, name, holder, now=later, until=later + timedelta(seconds=30))
+
+    await db.write(leases.release, name, holder, now=later)  # not the holder's any more: no change
+    assert not await db.write(leases.take, name, holder, now=later, until=later + timedelta(seconds=30))
+    await db.write(leases.release, name, other, now=later)
+    assert await db.write(leases.take, name, holder, now=later, until=later + timedelta(seconds=30)), "given up"
 
 
 # --------------------------------------------------------------------------------------------------- datetimes
