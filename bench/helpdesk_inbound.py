@@ -66,6 +66,7 @@ from helpdesk import (  # noqa: E402
     rate_lines,
     run_bench,
     stack_env,
+    stand_in_for_autovacuum,
 )
 from phone import (  # noqa: E402
     AiohttpHttp,
@@ -345,6 +346,7 @@ class Bench:
         if not demo_key.exists():
             raise RuntimeError(f"no demo key in {demo_key}\n{self.stack.log_tail()}")
         self.keys = Keys(self.database_url, demo_key.read_text().strip())
+        self.closers.append(await stand_in_for_autovacuum(self.keys.db))  # stopped before the keys' database
         self.closers.append(self.keys.aclose)
         await self.open_channel()
         log(f"stack ready (pid {self.stack.pid}, children {list(self.stack.children)}); channel {self.channel_id}")
