@@ -173,7 +173,7 @@ class Relay:
             except Exception:
                 log.warning("outbox_publish_failed", service=self.box.service, count=len(rows), exc_info=True)
                 return sent
-            await self.db.write(outbox.mark_published, self.box.table, rows)
+            await self.db.write(outbox.mark_published, self.box.table, [row.id for row in rows])
             sent += len(rows)
             if len(rows) < self.batch:
                 return sent
