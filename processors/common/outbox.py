@@ -183,14 +183,19 @@ class Relay:
         await self.db.write(leases.release, self.box.service, self.holder, now=self.clock())
 
 
+async def _passes(one_pass: Callable[[], Awaitable[int]], every_s: float, failed: str, service: str) -> None:
+    """`one_pass()` at once, then every `every_s`; a pass that fails is logged as `failed` and tried at the next."""
+    while True:
+        try:
+            await one_pass()
+        except Exception:
+            log.exception(failed, service=service)
+        await asyncio.sleep(every_s)
+
+
 async def relay_forever(relay: Relay, every_s: float) -> None:
     try:
-        while True:
-            try:
-                await relay.relay()
-            except Exception:  # a pass that fails is retried at the next tick
-                log.exception("relay_failed", service=relay.box.service)
-            await asyncio.sleep(every_s)
+        await _passes(relay.relay, every_s, "relay_failed", relay.box.service)
     finally:
         with contextlib.suppress(Exception):  # the database may be gone: then the lease runs out on its own
             async with asyncio.timeout(2):
@@ -200,9 +205,4 @@ async def relay_forever(relay: Relay, every_s: float) -> None:
 async def sweep_forever(sweeper: Sweeper, every_s: float) -> None:
     """A pass at once (what a process that died left pending is counted, in `signalyard_outbox_pending`, and sent
     again as soon as it is stale), then one every `every_s`."""
-    while True:
-        try:
-            await sweeper.sweep()
-        except Exception:  # a sweep that fails is retried at the next tick
-            log.exception("sweep_failed", service=sweeper.box.service)
-        await asyncio.sleep(every_s)
+    await _passes(sweeper.sweep, every_s, "sweep_failed", sweeper.box.service)

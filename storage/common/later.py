@@ -75,18 +75,15 @@ class _Later:
         """The tables with rows this transaction has not written yet."""
         return {str(getattr(statement.table, "name", "")) for statement in [*self.rows, *self.updates]}
 
-    def flush(self, connection: Connection) -> None:
+    def flush(self, connection: Connection, table: Table | None = None) -> None:
+        """Every deferred write, or `table`'s rows alone."""
         self.flushing = True
         try:
-            self._flush(connection)
-        finally:
-            self.flushing = False
-
-    def flush_table(self, connection: Connection, table: Table) -> None:
-        self.flushing = True
-        try:
-            for statement in [statement for statement in self.rows if statement.table is table]:
-                connection.execute(statement, self.rows.pop(statement))
+            if table is None:
+                self._flush(connection)
+            else:
+                for statement in [statement for statement in self.rows if statement.table is table]:
+                    connection.execute(statement, self.rows.pop(statement))
         finally:
             self.flushing = False
 
@@ -192,7 +189,7 @@ def flush_table(connection: Connection, table: Table) -> None:
     the batching of its log rows."""
     later: _Later | None = connection.info.get(_KEY)
     if later is not None:
-        later.flush_table(connection, table)
+        later.flush(connection, table)
 
 
 @contextlib.contextmanager

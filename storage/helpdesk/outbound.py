@@ -705,7 +705,7 @@ _QUEUED = (
 no more (it is read holding the write lock). It goes by the ids alone, and `record` checks the state in the rows: with
 the state in the WHERE too, PostgreSQL's planner, short of statistics on a young table, combined the ids with the
 whole queue's entries of the due index, for this read and for each row's update after it (0.17 ms a row's update
-where one by its id takes 0.03: bench/README.md, "Helpdesk replies")."""
+where one by its id takes 0.04: bench/README.md, "Helpdesk replies")."""
 
 
 def record(
