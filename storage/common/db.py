@@ -131,6 +131,8 @@ class Database:
     def __init__(self, url: str, *, pool_size: int = POOL_SIZE, ping_after_idle_s: float = PING_AFTER_IDLE_S) -> None:
         self.url = url
         self.engine = create_engine(url, pool_size=pool_size, ping_after_idle_s=ping_after_idle_s)
+        self._statements = self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        """The engine's pool, its connections without transactions while they are out (PostgreSQL's reads)."""
         # SQLite has one writer at a time; queueing writers here is far cheaper than its busy-wait back-off.
         self._write_lock = asyncio.Lock()
         self._sqlite: Engine | None = None
@@ -150,7 +152,10 @@ class Database:
                 self._writers = _Turns(on_disk)
 
     async def read(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
-        """`work(connection, *args, **kwargs)` in a transaction that only reads."""
+        """`work(connection, *args, **kwargs)`, which only reads: on SQLite in a transaction (one snapshot for all its
+        statements); on PostgreSQL each statement on its own (autocommit), which sees what a transaction at its READ
+        COMMITTED level would (each statement there takes its own snapshot) without the BEGIN and COMMIT, two of a
+        one-statement read's three round trips."""
         return await self._run(lambda connection: work(connection, *args, **kwargs), write=False)
 
     async def write(self, work: Callable[Concatenate[Connection, P], T], *args: P.args, **kwargs: P.kwargs) -> T:
@@ -158,6 +163,9 @@ class Database:
         return await self._run(lambda connection: work(connection, *args, **kwargs), write=True)
 
     async def _run(self, work: Callable[[Connection], T], *, write: bool) -> T:
+        if self._sqlite is None and not write:
+            async with self._statements.connect() as connection:
+                return await connection.run_sync(work)
         if self._sqlite is None:
             async with self.engine.begin() as connection:
                 return await connection.run_sync(work)
