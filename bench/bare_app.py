@@ -19,6 +19,13 @@ mail, take its recipient from its headers as the gateway does, route it to its c
 SIGNALYARD_SECRET_KEYS, or the key kept in SIGNALYARD_DATA_DIR), compare `x-forwarder-secret` constant-time, and
 answer the canned 200 `{"status": "accepted"}` (`--response`: the stack's). No store, no Kafka.
 
+With `--service photo`, the baseline for bench/photo.py: a bare `POST /v1/verify` behind the photo gateway's own
+authenticator (the key looked up in the same database, the route's scope, the key's limits) that reads the
+submission as the gateway does (gateway/photo/submissions.py), runs the same checks in the same worker pool
+(processors/photo/checks/pool.py `CheckPool`, `--check-workers`, 0: one per core, as SIGNALYARD_PHOTO_CHECK_WORKERS)
+and answers the verdict. No image stored, no verification row, no Kafka: what is left is HTTP, Litestar, auth, the
+body and the checks.
+
 It is served the way `signalyard up` serves the gateway: `bootstrap.serving` (uvicorn, same options) inside
 `asyncio.run`, one process, on SIGNALYARD_HOST (default 127.0.0.1). It stops on SIGINT/SIGTERM.
 """
@@ -36,6 +43,7 @@ from email.parser import BytesHeaderParser
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from litestar import Litestar, Request, Response, get, post
 from litestar.datastructures import State
 
@@ -46,6 +54,11 @@ from gateway.helpdesk.inbound import email as inbound_email
 from gateway.helpdesk.inbound.common import MAX_BODY_BYTES, Inbound, equal, refused
 from gateway.phone.auth import VERIFY, PhoneAuthenticator, sku_scope
 from gateway.phone.errors import EXCEPTION_HANDLERS
+from gateway.photo import errors as photo_errors
+from gateway.photo.auth import VERIFY as PHOTO_VERIFY
+from gateway.photo.auth import PhotoAuthenticator
+from gateway.photo.submissions import read_submission
+from processors.photo.checks import CheckPool
 from signalyard import bootstrap, logs
 from signalyard.secrets import secrets_cipher
 from signalyard.settings import PlatformSettings, load
@@ -163,6 +176,19 @@ def create_inbound_bare_app(db: Database, cipher: Cipher, canned: bytes, redis_u
     return _bare(db, authenticator, forwarded, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
 
 
+def create_photo_bare_app(db: Database, checks: CheckPool, redis_url: str | None) -> Litestar:
+    """The photo gateway's authenticator and submission reading in front of the checks, in the processor's pool."""
+    authenticator = PhotoAuthenticator(db, redis_url)
+
+    @post("/v1/verify", status_code=200, guards=[requires(PHOTO_VERIFY)])
+    async def verify(request: Request[Any, Any, Any]) -> Response[bytes]:
+        submitted = await read_submission(request)
+        verdict = await checks.evaluate(submitted.image, submitted.policy)
+        return Response(msgspec.json.encode(verdict), media_type=JSON)
+
+    return _bare(db, authenticator, verify, photo_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
+
+
 def _bare(
     db: Database, authenticator: Authenticator[Any], routes: Any, handlers: Any, *before_dispose: Any
 ) -> Litestar:
@@ -189,10 +215,17 @@ async def serve(args: argparse.Namespace, settings: PlatformSettings, canned: by
         app = create_helpdesk_bare_app(db, canned, settings.redis_url)
     elif args.service == "helpdesk-inbound":
         app = create_inbound_bare_app(db, secrets_cipher(settings), canned, settings.redis_url)
+    elif args.service == "photo":
+        checks = CheckPool(args.check_workers or os.cpu_count() or 1)
+        app = create_photo_bare_app(db, checks, settings.redis_url)
     else:
         app = create_bare_app(db, canned)
-    async with bootstrap.serving([bootstrap.Listener(app, sock)]):
-        await stop.requested()
+    try:
+        async with bootstrap.serving([bootstrap.Listener(app, sock)]):
+            await stop.requested()
+    finally:
+        if args.service == "photo":
+            checks.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -203,16 +236,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--response", type=Path, help="file with the canned answer's JSON (default: built here)")
     parser.add_argument(
         "--service",
-        choices=("phone", "helpdesk", "helpdesk-inbound"),
+        choices=("phone", "helpdesk", "helpdesk-inbound", "photo"),
         default="phone",
         help="whose endpoint (default: phone's verify)",
     )
+    parser.add_argument("--check-workers", type=int, default=0, help="photo: the checks' processes (0: one per core)")
     args = parser.parse_args(argv)
     settings = load(PlatformSettings, os.environ)
     logs.configure(settings.log_level)
     if args.response:
         canned = args.response.read_bytes()
-    elif args.service == "helpdesk-inbound":
+    elif args.service in ("helpdesk-inbound", "photo"):
         canned = ACCEPTED
     else:
         canned = sample_ticket() if args.service == "helpdesk" else sample_result()
