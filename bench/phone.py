@@ -2,9 +2,9 @@
 
     python bench/phone.py [--duration 10] [--concurrency 1,8,32,64] [--database-url URL]
 
-Starts `signalyard up` (gateway -> Kafka (embedded Tansu) -> processor -> SQLite or --database-url -> gateway) and
-`bench/bare_app.py` (authenticates the key like the gateway, answers a canned VerifyResult) as subprocesses, then,
-from this process (the load generator: raw HTTP/1.1 with httptools on uvloop, keep-alive connections):
+Starts `signalyard up --services phone` (gateway -> Kafka (embedded Tansu) -> processor -> SQLite or --database-url ->
+gateway) and `bench/bare_app.py` (authenticates the key like the gateway, answers a canned VerifyResult) as
+subprocesses, then, from this process (the load generator: raw HTTP/1.1 with httptools on uvloop, keep-alive connections):
 
 1. closed loop, for each concurrency: `--duration` s against the stack, then against the bare endpoint:
    successful (HTTP 200) requests/s, p50 and p99 latency, any other status by code, CPU of each process;
@@ -749,9 +749,15 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
     load_before = os.getloadavg()
 
     stack_port = free_port()
-    stack = Server("stack", signalyard_command(), server_env(args, data_dir, stack_port), workdir, stack_port)
+    stack = Server(
+        "stack",
+        [*signalyard_command(), "--services", "phone"],
+        server_env(args, data_dir, stack_port),
+        workdir,
+        stack_port,
+    )
     servers.append(stack)
-    log(f"starting `{' '.join(stack.argv[-2:])}` on port {stack_port} (data dir {data_dir})")
+    log(f"starting `signalyard {' '.join(stack.argv[-3:])}` on port {stack_port} (data dir {data_dir})")
     stack.start()
     await wait_ready(stack, args.startup_timeout)
     stack.note_children()
