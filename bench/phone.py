@@ -4,7 +4,8 @@
 
 Starts `signalyard up --services phone` (gateway -> Kafka (embedded Tansu) -> processor -> SQLite or --database-url ->
 gateway) and `bench/bare_app.py` (authenticates the key like the gateway, answers a canned VerifyResult) as
-subprocesses, then, from this process (the load generator: raw HTTP/1.1 with httptools on uvloop, keep-alive connections):
+subprocesses, then, from this process (the load generator: raw HTTP/1.1 with httptools on uvloop, keep-alive
+connections):
 
 1. closed loop, for each concurrency: `--duration` s against the stack, then against the bare endpoint:
    successful (HTTP 200) requests/s, p50 and p99 latency, any other status by code, CPU of each process;
