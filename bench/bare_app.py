@@ -176,9 +176,11 @@ def create_inbound_bare_app(db: Database, cipher: Cipher, canned: bytes, redis_u
     return _bare(db, authenticator, forwarded, helpdesk_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
 
 
-def create_photo_bare_app(db: Database, checks: CheckPool, redis_url: str | None) -> Litestar:
-    """The photo gateway's authenticator and submission reading in front of the checks, in the processor's pool."""
+def create_photo_bare_app(db: Database, workers: int, redis_url: str | None) -> Litestar:
+    """The photo gateway's authenticator and submission reading in front of the checks, in a pool of `workers`
+    processes as the processor's (0: one per core), closed when the app shuts down."""
     authenticator = PhotoAuthenticator(db, redis_url)
+    checks = CheckPool(workers or os.cpu_count() or 1)
 
     @post("/v1/verify", status_code=200, guards=[requires(PHOTO_VERIFY)])
     async def verify(request: Request[Any, Any, Any]) -> Response[bytes]:
@@ -186,7 +188,9 @@ def create_photo_bare_app(db: Database, checks: CheckPool, redis_url: str | None
         verdict = await checks.evaluate(submitted.image, submitted.policy)
         return Response(msgspec.json.encode(verdict), media_type=JSON)
 
-    return _bare(db, authenticator, verify, photo_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush)
+    return _bare(
+        db, authenticator, verify, photo_errors.EXCEPTION_HANDLERS, authenticator.last_used.flush, checks.close
+    )
 
 
 def _bare(
@@ -216,16 +220,11 @@ async def serve(args: argparse.Namespace, settings: PlatformSettings, canned: by
     elif args.service == "helpdesk-inbound":
         app = create_inbound_bare_app(db, secrets_cipher(settings), canned, settings.redis_url)
     elif args.service == "photo":
-        checks = CheckPool(args.check_workers or os.cpu_count() or 1)
-        app = create_photo_bare_app(db, checks, settings.redis_url)
+        app = create_photo_bare_app(db, args.check_workers, settings.redis_url)
     else:
         app = create_bare_app(db, canned)
-    try:
-        async with bootstrap.serving([bootstrap.Listener(app, sock)]):
-            await stop.requested()
-    finally:
-        if args.service == "photo":
-            checks.close()
+    async with bootstrap.serving([bootstrap.Listener(app, sock)]):
+        await stop.requested()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -246,8 +245,10 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(settings.log_level)
     if args.response:
         canned = args.response.read_bytes()
-    elif args.service in ("helpdesk-inbound", "photo"):
+    elif args.service == "helpdesk-inbound":
         canned = ACCEPTED
+    elif args.service == "photo":
+        canned = b""  # photo answers the checks' verdict
     else:
         canned = sample_ticket() if args.service == "helpdesk" else sample_result()
     try:

@@ -44,6 +44,7 @@ from breakdown import cpu_seconds, tree  # noqa: E402
 from photo_checks import checks_cpu_ms  # noqa: E402
 
 from signalyard.embedded_broker import free_port  # noqa: E402
+from storage.common.db import sqlite_url  # noqa: E402
 
 
 def jpegs(count: int) -> list[bytes]:
@@ -221,7 +222,7 @@ def main() -> None:
         log(f"starting bench/bare_app.py --service photo on port {bare_port}")
         bare_app = subprocess.Popen(
             [sys.executable, str(HERE / "bare_app.py"), "--service", "photo", "--port", str(bare_port),
-             "--database-url", f"sqlite+aiosqlite:///{workdir / 'signalyard.db'}", "--check-workers", args.workers],
+             "--database-url", sqlite_url(workdir / "signalyard.db"), "--check-workers", args.workers],
             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
         )  # fmt: skip
         try:

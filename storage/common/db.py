@@ -163,11 +163,8 @@ class Database:
         return await self._run(lambda connection: work(connection, *args, **kwargs), write=True)
 
     async def _run(self, work: Callable[[Connection], T], *, write: bool) -> T:
-        if self._sqlite is None and not write:
-            async with self._statements.connect() as connection:
-                return await connection.run_sync(work)
         if self._sqlite is None:
-            async with self.engine.begin() as connection:
+            async with self.engine.begin() if write else self._statements.connect() as connection:
                 return await connection.run_sync(work)
         if not write:
             return await self._run_sqlite(work, write=False)
