@@ -1,12 +1,14 @@
 """Where a request's CPU goes: per process and per step, under a benchmark's load.
 
     python bench/breakdown.py phone      [--seconds 10] [--rate 200] [--database-url URL]
+    python bench/breakdown.py phone-open [...]            # phone's open loop at half its best rate
     python bench/breakdown.py helpdesk   [...]            # REST ticket creates
     python bench/breakdown.py replies    [...]            # helpdesk REST replies, each mailed
     python bench/breakdown.py photo      [...]
 
 Runs the path's benchmark (bench/phone.py, bench/helpdesk.py, bench/helpdesk_replies.py, bench/photo.py) at
-concurrency 32 and, a few seconds into its closed loop against the stack, for `--seconds`:
+concurrency 32 and, a few seconds into its closed loop against the stack (phone-open: into its open loop), for
+`--seconds`:
 
 - reads each process's CPU time from /proc (`utime + stime` of the stack's process tree: the gateway, the processors,
   their image workers, the broker) before and after, so that each process's CPU per answered request is known
@@ -49,8 +51,11 @@ PATHS: dict[str, tuple[str, list[str], str]] = {
     "helpdesk": ("helpdesk.py", ["--concurrency", "32"], "closed loop: stack, concurrency 32"),
     "replies": ("helpdesk_replies.py", ["--concurrency", "32"], "closed loops: replies, concurrency 32"),
     "photo": ("photo.py", ["--concurrency", "32"], "closed loop: stack, concurrency 32"),
+    "phone-open": ("phone.py", ["--concurrency", "32"], "open loop: stack at"),
 }
 ANSWERED = re.compile(r"\s([\d.]+) ok/s")
+OFFERED = re.compile(r" at ([\d.]+) req/s")
+"""An open loop's rate, in the line that starts it: the requests offered a second, answered as they come."""
 
 STEPS: list[tuple[str, re.Pattern[str]]] = [
     (step, re.compile(pattern))
@@ -240,7 +245,10 @@ def main() -> int:
             sys.stderr.write(line)
             if marker in line and not started.is_set():
                 started.set()
-                waiting_for_rate = True
+                if offered := OFFERED.search(line):
+                    answered.append(float(offered.group(1)))
+                else:
+                    waiting_for_rate = True
             elif waiting_for_rate and (rate := ANSWERED.search(line)):
                 answered.append(float(rate.group(1)))
                 waiting_for_rate = False
@@ -303,7 +311,8 @@ def report(path: str, processes: dict[int, Process], requests: float, rate: floa
         into.steps.update(process.steps)
         into.layers.update(process.layers)
     total_ms = sum(process.cpu_s for process in merged.values()) * 1000 / requests
-    print(f"\n{path}: {rate:.1f} answers/s at concurrency 32; CPU per answer {total_ms:.3f} ms over the stack")
+    load = "in its open loop" if path.endswith("-open") else "at concurrency 32"
+    print(f"\n{path}: {rate:.1f} answers/s {load}; CPU per answer {total_ms:.3f} ms over the stack")
     figures: dict[str, Any] = {"path": path, "answers_per_s": rate, "cpu_ms_per_answer": round(total_ms, 4)}
     figures["processes"] = {}
     for process in sorted(merged.values(), key=lambda p: -p.cpu_s):
