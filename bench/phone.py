@@ -740,15 +740,11 @@ def log(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
 
-async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
+async def start_stack(args: argparse.Namespace, servers: list[Server], workdir: Path) -> tuple[Server, Client, bytes]:
+    """`signalyard up --services phone` on a new data directory (`workdir/data`), added to `servers`, once it answers:
+    the stack, a load generator with its sandbox key, and its first 200 answer."""
     data_dir = workdir / "data"
     data_dir.mkdir()
-    database_url = args.database_url or sqlite_url((data_dir / "signalyard.db").resolve())
-    numbers = Numbers()
-    run_id = uuid.uuid4().hex[:12]
-    started = datetime.now(UTC)
-    load_before = os.getloadavg()
-
     stack_port = free_port()
     stack = Server(
         "stack",
@@ -762,12 +758,20 @@ async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) ->
     stack.start()
     await wait_ready(stack, args.startup_timeout)
     stack.note_children()
-    key = read_key(data_dir, stack)
-    client = Client(key, run_id, numbers, args.client)
+    client = Client(read_key(data_dir, stack), uuid.uuid4().hex[:12], Numbers(), args.client)
     log(f"stack ready (pid {stack.pid}, children {list(stack.children)}); waiting for a first 200 ...")
     t = time.monotonic()
     canned = await first_200(client, stack, args.warmup_timeout)
     log(f"first 200 after {time.monotonic() - t:.1f}s")
+    return stack, client, canned
+
+
+async def run(args: argparse.Namespace, servers: list[Server], workdir: Path) -> dict[str, Any]:
+    started = datetime.now(UTC)
+    load_before = os.getloadavg()
+    stack, client, canned = await start_stack(args, servers, workdir)
+    data_dir = workdir / "data"
+    database_url = args.database_url or sqlite_url((data_dir / "signalyard.db").resolve())
     response_path = workdir / "verify-result.json"
     response_path.write_bytes(canned)
 

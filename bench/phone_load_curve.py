@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -24,35 +23,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import phone  # noqa: E402
-
-
-def process_name(command: bytes) -> str:
-    words = command.decode(errors="replace").split("\0")
-    if any("tansu" in word for word in words):
-        return "broker"
-    if "processors" in words:
-        return "processors"
-    return "?"
+from breakdown import name_of  # noqa: E402
 
 
 async def run(args: argparse.Namespace, servers: list[phone.Server], workdir: Path) -> dict[str, Any]:
-    data_dir = workdir / "data"
-    data_dir.mkdir()
-    port = phone.free_port()
-    stack = phone.Server(
-        "stack",
-        [*phone.signalyard_command(), "--services", "phone"],
-        phone.server_env(args, data_dir, port),
-        workdir,
-        port,
-    )
-    servers.append(stack)
-    stack.start()
-    await phone.wait_ready(stack, args.startup_timeout)
-    stack.note_children()
-    client = phone.Client(phone.read_key(data_dir, stack), uuid.uuid4().hex[:12], phone.Numbers(), args.client)
-    await phone.first_200(client, stack, args.warmup_timeout)
-    names = {stack.pid: "gateway"} | {pid: process_name(command) for pid, command in stack.children.items()}
+    stack, client, _ = await phone.start_stack(args, servers, workdir)
+    names = {pid: name_of(pid) for pid in [stack.pid, *stack.children]}
     rows = []
 
     def measured(began: float, before: dict[int, float]) -> dict[str, float]:
@@ -77,21 +53,21 @@ async def run(args: argparse.Namespace, servers: list[phone.Server], workdir: Pa
 
 
 def report(result: dict[str, Any]) -> str:
-    names = ["gateway", "broker", "processors"]
+    names = list(result["idle_cpu_percent"])
     head = f"{'rate/s':>7} {'ok/s':>7} {'p50 ms':>7} {'p99 ms':>7} {'CPU ms/ok':>10} "
     lines = [
         "phone verify, open loops on one stack (SQLite, the embedded broker); % = share of one core",
         "",
-        head + " ".join(f"{n:>11}" for n in names),
+        head + " ".join(f"{n:>24}" for n in names),
     ]
     for row in result["rates"]:
-        shares = " ".join(f"{row['cpu_percent'].get(name, 0):>10.0f}%" for name in names)
+        shares = " ".join(f"{row['cpu_percent'].get(name, 0):>23.0f}%" for name in names)
         lines.append(
             f"{row['rate']:>7g} {row['ok_per_s']:>7.1f} {phone.ms_text(row['p50_ms']):>7} "
             f"{phone.ms_text(row['p99_ms']):>7} {row['cpu_ms_per_ok'] or 0:>10.2f} {shares}"
         )
     idle = result["idle_cpu_percent"]
-    lines.append(f"{'idle':<{len(head)}}" + " ".join(f"{idle.get(n, 0):>10.0f}%" for n in names))
+    lines.append(f"{'idle':<{len(head)}}" + " ".join(f"{idle.get(n, 0):>23.0f}%" for n in names))
     return "\n".join(lines)
 
 
