@@ -426,6 +426,7 @@ def webhook_engine(p: Platform, profile: WebhookProfile) -> list[Background]:
         secrets_cipher(settings),
         allow_private_targets=settings.webhook_allow_private_targets,
         ca_bundle=settings.webhook_ca_bundle,
+        lease=None if settings.webhook_lease_s is None else timedelta(seconds=settings.webhook_lease_s),
     )
     p.broker.include_router(
         fanout_router(p.db, profile.service, prefix=settings.topic_prefix, on_fanned_out=deliverer.wake)

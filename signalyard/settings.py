@@ -170,6 +170,10 @@ class PlatformSettings:
     """Let webhooks reach private, loopback and link-local addresses (development and tests only)."""
     webhook_ca_bundle: str | None = setting("SIGNALYARD_WEBHOOK_CA_BUNDLE", None, text)
     """CA certificates (PEM file) webhook receivers' TLS certificates are checked against (default: the system's)."""
+    webhook_lease_s: float | None = setting("SIGNALYARD_WEBHOOK_LEASE_S", None, positive(float))
+    """How long a delivery a deliverer claimed is its own: past it (the deliverer died), another member sends it.
+    Unset: twice the attempt timeout and 30 s more. Shorter than an attempt may take, a slow receiver may get a
+    delivery twice."""
     log_level: str = setting("SIGNALYARD_LOG_LEVEL", "info", one_of("debug", "info", "warning", "error"))
     """Log level."""
 
