@@ -26,6 +26,8 @@ from tests.contract.phone.helpers import person
 from tests.helpers import until
 from tests.phone_stack import Stack
 
+pytestmark = pytest.mark.waits  # started early: tests/conftest.py
+
 
 def distinct_numbers(count: int) -> Iterator[str]:
     """Valid US numbers outside the sandbox's magic 555-01XX range, one per request."""
