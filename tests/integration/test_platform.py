@@ -205,6 +205,7 @@ async def test_a_replica_on_an_old_schema_stops_with_a_message_instead_of_upgrad
             "a rate limit such as 50/second, or several such as 100/minute;6000/hour",
         ),
         ("SIGNALYARD_SWEEP_EVERY_S", "0", "a number greater than 0"),
+        ("SIGNALYARD_WEBHOOK_LEASE_S", "0", "a number greater than 0"),
         ("SIGNALYARD_TOPIC_PARTITIONS", "1.5", "a whole number greater than 0"),
         ("SIGNALYARD_DATABASE_URL", "mysql://db/x", "a URL starting with sqlite+aiosqlite:// or postgresql+asyncpg://"),
         ("SIGNALYARD_LOG_LEVEL", "loud", "one of debug, info, warning, error"),
