@@ -451,14 +451,14 @@ _DUE = (
 """Up to `limit` due messages; on PostgreSQL locked, skipping those another sender's claim holds."""
 _CLAIM = (
     update(OUTBOUND)
-    .where(
-        OUTBOUND.c.id.in_(bindparam("ids", expanding=True)),
-        OUTBOUND.c.state == "queued",
-        OUTBOUND.c.next_attempt_at <= bindparam("now"),
-    )
+    .where(OUTBOUND.c.id.in_(bindparam("ids", expanding=True)))
     .values(next_attempt_at=bindparam("until"))
     .returning(OUTBOUND.c.id)
 )
+"""The messages `_DUE` chose taken, by their ids alone: in the same transaction nothing changes them meanwhile (on
+PostgreSQL `_DUE` locked them; on SQLite the transaction writes only if nothing was written since it read), and with
+their state in the WHERE too, the planner's generic plan combines the ids with the due index's whole queue
+(`_QUEUED`)."""
 
 
 def claim_due(connection: Connection, *, now: datetime, lease: timedelta, limit: int) -> list[str]:
@@ -470,7 +470,7 @@ def claim_due(connection: Connection, *, now: datetime, lease: timedelta, limit:
     due = list(connection.scalars(_DUE, {"now": now, "limit": limit}))
     if not due:
         return []
-    return list(connection.scalars(_CLAIM, {"ids": due, "now": now, "until": now + lease}))
+    return list(connection.scalars(_CLAIM, {"ids": due, "until": now + lease}))
 
 
 def give_back(connection: Connection, ids: Sequence[str], *, now: datetime) -> None:
@@ -641,8 +641,10 @@ _MERGED_INTO = select(TICKETS.c.id, TICKETS.c.merged_into_id).where(
 @functools.cache
 def _message_ids(replies: int) -> Any:
     """For each of `replies` replies (by its place, `n`), the newest THREAD_REFERENCES Message-IDs of its tickets'
-    messages written before it: one statement for a round's replies (a statement a reply made a round's reads
-    twice as many), built once per count."""
+    messages written before it, oldest first: one statement for a round's replies (a statement a reply made a
+    round's reads twice as many), built once per count. Each reply's tickets are a list (`threads_n`): with the
+    merged tickets in a subquery, PostgreSQL read each ticket's every message to sort them, where by the ticket's
+    id its index gives the newest ten."""
     arms = [
         select(
             select(literal(n).label("n"), CONVERSATIONS.c.message_id, CONVERSATIONS.c.created_at, CONVERSATIONS.c.id)
@@ -659,7 +661,8 @@ def _message_ids(replies: int) -> Any:
         )
         for n in range(replies)
     ]
-    return arms[0] if replies == 1 else union_all(*arms)
+    newest = (arms[0] if replies == 1 else union_all(*arms)).subquery()
+    return select(newest.c.n, newest.c.message_id).order_by(newest.c.n, newest.c.created_at, newest.c.id)
 
 
 def _threads(connection: Connection, replies: Sequence[Any]) -> dict[str, list[str]]:
@@ -678,13 +681,10 @@ def _threads(connection: Connection, replies: Sequence[Any]) -> dict[str, list[s
             f"before_{n}": row.written_at,
             f"conversation_{n}": row.conversation_id,
         }
-    newest_first: list[list[Any]] = [[] for _ in replies]
+    threads: dict[int, list[str]] = {}
     for found in connection.execute(_message_ids(len(replies)), given):
-        newest_first[found.n].append(found)
-    return {
-        row.id: [found.message_id for found in sorted(thread, key=lambda found: (found.created_at, found.id))]
-        for row, thread in zip(replies, newest_first, strict=True)
-    }
+        threads.setdefault(found.n, []).append(found.message_id)
+    return {row.id: threads.get(n, []) for n, row in enumerate(replies)}
 
 
 _QUEUED = (
@@ -703,9 +703,9 @@ _QUEUED = (
 )
 """What recording results reads of the claimed messages, locked: the columns that the changes and their events need,
 no more (it is read holding the write lock). It goes by the ids alone, and `record` checks the state in the rows: with
-the state in the WHERE too, PostgreSQL's planner, short of statistics on a young table, combined the ids with the
-whole queue's entries of the due index, for this read and for each row's update after it (0.17 ms a row's update
-where one by its id takes 0.04: bench/README.md, "Helpdesk replies")."""
+the state in the WHERE too, PostgreSQL's planner (its generic plan, or short of statistics on a young table)
+combines the ids with the whole queue's entries of the due index, for this read and for the updates after it (0.17
+ms a row's update where one by its id takes 0.04: bench/README.md, "Helpdesk replies")."""
 
 
 def record(
@@ -714,39 +714,45 @@ def record(
     """What came of each attempt: sent (at `sent_at`, when the round of sends began: before the provider took it),
     due again after its backoff, or `failed` once the retries are spent (or at once, for an error no retry mends);
     each change of state a `delivery_changed` event. A message no longer queued (erased with its customer, say) is
-    left as it is. The rows are read and locked first, then written one statement per shape of change."""
+    left as it is. The rows are read and locked first, then written one UPDATE per change: the messages with the same
+    change (a round's mails sent, say) together."""
     if not results:
         return
     given = {result.outbound_id: result for result in results}
     activity = []
-    shapes: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    alike: dict[tuple[tuple[str, Any], ...], list[str]] = {}
     for row in connection.execute(_QUEUED, {"ids": list(given)}):
         if row.state != "queued":
             continue
-        result = given[row.id]
-        attempts = row.attempts + 1
-        changes: dict[str, Any] = {"attempts": attempts, "updated_at": now}
-        if result.error is None:
-            changes |= {
-                "state": "sent",
-                "next_attempt_at": None,
-                "note": result.note,
-                "last_error": None,
-                "sent_at": sent_at or now,
-            }
-            if result.provider_message_id:
-                changes["provider_message_id"] = result.provider_message_id
-        elif result.final or attempts > len(RETRY_DELAYS):
-            changes |= {"state": "failed", "next_attempt_at": None, "last_error": result.error}
-        else:
-            changes |= {"next_attempt_at": now + RETRY_DELAYS[attempts - 1], "last_error": result.error}
-        shapes.setdefault(tuple(changes), []).append({"outbound_id": row.id, **changes})
+        changes = _changes(given[row.id], row.attempts + 1, now=now, sent_at=sent_at)
+        alike.setdefault(tuple(changes.items()), []).append(row.id)
         if changes.get("state", "queued") != "queued" and row.conversation_id is not None:
             activity.append(_changed(row, "queued", changes["state"], changes.get("last_error"), now))
-    for names, rows in shapes.items():
-        connection.execute(_recorded(names), rows)
+    for shape, ids in alike.items():
+        connection.execute(_recorded(tuple(name for name, _ in shape)), {"ids": ids, **dict(shape)})
     if activity:
         events.record_rows(connection, activity)
+
+
+def _changes(result: Result, attempt: int, *, now: datetime, sent_at: datetime | None) -> dict[str, Any]:
+    """The columns that the result of a message's `attempt`-th attempt sets, but its count of attempts (`_recorded`
+    adds one)."""
+    changes: dict[str, Any] = {"updated_at": now}
+    if result.error is None:
+        changes |= {
+            "state": "sent",
+            "next_attempt_at": None,
+            "note": result.note,
+            "last_error": None,
+            "sent_at": sent_at or now,
+        }
+        if result.provider_message_id:
+            changes["provider_message_id"] = result.provider_message_id
+    elif result.final or attempt > len(RETRY_DELAYS):
+        changes |= {"state": "failed", "next_attempt_at": None, "last_error": result.error}
+    else:
+        changes |= {"next_attempt_at": now + RETRY_DELAYS[attempt - 1], "last_error": result.error}
+    return changes
 
 
 def record_then_claim(
@@ -765,12 +771,12 @@ def record_then_claim(
 
 @functools.cache
 def _recorded(names: tuple[str, ...]) -> Any:
-    """The update of a queued row's columns `names`, by its id (`outbound_id`; `record` read it queued and locked it):
-    one statement per shape, built once."""
+    """The update of the messages `ids` (`record` read them queued and locked them) to the values `names`, their
+    attempts counted: one statement per shape of change, built once."""
     return (
         update(OUTBOUND)
-        .where(OUTBOUND.c.id == bindparam("outbound_id"))
-        .values({name: bindparam(name) for name in names})
+        .where(OUTBOUND.c.id.in_(bindparam("ids", expanding=True)))
+        .values({**{name: bindparam(name) for name in names}, "attempts": OUTBOUND.c.attempts + 1})
     )
 
 
