@@ -457,20 +457,22 @@ class ReplySender:
 
 
 class _Outgoing(EmailPolicy):
-    """MAIL_POLICY for the mail we write: an addressing header's value (From, Subject, Message-ID: those the message's
-    building never reads back) that is plain ASCII and fits on its line is kept as given and written out as it is,
-    where the standard library parses each header set on a message into tokens and folds them again to write it
+    """MAIL_POLICY for the mail we write: an addressing header's value (From, Subject, References: those the message's
+    building never reads back) that is plain ASCII is kept as given and written out folded before its spaces, where
+    the standard library parses each header set on a message into tokens and folds them again to write it
     (measured: a mail composed and written took 1.5 ms of CPU that way, 0.47 ms so). Any other value (a name that
     needs encoding, a line break) is the standard library's, which also refuses line breaks; the MIME headers, read
     again and again as the parts are built and written, keep their parsed form, and are written as they are when
     they fit on their line."""
 
     def fold_binary(self, name: str, value: Any) -> bytes:
-        """A header that fits on its line in plain ASCII as it is; any other folded (and encoded) by the standard
+        """A header in plain ASCII folded before its spaces (`_folded`); any other folded (and encoded) by the standard
         library."""
         text = str(value)
-        if text.isascii() and len(name) + len(text) + 2 <= (self.max_line_length or 78) and text.isprintable():
-            return f"{name}: {text}{self.linesep}".encode("ascii")
+        if text.isascii() and text.isprintable():
+            folded = _folded(name, text, self.max_line_length or 78, self.linesep)
+            if folded is not None:
+                return folded.encode("ascii")
         return super().fold_binary(name, value)  # type: ignore[no-any-return]
 
     def header_store_parse(self, name: str, value: Any) -> tuple[str, Any]:
@@ -478,11 +480,32 @@ class _Outgoing(EmailPolicy):
             isinstance(value, str)
             and not name.lower().startswith(("content-", "mime-"))
             and value.isascii()
-            and len(name) + len(value) + 2 <= (self.max_line_length or 78)
             and not any(character in value for character in "\r\n")
         ):
             return name, value
         return super().header_store_parse(name, value)  # type: ignore[no-any-return]
+
+
+def _folded(name: str, text: str, width: int, linesep: str) -> str | None:
+    """`name: text` in lines of at most `width` characters, each break put before one of its spaces (unfolding joins
+    the lines again: RFC 5322 2.2.3), as a thread's References are; None when a word is longer than a line, or the
+    text has spaces in a row or at an end (which a fold could leave on a line alone)."""
+    if len(name) + len(text) + 2 <= width:
+        return f"{name}: {text}{linesep}"
+    words = text.split(" ")
+    if "" in words:
+        return None
+    lines, line = [], f"{name}: {words[0]}"
+    for word in words[1:]:
+        if len(line) + 1 + len(word) <= width:
+            line += " " + word
+        else:
+            lines.append(line)
+            line = " " + word
+    lines.append(line)
+    if any(len(each) > width for each in lines):
+        return None
+    return linesep.join(lines) + linesep
 
 
 OUTGOING = _Outgoing(header_factory=MAIL_POLICY.header_factory)

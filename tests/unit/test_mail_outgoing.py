@@ -4,9 +4,16 @@ own; an auto-responder that honours them stays quiet, and the inbound processors
 
 from __future__ import annotations
 
+import asyncio
+import email
+import email.policy
+
 from operations.common.mail import compose
 from operations.helpdesk import mail as outgoing
 from processors.helpdesk.inbound import mail as inbound
+from processors.helpdesk.outbound import OUTGOING
+from processors.helpdesk.outbound import compose as reply_mail
+from storage.helpdesk.outbound import Claimed
 
 
 def test_the_account_mail_carries_the_loop_breakers() -> None:
@@ -35,3 +42,37 @@ def test_a_copy_of_our_own_mail_coming_back_is_our_own_and_makes_no_ticket() -> 
     account = {outgoing.OUR_HEADER: outgoing.ACCOUNT_MAIL}
     link = inbound.from_rfc822(compose("helpdesk@acme.example", "x@example.com", "Link", "l", account).as_bytes())
     assert inbound.classify(link, [], organization) == inbound.OUTBOUND_COPY
+
+
+def test_a_reply_s_long_headers_are_folded_to_the_line_and_read_back_as_written() -> None:
+    thread = [f"{n}.1764553200.{n * 7919}@mail.customer.example" for n in range(10)]
+    subjects = [
+        "Re: The printer on the third floor prints every page twice and then jams [Ticket #4242]",
+        "Re: Two  spaces,  kept as they are, in a subject longer than one line of mail [Ticket #4242]",
+    ]
+    for subject in subjects:
+        reply = Claimed(
+            id="1",
+            medium="email",
+            organization_id="6a0c9d1e-2b3f-4a5b-8c7d-9e0f1a2b3c4d",
+            organization_name="Acme",
+            ticket_id="2",
+            ticket_number=4242,
+            subject=subject,
+            conversation_id="3",
+            body="On it.",
+            attachments=[],
+            sender="support@acme.example",
+            recipient="ada@example.com",
+            message_id="171.42@acme.example",
+            in_reply_to=thread[-1],
+            references=thread,
+            attempts=0,
+        )
+        written = asyncio.run(reply_mail(reply, None)).as_bytes(policy=OUTGOING.clone(linesep="\r\n"))
+        head = written.split(b"\r\n\r\n")[0].split(b"\r\n")
+        assert max(len(line) for line in head) <= 78
+        assert b"References: <0.1764553200.0@mail.customer.example>" in head
+        read = email.message_from_bytes(written, policy=email.policy.default)
+        assert read["References"] == " ".join(f"<{message_id}>" for message_id in thread)
+        assert read["Subject"] == subject
