@@ -11,7 +11,12 @@ per call of the last round:
 - the ticket read alone (`tickets.get`), and with the way back to its customer (what a reply reads in its unit of
   work before it writes: `outbound.replying`);
 - a reply (`conversations.add`: that read, then the conversation, its outbound message and its log rows written),
-  a note (the same without the route and the outbound message), a ticket create (`tickets.open_ticket`).
+  a note (the same without the route and the outbound message), a ticket create (`tickets.open_ticket`);
+- the reply sender's work for each of those replies (processors/helpdesk/outbound.py `ReplySender`, in rounds of
+  SENDS_AT_ONCE as under load: claimed, read, composed, recorded), its mails written out as for an SMTP server
+  that offers 8BITMIME, and not sent.
+
+On PostgreSQL on the same machine, the database server's CPU per call (its processes' from /proc) is printed too.
 
 No HTTP, no processors: the cost of the operations themselves, which bench/helpdesk_replies.py measures through the
 stack. With `--concurrency 1` each write is a round of its own; with more callers their writes share rounds, as
@@ -23,12 +28,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
+import os
 import sys
 import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from email.generator import BytesGenerator
+from email.message import EmailMessage
 from pathlib import Path
 
 from cryptography.fernet import Fernet, MultiFernet
@@ -42,6 +51,7 @@ from operations.helpdesk import conversations, tickets
 from operations.helpdesk.conversations import AddConversation
 from operations.helpdesk.desk import Helpdesk
 from operations.helpdesk.tickets import CreateTicket
+from processors.helpdesk.outbound import OUTGOING, ReplySender
 from storage.common.db import Database, migrate, sqlite_url
 from storage.helpdesk import channels, outbound
 from storage.helpdesk import tickets as stored
@@ -55,7 +65,32 @@ async def _nobody(_organization_id: str, _event_id: str) -> None:
     return None
 
 
-async def measure(url: str, calls: int, rounds: int, concurrency: int) -> dict[str, float]:
+class _Written:
+    """Stands for the SMTP server: each mail written out as the SMTP client writes it (8-bit parts as they are), then
+    dropped."""
+
+    async def send(self, message: EmailMessage, sender: str, recipient: str, outbound_id: str) -> str | None:
+        BytesGenerator(io.BytesIO(), policy=OUTGOING.clone(cte_type="8bit")).flatten(message)
+        return None
+
+
+def _server_cpu() -> float:
+    """The CPU seconds of this machine's PostgreSQL processes so far (0 where none runs, or on SQLite)."""
+    total = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+            with open(f"/proc/{pid}/comm") as comm:
+                name = comm.read().strip()
+        except OSError:
+            continue
+        if name.startswith("postgres"):
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(url: str, calls: int, rounds: int, concurrency: int) -> dict[str, tuple[float, float]]:
     db = Database(url)
     desk = Helpdesk(db, _nobody, CIPHER)
     organization = str(uuid.uuid4())
@@ -104,16 +139,43 @@ async def measure(url: str, calls: int, rounds: int, concurrency: int) -> dict[s
         "note": note,
         "ticket create": create,
     }
-    costs: dict[str, float] = {}
+    sender = ReplySender(db, CIPHER, _Written(), None)
+
+    async def mail_the_replies() -> None:
+        mailed = 0
+        while sent := await sender.send_due():
+            mailed += sent
+        assert mailed == calls, f"{mailed} of the {calls} replies mailed"
+
+    costs: dict[str, tuple[float, float]] = {}
     try:
         for _ in range(rounds):
             for name, step in steps.items():
-                began = time.process_time()
+                await _analyze(db)
+                began, server = time.process_time(), _server_cpu()
                 await asyncio.gather(*(_loop(step, first, calls, concurrency) for first in range(concurrency)))
-                costs[name] = (time.process_time() - began) / calls * 1000
+                costs[name] = _per_call(began, server, calls)
+                if name == "reply":
+                    await _analyze(db)
+                    began, server = time.process_time(), _server_cpu()
+                    await mail_the_replies()
+                    costs["reply mailed"] = _per_call(began, server, calls)
     finally:
+        await sender.close()
         await db.dispose()
     return costs
+
+
+async def _analyze(db: Database) -> None:
+    """On PostgreSQL, the tables' statistics brought up to date, as autovacuum keeps them (on a server where it is off,
+    as on this machine's, the planner would plan for empty tables throughout)."""
+    if db.url.startswith("postgresql"):
+        await db.write(lambda connection: connection.exec_driver_sql("ANALYZE"))
+
+
+def _per_call(began: float, server: float, calls: int) -> tuple[float, float]:
+    """This process's and the database server's CPU ms a call since `began` and `server`."""
+    return (time.process_time() - began) / calls * 1000, (_server_cpu() - server) / calls * 1000
 
 
 async def _loop(step: Callable[[int], Awaitable[object]], first: int, calls: int, concurrency: int) -> None:
@@ -139,8 +201,10 @@ def main() -> int:
         f"\nCPU per call, {args.calls} calls by {args.concurrency} caller(s) after {args.rounds - 1} warm-up round(s) "
         f"({url.split(':')[0]}):"
     )
-    for name, cost in costs.items():
-        print(f"  {name:20} {cost:6.3f} ms  ({cost / costs['ticket create']:.2f} of a create)")
+    create = costs["ticket create"][0]
+    for name, (cost, server) in costs.items():
+        database = f", the database server {server:6.3f} ms" if url.startswith("postgresql") else ""
+        print(f"  {name:20} {cost:6.3f} ms  ({cost / create:.2f} of a create){database}")
     return 0
 
 
