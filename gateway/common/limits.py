@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import cast
 
-from limits import RateLimitItem, parse_many, strategies
+from limits import RateLimitItem, WindowStats, parse_many, strategies
 from limits.aio.storage import Storage
 from limits.aio.strategies import MovingWindowRateLimiter
 from limits.errors import StorageError
@@ -28,9 +28,9 @@ def storage_url(redis_url: str) -> str:
 
 
 class _InProcess:
-    """`limits`' moving window in this process's memory, called as it is: its async flavour hands each pass over the
-    expired entries, which it starts at nearly every request, to a thread (bench/rate_limits.py: 146 us of CPU a
-    request against 61; docs/operations.md, "Rate limits in memory")."""
+    """`limits`' moving window in this process's memory, called as it is, behind the asynchronous limiter's methods:
+    its asynchronous flavour hands each pass over the expired entries, which it starts at nearly every request, to a
+    thread (bench/rate_limits.py: 146 us of CPU a request against 61; docs/operations.md, "Rate limits in memory")."""
 
     def __init__(self) -> None:
         self.limiter = strategies.MovingWindowRateLimiter(MemoryStorage())
@@ -38,30 +38,8 @@ class _InProcess:
     async def hit(self, window: RateLimitItem, key: str) -> bool:
         return self.limiter.hit(window, key)
 
-    async def get_window_stats(self, window: RateLimitItem, key: str) -> tuple[float, int]:
-        stats = self.limiter.get_window_stats(window, key)
-        return stats.reset_time, stats.remaining
-
-    async def check(self) -> bool:
-        return True
-
-
-class _Shared:
-    """`limits`' moving window in Redis, shared by the gateways."""
-
-    def __init__(self, redis_url: str) -> None:
-        self.storage = cast(Storage, storage_from_string(storage_url(redis_url), wrap_exceptions=True))
-        self.limiter = MovingWindowRateLimiter(self.storage)
-
-    async def hit(self, window: RateLimitItem, key: str) -> bool:
-        return await self.limiter.hit(window, key)
-
-    async def get_window_stats(self, window: RateLimitItem, key: str) -> tuple[float, int]:
-        stats = await self.limiter.get_window_stats(window, key)
-        return stats.reset_time, stats.remaining
-
-    async def check(self) -> bool:
-        return await self.storage.check()
+    async def get_window_stats(self, window: RateLimitItem, key: str) -> WindowStats:
+        return self.limiter.get_window_stats(window, key)
 
 
 class RateLimits:
@@ -73,7 +51,14 @@ class RateLimits:
         unavailable: Callable[[], Exception],
     ) -> None:
         """`limited(window, retry_after_s)` and `unavailable()` build the service's own errors."""
-        self.limiter: _InProcess | _Shared = _Shared(redis_url) if redis_url else _InProcess()
+        self.storage: Storage | None = None
+        """Redis's, shared by the gateways; None in memory."""
+        self.limiter: MovingWindowRateLimiter | _InProcess
+        if redis_url:
+            self.storage = cast(Storage, storage_from_string(storage_url(redis_url), wrap_exceptions=True))
+            self.limiter = MovingWindowRateLimiter(self.storage)
+        else:
+            self.limiter = _InProcess()
         self.limited = limited
         self.unavailable = unavailable
 
@@ -89,7 +74,7 @@ class RateLimits:
             raise self.unavailable() from error
 
     async def ping(self) -> None:
-        if not await self.limiter.check():
+        if self.storage is not None and not await self.storage.check():
             raise ConnectionError("rate limit store unreachable")
 
 
