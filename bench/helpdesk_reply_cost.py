@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import os
 import sys
 import tempfile
 import time
@@ -45,6 +44,9 @@ from sqlalchemy import insert
 from sqlalchemy.engine import Connection
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from breakdown import cpu_seconds
 
 from operations.common.actors import Actor
 from operations.helpdesk import conversations, tickets
@@ -76,18 +78,15 @@ class _Written:
 
 def _server_cpu() -> float:
     """The CPU seconds of this machine's PostgreSQL processes so far (0 where none runs, or on SQLite)."""
-    total = 0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    total = 0.0
+    for entry in Path("/proc").iterdir():
         try:
-            with open(f"/proc/{pid}/stat") as stat:
-                fields = stat.read().rpartition(")")[2].split()
-            with open(f"/proc/{pid}/comm") as comm:
-                name = comm.read().strip()
+            named = entry.name.isdigit() and (entry / "comm").read_text().startswith("postgres")
         except OSError:
             continue
-        if name.startswith("postgres"):
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        if named:
+            total += cpu_seconds(int(entry.name)) or 0.0
+    return total
 
 
 async def measure(url: str, calls: int, rounds: int, concurrency: int) -> dict[str, tuple[float, float]]:
