@@ -1,5 +1,7 @@
 """Webhook deliveries benchmark: the engine (claim from SQLite, sign, POST over HTTPS, record) against a bare loop of
-the same httpx client posting the same bodies at the same concurrency, to the same local receiver.
+our guarded httpx client posting the same bodies at the same concurrency, to the same local receiver (the baseline of
+the target, from when the engine sent with it); and the same bare loop with the engine's own aiohttp session, its
+sends without the engine around them.
 
     python bench/deliveries.py [--deliveries 20000] [--endpoints 20] [--concurrency 64] [--per-endpoint 8]
                                [--rounds 2] [--database-url URL]
@@ -7,10 +9,11 @@ the same httpx client posting the same bodies at the same concurrency, to the sa
 The receiver is a raw ASGI app on uvicorn (httptools, uvloop) in a subprocess, with a certificate from a trustme CA;
 it answers 200 `ok` and counts. This process runs on uvloop, as `signalyard processors` does. Each round, one after
 the other: the bare loop (`--deliveries` POSTs by `--concurrency` workers, precomputed headers), then the engine
-(`--deliveries` deliveries fanned out beforehand, timed from the first claim until every result is stored). Prints
-deliveries/s of each, the ratio and the CPU per delivery of sender and receiver per round, then the best figures, the
-median ratio and what one core's worth of CPU would give (the sender is CPU-bound; on a shared machine throughput
-varies with the neighbours, CPU per delivery much less), and the receiver's count as a check.
+(`--deliveries` deliveries fanned out beforehand, timed from the first claim until every result is stored), then the
+bare loop on aiohttp. Prints deliveries/s of each, the ratio (engine / bare httpx) and the CPU per delivery of sender
+and receiver per round, then the best figures, the median ratio and what one core's worth of CPU would give (the
+sender is CPU-bound; on a shared machine throughput varies with the neighbours, CPU per delivery much less), and the
+receiver's count as a check.
 Targets: >= 1,000/s and ratio >= 0.5. Not a test: it exits 0 when it ran.
 """
 
@@ -26,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,7 +41,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from cryptography.fernet import Fernet  # noqa: E402
 
-from net.guard import guarded_client, tls_context  # noqa: E402
+from net.guard import guarded_client, guarded_session, tls_context  # noqa: E402
 from processors.common.webhooks import WebhookDeliverer  # noqa: E402
 from storage.common.db import Database, migrate, sqlite_url  # noqa: E402
 from storage.common.webhooks.deliveries import fan_out  # noqa: E402
@@ -188,33 +192,54 @@ async def engine_round(
     return sent / elapsed, setup_s
 
 
-async def bare_round(ca_bundle: Path, args: argparse.Namespace, port: int) -> float:
-    """The engine's own clients (one connection each, as the engine keeps them), `--concurrency` workers spread over
-    the endpoints, each with its client, posting one signed body again and again: HTTP and TLS alone."""
+async def bare_round(ca_bundle: Path, args: argparse.Namespace, port: int, client: str = "httpx") -> float:
+    """`client`'s bare loop: `--concurrency` workers spread over the endpoints, each with a client of one kept
+    connection (as the engine keeps them: our guarded httpx client, or the engine's own aiohttp session), posting one
+    signed body again and again: HTTP and TLS alone."""
     tls = tls_context(ca_bundle)
-    clients = [guarded_client(allow_private_targets=True, tls=tls, max_connections=1) for _ in range(args.concurrency)]
     event_id = "evt_0123456789abcdef01234567"
     body = PROFILE.envelope(event_id, "verification.completed", datetime.now(UTC), DATA)
     headers = PROFILE.headers("whsec_" + "x" * 43, body, int(time.time()), event_id)
     urls = [f"https://localhost:{port}/hooks/{index}" for index in range(args.endpoints)]
+    posts: list[Callable[[str], Awaitable[int]]] = []
+    closes: list[Callable[[], Awaitable[None]]] = []
+    for _ in range(args.concurrency):
+        if client == "httpx":
+            httpx_client = guarded_client(allow_private_targets=True, tls=tls, max_connections=1)
+
+            async def post_httpx(url: str, httpx_client: Any = httpx_client) -> int:
+                async with httpx_client.stream("POST", url, content=body, headers=headers) as response:
+                    async for _ in response.aiter_bytes():
+                        pass
+                return int(response.status_code)
+
+            posts.append(post_httpx)
+            closes.append(httpx_client.aclose)
+        else:
+            session = guarded_session(allow_private_targets=True, tls=tls, max_connections=1)
+
+            async def post_aiohttp(url: str, session: Any = session) -> int:
+                async with session.post(url, data=body, headers=headers, allow_redirects=False) as response:
+                    await response.read()
+                return int(response.status)
+
+            posts.append(post_aiohttp)
+            closes.append(session.close)
     remaining = args.deliveries
 
     async def worker(index: int) -> None:
         nonlocal remaining
-        client, url = clients[index], urls[index % args.endpoints]
+        post, url = posts[index], urls[index % args.endpoints]
         while remaining > 0:
             remaining -= 1
-            async with client.stream("POST", url, content=body, headers=headers) as response:
-                async for _ in response.aiter_bytes():
-                    pass
-            assert response.status_code == 200
+            assert await post(url) == 200
 
     try:
         started = time.perf_counter()
         await asyncio.gather(*(worker(index) for index in range(args.concurrency)))
         elapsed = time.perf_counter() - started
     finally:
-        await asyncio.gather(*(client.aclose() for client in clients))
+        await asyncio.gather(*(close() for close in closes))
     return args.deliveries / elapsed
 
 
@@ -242,13 +267,17 @@ async def main(args: argparse.Namespace) -> None:
                 middle = cpu_seconds(), cpu_seconds(receiver.pid)
                 engine, setup_s = await engine_round(db, cipher, ca_bundle, args, port)
                 after = cpu_seconds(), cpu_seconds(receiver.pid)
+                other = await bare_round(ca_bundle, args, port, client="aiohttp")
+                last = cpu_seconds(), cpu_seconds(receiver.pid)
                 bare_us = [(m - b) / args.deliveries * 1e6 for b, m in zip(before, middle, strict=True)]
                 engine_us = [(a - m) / args.deliveries * 1e6 for m, a in zip(middle, after, strict=True)]
                 engine_us[0] -= setup_s / args.deliveries * 1e6
+                other_us = [(z - a) / args.deliveries * 1e6 for a, z in zip(after, last, strict=True)]
                 print(
                     f"round {round_}: bare httpx {bare:6.0f}/s   engine {engine:6.0f}/s   ratio {engine / bare:.2f}   "
                     f"CPU per delivery (sender / receiver): bare {bare_us[0]:.0f} / {bare_us[1]:.0f} us, "
-                    f"engine {engine_us[0]:.0f} / {engine_us[1]:.0f} us"
+                    f"engine {engine_us[0]:.0f} / {engine_us[1]:.0f} us; bare aiohttp {other:6.0f}/s, "
+                    f"{other_us[0]:.0f} / {other_us[1]:.0f} us"
                 )
                 rates.append((bare, engine, bare_us[0], engine_us[0]))
             bare_best, engine_best = max(r[0] for r in rates), max(r[1] for r in rates)
@@ -259,7 +288,7 @@ async def main(args: argparse.Namespace) -> None:
                 f"least CPU per delivery: bare {bare_cpu:.0f} us, engine {engine_cpu:.0f} us; one core's worth: "
                 f"{1e6 / bare_cpu:.0f}/s and {1e6 / engine_cpu:.0f}/s, ratio {bare_cpu / engine_cpu:.2f}"
             )
-            expected = 2 * args.rounds * args.deliveries
+            expected = 3 * args.rounds * args.deliveries
             print(f"receiver counted {await received(ca_bundle, port)} POSTs (expected {expected})")
         finally:
             await db.dispose()

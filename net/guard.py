@@ -1,6 +1,7 @@
 """The SSRF guard of our outgoing HTTP (webhook deliveries, marketplace certificates): only public addresses are
 dialled, and the address dialled is the one that was checked (the check sits in the connection itself, so a second
-DNS answer cannot swap in a private one)."""
+DNS answer cannot swap in a private one). Two clients: aiohttp's for webhook deliveries (`guarded_session`: a
+quarter of httpx's CPU a request, bench/deliveries.py), httpx's for the rest (`guarded_client`)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpcore
 import httpx
+from aiohttp.abc import AbstractResolver, ResolveResult
 
 from net.stream import dial
 from wire.addresses import ALLOW_PRIVATE_SETTING, refusal
@@ -24,13 +27,27 @@ Resolve = Callable[[str, int], Awaitable[list[tuple[str, int]]]]
 a test's maps a name to a local peer)."""
 
 
-class TargetRefused(httpcore.ConnectError):
-    """The host resolves to no address we may dial; nothing was dialled."""
+class TargetRefused(httpcore.ConnectError, OSError):
+    """The host resolves to no address we may dial; nothing was dialled. An OSError too, as aiohttp's resolvers and
+    socket factories raise."""
 
 
 async def system_resolve(host: str, port: int) -> list[tuple[str, int]]:
     infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return list(dict.fromkeys((str(info[4][0]), port) for info in infos))
+
+
+def allowed(host: str, found: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """The public ones of the addresses `host` resolved to; TargetRefused, naming each and why, when none is."""
+    refused = {target: refusal(ipaddress.ip_address(target[0])) for target in found}
+    kept = [target for target, reason in refused.items() if reason is None]
+    if not kept:
+        named = ", ".join(f"{address} ({reason})" for (address, _), reason in refused.items())
+        raise TargetRefused(
+            f"refused: {host} resolves only to non-public addresses: {named}; we dial public addresses only "
+            f"unless {ALLOW_PRIVATE_SETTING} is set"
+        )
+    return kept
 
 
 class GuardedBackend(httpcore.AsyncNetworkBackend):
@@ -73,17 +90,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
                 raise httpcore.ConnectError(f"cannot resolve {host}: {error}") from error
         if not found:
             raise httpcore.ConnectError(f"cannot resolve {host}: no addresses")
-        if self.allow_private:
-            return found
-        refused = {target: refusal(ipaddress.ip_address(target[0])) for target in found}
-        allowed = [target for target, reason in refused.items() if reason is None]
-        if not allowed:
-            named = ", ".join(f"{address} ({reason})" for (address, _), reason in refused.items())
-            raise TargetRefused(
-                f"refused: {host} resolves only to non-public addresses: {named}; we dial public addresses only "
-                f"unless {ALLOW_PRIVATE_SETTING} is set"
-            )
-        return allowed
+        return found if self.allow_private else allowed(host, found)
 
     async def connect_unix_socket(
         self,
@@ -146,3 +153,67 @@ def guarded_client(
     return httpx.AsyncClient(
         transport=transport, timeout=httpx.Timeout(timeout_s), follow_redirects=False, trust_env=False
     )
+
+
+class _GuardedResolver(AbstractResolver):
+    """aiohttp's resolver through `resolve`, keeping the public addresses only (unless private ones are allowed)."""
+
+    def __init__(self, *, allow_private: bool, resolve: Resolve) -> None:
+        self.allow_private = allow_private
+        self._resolve = resolve
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        found = await self._resolve(host, port)
+        if not found:
+            raise OSError(f"cannot resolve {host}: no addresses")
+        kept = found if self.allow_private else allowed(host, found)
+        return [
+            {
+                "hostname": host,
+                "host": address,
+                "port": to_port,
+                "family": socket.AF_INET6 if ":" in address else socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+            for address, to_port in kept
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+def _guarded_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """The socket for an address aiohttp is about to dial, made only for a public one: the hard check, under the
+    resolver's (which names the host in its refusal), and the only one for a URL that gives an address itself."""
+    family, kind, proto, _, address = addr_info
+    reason = refusal(ipaddress.ip_address(address[0]))
+    if reason is not None:
+        raise TargetRefused(
+            f"refused: {address[0]} is not a public address ({reason}); we dial public addresses only unless "
+            f"{ALLOW_PRIVATE_SETTING} is set"
+        )
+    return socket.socket(family, kind, proto)
+
+
+def guarded_session(
+    *,
+    allow_private_targets: bool,
+    tls: ssl.SSLContext,
+    max_connections: int = 1,
+    resolve: Resolve = system_resolve,
+) -> aiohttp.ClientSession:
+    """An aiohttp session for the webhook receivers customers name: guarded dialling (the resolver keeps the public
+    addresses, and the socket is made only for one), verified TLS (`tls`; SNI, the certificate and the Host header on
+    the URL's name), no proxies or netrc from the environment, at most `max_connections` kept. No timeout of its own
+    and no redirects: each request gives `allow_redirects=False` and runs under its caller's timeout."""
+    connector = aiohttp.TCPConnector(
+        limit=max_connections,
+        ssl=tls,
+        resolver=_GuardedResolver(allow_private=allow_private_targets, resolve=resolve),
+        use_dns_cache=False,
+        socket_factory=None if allow_private_targets else _guarded_socket,
+    )
+    return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None), trust_env=False)

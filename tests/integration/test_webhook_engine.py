@@ -260,6 +260,14 @@ class Hooks:
         [delivery] = await self.deliveries(endpoint_id)
         return await self.rows(ATTEMPTS, delivery_id=delivery.id)
 
+    async def move(self, endpoint_id: str, url: str) -> None:
+        """The endpoint's URL changed in storage, past the checks a change through its operations makes."""
+        await self.db.write(
+            lambda connection: connection.execute(
+                ENDPOINTS.update().where(ENDPOINTS.c.id == endpoint_id).values(url=url)
+            )
+        )
+
     async def endpoint_row(self, endpoint_id: str) -> Any:
         [row] = await self.rows(ENDPOINTS, id=endpoint_id)
         return row
@@ -842,13 +850,7 @@ async def test_the_dial_goes_to_the_vetted_address_with_tls_and_host_on_the_name
         return [("127.0.0.1", port)]  # hooks.example.test is in no DNS: only the vetted address can have been dialled
 
     endpoint, _ = await hooks.endpoint()
-    await hooks.db.write(
-        lambda connection: connection.execute(
-            ENDPOINTS.update()
-            .where(ENDPOINTS.c.id == endpoint.id)
-            .values(url=hooks.receiver.url(path, host="hooks.example.test"))
-        )
-    )
+    await hooks.move(endpoint.id, hooks.receiver.url(path, host="hooks.example.test"))
     [row] = await hooks.rows(ENDPOINTS, id=endpoint.id)
     hooks.expect(path, hooks.cipher.decrypt(row.secret_encrypted.encode()).decode())
     await hooks.event()
@@ -876,18 +878,26 @@ async def test_a_certificate_for_another_name_fails_the_attempt(hooks: Hooks) ->
         return [("127.0.0.1", port)]
 
     endpoint, _ = await hooks.endpoint()
-    await hooks.db.write(
-        lambda connection: connection.execute(
-            ENDPOINTS.update()
-            .where(ENDPOINTS.c.id == endpoint.id)
-            .values(url=hooks.receiver.url(path, host="impostor.example.test"))
-        )
-    )
+    await hooks.move(endpoint.id, hooks.receiver.url(path, host="impostor.example.test"))
     await hooks.event()
     await hooks.engine(resolve=resolve).deliver_due()
     [attempt] = await hooks.attempts(endpoint.id)
     assert hooks.receiver.received(path) == []
     assert "CERTIFICATE_VERIFY_FAILED" in attempt.error
+
+
+async def test_a_url_that_names_a_private_address_itself_is_refused_at_the_dial(hooks: Hooks) -> None:
+    """No name to resolve, so no resolver to ask: the socket is made only for a public address."""
+    endpoint, path = await hooks.endpoint()
+    await hooks.move(endpoint.id, hooks.receiver.url(path, host="127.0.0.1"))
+    await hooks.event()
+
+    assert await hooks.engine(allow_private_targets=False).deliver_due() == 1
+
+    assert hooks.receiver.received(path) == []
+    [attempt] = await hooks.attempts(endpoint.id)
+    assert attempt.status_code is None
+    assert attempt.error.startswith("ConnectError: refused: 127.0.0.1 is not a public address (loopback)")
 
 
 # --------------------------------------------------------------------------------------------------- attempt log

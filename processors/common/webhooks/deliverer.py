@@ -13,12 +13,12 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import httpx
+import aiohttp
 import structlog
 from cryptography.fernet import InvalidToken
 from prometheus_client import Counter, Histogram
 
-from net.guard import Resolve, guarded_client, system_resolve, tls_context
+from net.guard import Resolve, guarded_session, system_resolve, tls_context
 from storage.common.db import Database
 from storage.common.secrets import Cipher, unseal
 from storage.common.webhooks.deliveries import AttemptResult, Claimed, any_due, claim_due, record_attempts
@@ -119,9 +119,8 @@ class WebhookDeliverer:
         claimed delivery is sent at once) and storing its result: a lease never runs out while its member is still
         working on the delivery."""
         self._new_client = functools.partial(
-            guarded_client,
+            guarded_session,
             allow_private_targets=allow_private_targets,
-            timeout_s=self.timeout_s,
             max_connections=1,
             resolve=resolve,
             tls=tls_context(ca_bundle),
@@ -307,7 +306,7 @@ class WebhookDeliverer:
     async def _still_active(self, endpoint_id: str) -> bool:
         return await self.db.read(endpoint_is_active, endpoint_id)
 
-    async def _attempt(self, claimed: Claimed, client: httpx.AsyncClient) -> AttemptResult:
+    async def _attempt(self, claimed: Claimed, client: aiohttp.ClientSession) -> AttemptResult:
         attempted_at = self.clock()
         status: int | None = None
         kept: str | None = None
@@ -321,9 +320,7 @@ class WebhookDeliverer:
             error = None if 200 <= status < 300 else f"HTTP {status}"
         except TimeoutError:
             error = f"timed out after {self.timeout_s:g} s"
-        except httpx.TimeoutException as failure:
-            error = f"timed out ({type(failure).__name__})"
-        except httpx.HTTPError as failure:
+        except aiohttp.ClientError as failure:
             error = _describe(failure)
         except InvalidToken:
             error = "the signing secret cannot be decrypted with the configured keys"
@@ -356,15 +353,15 @@ class WebhookDeliverer:
         return lanes
 
     @staticmethod
-    async def _post(client: httpx.AsyncClient, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
-        async with client.stream("POST", url, content=body, headers=headers) as response:
+    async def _post(client: aiohttp.ClientSession, url: str, body: bytes, headers: dict[str, str]) -> tuple[int, str]:
+        async with client.post(url, data=body, headers=headers, allow_redirects=False) as response:
             kept = bytearray()
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.content.iter_any():
                 if len(kept) < RESPONSE_BODY_LIMIT + DRAIN_LIMIT:
                     kept += chunk
                 else:
-                    break  # leaving the block closes the connection instead of reading on
-        return response.status_code, kept[:RESPONSE_BODY_LIMIT].decode("utf-8", "replace")
+                    break  # leaving the block with the body unread closes the connection instead of reading on
+        return response.status, kept[:RESPONSE_BODY_LIMIT].decode("utf-8", "replace")
 
     def _secret(self, claimed: Claimed) -> str | None:
         if claimed.secret_encrypted is None:
@@ -388,27 +385,27 @@ class WebhookDeliverer:
         )
 
 
-def _describe(failure: httpx.HTTPError) -> str:
-    """The error as the endpoint's owner would want it: the refusal or connection error itself."""
+def _describe(failure: aiohttp.ClientError) -> str:
+    """The error as the endpoint's owner would want it: the refusal or connection error itself (`ConnectError: ...`
+    for any failure to connect, the guard's refusal and TLS's included)."""
     cause = failure.__cause__
     message = str(cause) if cause is not None and str(cause) else str(failure)
-    return f"{type(failure).__name__}: {message}" if message else type(failure).__name__
+    kind = "ConnectError" if isinstance(failure, aiohttp.ClientConnectorError) else type(failure).__name__
+    return f"{kind}: {message}" if message else kind
 
 
 class _Lanes:
-    """An endpoint's connections as clients of one connection each, at most `size`: taking one is taking one of the
-    endpoint's concurrency slots. httpcore's pool spends time in proportion to its connections times its waiting
-    requests on every request; a pool of one connection never searches (measured, bench/deliveries.py: a shared pool
-    of 8 busy connections cost a third more CPU per request than 8 clients of one)."""
+    """An endpoint's connections as sessions of one connection each, at most `size`: taking one is taking one of the
+    endpoint's concurrency slots, and a session of one connection never waits in its pool."""
 
-    def __init__(self, new_client: Callable[[], httpx.AsyncClient], size: int) -> None:
+    def __init__(self, new_client: Callable[[], aiohttp.ClientSession], size: int) -> None:
         self._new_client = new_client
         self.size = size
-        self._idle: list[httpx.AsyncClient] = []
-        self._all: list[httpx.AsyncClient] = []
-        self._waiters: deque[asyncio.Future[httpx.AsyncClient]] = deque()
+        self._idle: list[aiohttp.ClientSession] = []
+        self._all: list[aiohttp.ClientSession] = []
+        self._waiters: deque[asyncio.Future[aiohttp.ClientSession]] = deque()
 
-    async def take(self) -> tuple[httpx.AsyncClient, bool]:
+    async def take(self) -> tuple[aiohttp.ClientSession, bool]:
         """A client to send with, and whether all were busy so that this had to wait."""
         if self._idle:
             return self._idle.pop(), False  # the most recently used: its connection is the least likely to be stale
@@ -416,7 +413,7 @@ class _Lanes:
             client = self._new_client()
             self._all.append(client)
             return client, False
-        waiter: asyncio.Future[httpx.AsyncClient] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[aiohttp.ClientSession] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         try:
             return await waiter, True
@@ -425,7 +422,7 @@ class _Lanes:
                 self.give(waiter.result())
             raise
 
-    def give(self, client: httpx.AsyncClient) -> None:
+    def give(self, client: aiohttp.ClientSession) -> None:
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
@@ -434,7 +431,7 @@ class _Lanes:
         self._idle.append(client)
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(client.aclose() for client in self._all), return_exceptions=True)
+        await asyncio.gather(*(client.close() for client in self._all), return_exceptions=True)
 
 
 class _ResultWriter:
