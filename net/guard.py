@@ -198,6 +198,11 @@ def _guarded_socket(addr_info: tuple[Any, ...]) -> socket.socket:
     return socket.socket(family, kind, proto)
 
 
+KEEP_IDLE_S = 5.0
+"""How long an idle connection to a receiver is kept (httpx's default too): no longer than common servers keep theirs
+(Node's 5 s), so that a POST is not sent on a connection the receiver is closing, which aiohttp does not retry."""
+
+
 def guarded_session(
     *,
     allow_private_targets: bool,
@@ -215,5 +220,6 @@ def guarded_session(
         resolver=_GuardedResolver(allow_private=allow_private_targets, resolve=resolve),
         use_dns_cache=False,
         socket_factory=None if allow_private_targets else _guarded_socket,
+        keepalive_timeout=KEEP_IDLE_S,
     )
     return aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=None), trust_env=False)
