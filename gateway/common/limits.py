@@ -50,7 +50,8 @@ class _Memory(MemoryStorage):
 class _InProcess:
     """`limits`' moving window in this process's memory, called as it is, behind the asynchronous limiter's methods:
     its asynchronous flavour hands each pass over the expired entries, which it starts at nearly every request, to a
-    thread (bench/rate_limits.py: 146 us of CPU a request against 61; docs/operations.md, "Rate limits in memory")."""
+    thread (bench/rate_limits.py: 85-91 us of CPU a request against 42-46; docs/operations.md, "Rate limits in
+    memory")."""
 
     def __init__(self) -> None:
         self.limiter = strategies.MovingWindowRateLimiter(_Memory())
